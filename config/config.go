@@ -1,0 +1,301 @@
+// Package config owns the agent.toml schema: plain structs with their defaults, Load and Parse (environment
+// variable expansion, unknown keys rejected, every problem reported at once with its line) and Validate.
+//
+// config imports the standard library and the TOML decoder only. It must not import any other package of the
+// project: the command wires the structs into the packages that use them.
+package config
+
+import (
+	"fmt"
+	"time"
+)
+
+// Config is the whole of agent.toml.
+type Config struct {
+	// Path is the file the configuration was loaded from (the name given to Parse), "" for built-in defaults.
+	Path    string
+	Agent   Agent
+	Model   Model
+	Limits  Limits
+	Builtin Builtin
+	// Tools holds the admin's policy per final tool name, from [tools."<final name>"].
+	Tools map[string]ToolPolicy
+	MCP   MCP
+	A2A   A2A
+}
+
+// Agent is the [agent] table: who the agent is and how its loop runs.
+type Agent struct {
+	// Name is the agent's name, also the name of the tool it offers; default "agenthost".
+	Name string
+	// Description tells callers what the agent does; default DefaultDescription.
+	Description string
+	// Instructions is the system prompt text; empty means no instructions beyond the tools' guidance.
+	Instructions string
+	// MaxIterations bounds the model calls of one run: 1..100, default 10.
+	MaxIterations int
+	// MaxToolCalls bounds the distinct tool calls executed per round: 1..100, default 10.
+	MaxToolCalls int
+	// ToolTimeout bounds one tool call: positive, default 2m.
+	ToolTimeout Duration
+	// Temperature is the sampling temperature, 0..2; nil leaves it to the provider.
+	Temperature *float64
+	// CitationStyle is how citations are written: "markdown" (default), "sup" or "none".
+	CitationStyle string
+	// MaxConversations bounds the history store: at least 1, default 1000.
+	MaxConversations int
+	// ConversationTTL is the idle time after which a conversation is dropped: positive, default 1h.
+	ConversationTTL Duration
+}
+
+// Model is the [model] table: the chat model the loop calls.
+type Model struct {
+	// Provider is "auto" (default), "openai", "test" or "scripted". See Model.ResolveProvider for "auto".
+	Provider string
+	// Model is the model name, e.g. "gpt-4o-mini"; required when the provider is (or resolves to) "openai".
+	Model string
+	// BaseURL is the http(s) URL of an OpenAI-compatible API; empty means the provider's default.
+	BaseURL string
+	// APIKeyEnv names the environment variable holding the API key; default "OPENAI_API_KEY", empty for none.
+	APIKeyEnv string
+	// RequestTimeout bounds one model call: positive, default 5m.
+	RequestTimeout Duration
+	// IdleTimeout bounds the silence between two streamed chunks: positive, default 60s.
+	IdleTimeout Duration
+	// MaxRetries is how often a failed model call is retried: 0..10, default 2.
+	MaxRetries int
+	// MaxTokens caps the completion; 0 leaves it to the provider.
+	MaxTokens int
+	// ContextTokens is the context budget in tokens: at least 1, default 128000.
+	ContextTokens int
+	// Script is the JSON-lines script of provider "scripted". Parse makes a relative path relative to the
+	// configuration file's directory.
+	Script string
+}
+
+// Limits is the [limits] table: usage bounds per run. Zero means unlimited.
+type Limits struct {
+	// Requests bounds the model calls; default 50.
+	Requests int
+	// TotalTokens bounds prompt plus completion tokens; default 0 (unlimited).
+	TotalTokens int64
+	// ToolCalls bounds the executed tool calls; default 0 (unlimited).
+	ToolCalls int
+}
+
+// Builtin is the [builtin] table.
+type Builtin struct {
+	// Tools names the built-in tools to offer; default ["current_time"]. Empty offers none.
+	Tools []string
+}
+
+// ToolPolicy is the admin's policy for one tool, from [tools."<final name>"].
+type ToolPolicy struct {
+	// Enabled offers the tool; nil means true. Use IsEnabled.
+	Enabled *bool
+	// Exclusive makes the tool, when offered, the only tool offered and the only one that may run.
+	Exclusive bool
+	// Forced makes the model call the tool in the first iteration.
+	Forced bool
+	// TakesControl makes the tool's result the answer; the model must call it alone.
+	TakesControl bool
+	// RequireApproval asks the caller before each call.
+	RequireApproval bool
+	// Prompt is added to the system prompt while the tool is offered.
+	Prompt string
+	// FormatPrompt is added to the system prompt once the tool was used in the run.
+	FormatPrompt string
+}
+
+// IsEnabled reports whether the tool is offered: Enabled, or true when unset.
+func (p ToolPolicy) IsEnabled() bool { return p.Enabled == nil || *p.Enabled }
+
+// MCP is the [mcp] table.
+type MCP struct {
+	// Servers holds [mcp.servers.<name>].
+	Servers map[string]MCPServer
+	// Order lists every name of Servers once, in file order. Validate checks it.
+	Order []string
+}
+
+// MCPServer is one [mcp.servers.<name>] table.
+type MCPServer struct {
+	// Transport is "stdio", "http" (streamable HTTP) or "sse" (legacy). When empty it is inferred: command
+	// means stdio, url means http. Parse fills it in; see EffectiveTransport.
+	Transport string
+
+	// Command, Args, Env and Cwd start a stdio server. Env is added to agenthost's own environment.
+	Command string
+	Args    []string
+	Env     map[string]string
+	Cwd     string
+
+	// URL and Headers reach an http or sse server.
+	URL     string
+	Headers map[string]string
+
+	// ProtocolVersion pins the MCP protocol version (a date such as "2025-06-18"); empty negotiates.
+	ProtocolVersion string
+	// ConnectTimeout bounds connecting and listing tools at start-up: positive, default 30s.
+	ConnectTimeout Duration
+	// Required makes a failure to connect a start-up error instead of a skipped server.
+	Required bool
+	// Include and Exclude are path.Match patterns on the server's own tool names. An empty Include keeps
+	// every tool; Exclude is applied after Include.
+	Include []string
+	Exclude []string
+	// Prefix is put before the server's tool names as "<prefix>_<tool>"; nil means the server's name and ""
+	// means bare names. See PrefixOrName.
+	Prefix *string
+	// UseInstructions adds the server's instructions to the system prompt; nil means true.
+	UseInstructions *bool
+	// AllowSampling lets the server ask the host's model for completions; nil means true.
+	AllowSampling *bool
+	// SamplingMaxTokens caps one sampling completion: at least 1, default 1024.
+	SamplingMaxTokens int
+}
+
+// PrefixOrName returns the prefix of the server's tool names: Prefix when set (possibly ""), else name.
+func (s MCPServer) PrefixOrName(name string) string {
+	if s.Prefix != nil {
+		return *s.Prefix
+	}
+	return name
+}
+
+// InstructionsEnabled reports whether the server's instructions go into the system prompt.
+func (s MCPServer) InstructionsEnabled() bool { return s.UseInstructions == nil || *s.UseInstructions }
+
+// SamplingAllowed reports whether the server may ask the host's model for completions.
+func (s MCPServer) SamplingAllowed() bool { return s.AllowSampling == nil || *s.AllowSampling }
+
+// EffectiveTransport returns Transport, or when it is empty the transport inferred from the fields set:
+// "stdio" for a command, "http" for a url, "" when neither or both are set.
+func (s MCPServer) EffectiveTransport() string {
+	if s.Transport != "" {
+		return s.Transport
+	}
+	switch {
+	case s.Command != "" && s.URL == "":
+		return TransportStdio
+	case s.URL != "" && s.Command == "":
+		return TransportHTTP
+	}
+	return ""
+}
+
+// A2A is the [a2a] table.
+type A2A struct {
+	// Peers holds [a2a.peers.<name>]; each peer becomes a tool of that name.
+	Peers map[string]A2APeer
+	// Order lists every name of Peers once, in file order. Validate checks it.
+	Order []string
+}
+
+// A2APeer is one [a2a.peers.<name>] table: a remote A2A agent offered as a tool.
+type A2APeer struct {
+	// URL is the peer's base URL or the URL of its agent card.
+	URL string
+	// Description overrides the description taken from the agent card when not empty.
+	Description string
+	// Headers are sent with every request to the peer.
+	Headers map[string]string
+	// Timeout bounds one task on the peer: positive, default 5m.
+	Timeout Duration
+	// Required makes a failure to resolve the peer a start-up error instead of a skipped peer.
+	Required bool
+	// ProtocolVersion is "" (detect from the agent card), "1.0" or "0.3".
+	ProtocolVersion string
+}
+
+// Duration is a time.Duration written in TOML as a string such as "30s", "2m" or "1h30m".
+type Duration struct{ time.Duration }
+
+// UnmarshalText parses a Go duration string.
+func (d *Duration) UnmarshalText(text []byte) error {
+	v, err := time.ParseDuration(string(text))
+	if err != nil {
+		return fmt.Errorf("invalid duration %q (use a value like \"30s\" or \"2m\")", text)
+	}
+	d.Duration = v
+	return nil
+}
+
+// MarshalText writes the duration in Go's notation, e.g. "2m0s".
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// Enumerations of the schema.
+const (
+	ProviderAuto     = "auto"
+	ProviderOpenAI   = "openai"
+	ProviderTest     = "test"
+	ProviderScripted = "scripted"
+
+	CitationMarkdown = "markdown"
+	CitationSup      = "sup"
+	CitationNone     = "none"
+
+	TransportStdio = "stdio"
+	TransportHTTP  = "http"
+	TransportSSE   = "sse"
+)
+
+// DefaultDescription is the default Agent.Description.
+const DefaultDescription = "An assistant that answers a request using the tools it has been given."
+
+// Default returns the configuration used without a file: every default, Path "".
+func Default() *Config {
+	return &Config{
+		Agent: Agent{
+			Name:             "agenthost",
+			Description:      DefaultDescription,
+			MaxIterations:    10,
+			MaxToolCalls:     10,
+			ToolTimeout:      Duration{2 * time.Minute},
+			CitationStyle:    CitationMarkdown,
+			MaxConversations: 1000,
+			ConversationTTL:  Duration{time.Hour},
+		},
+		Model: Model{
+			Provider:       ProviderAuto,
+			APIKeyEnv:      "OPENAI_API_KEY",
+			RequestTimeout: Duration{5 * time.Minute},
+			IdleTimeout:    Duration{60 * time.Second},
+			MaxRetries:     2,
+			ContextTokens:  128000,
+		},
+		Limits:  Limits{Requests: 50},
+		Builtin: Builtin{Tools: []string{"current_time"}},
+		Tools:   map[string]ToolPolicy{},
+		MCP:     MCP{Servers: map[string]MCPServer{}},
+		A2A:     A2A{Peers: map[string]A2APeer{}},
+	}
+}
+
+// DefaultMCPServer returns an MCPServer with every default set and no transport fields.
+func DefaultMCPServer() MCPServer {
+	return MCPServer{ConnectTimeout: Duration{30 * time.Second}, SamplingMaxTokens: 1024}
+}
+
+// DefaultA2APeer returns an A2APeer with every default set and no URL.
+func DefaultA2APeer() A2APeer {
+	return A2APeer{Timeout: Duration{5 * time.Minute}}
+}
+
+// ResolveProvider returns the provider to build: Provider itself unless it is "auto", which becomes "openai"
+// when base_url is set or the API key variable named by APIKeyEnv is set and not empty, and "test" otherwise.
+// env looks a variable up; nil means no variable is set.
+func (m Model) ResolveProvider(env func(string) (string, bool)) string {
+	if m.Provider != ProviderAuto {
+		return m.Provider
+	}
+	if m.BaseURL != "" {
+		return ProviderOpenAI
+	}
+	if env != nil && m.APIKeyEnv != "" {
+		if v, ok := env(m.APIKeyEnv); ok && v != "" {
+			return ProviderOpenAI
+		}
+	}
+	return ProviderTest
+}

@@ -1,0 +1,211 @@
+package config
+
+import (
+	"reflect"
+	"testing"
+	"time"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+// envOf returns an environment lookup over vars only.
+func envOf(vars map[string]string) func(string) (string, bool) {
+	return func(name string) (string, bool) {
+		v, ok := vars[name]
+		return v, ok
+	}
+}
+
+func TestDefault(t *testing.T) {
+	c := Default()
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"Path", c.Path, ""},
+		{"Agent.Name", c.Agent.Name, "agenthost"},
+		{"Agent.Description", c.Agent.Description, DefaultDescription},
+		{"Agent.Instructions", c.Agent.Instructions, ""},
+		{"Agent.MaxIterations", c.Agent.MaxIterations, 10},
+		{"Agent.MaxToolCalls", c.Agent.MaxToolCalls, 10},
+		{"Agent.ToolTimeout", c.Agent.ToolTimeout.Duration, 2 * time.Minute},
+		{"Agent.Temperature", c.Agent.Temperature, (*float64)(nil)},
+		{"Agent.CitationStyle", c.Agent.CitationStyle, "markdown"},
+		{"Agent.MaxConversations", c.Agent.MaxConversations, 1000},
+		{"Agent.ConversationTTL", c.Agent.ConversationTTL.Duration, time.Hour},
+		{"Model.Provider", c.Model.Provider, "auto"},
+		{"Model.Model", c.Model.Model, ""},
+		{"Model.BaseURL", c.Model.BaseURL, ""},
+		{"Model.APIKeyEnv", c.Model.APIKeyEnv, "OPENAI_API_KEY"},
+		{"Model.RequestTimeout", c.Model.RequestTimeout.Duration, 5 * time.Minute},
+		{"Model.IdleTimeout", c.Model.IdleTimeout.Duration, 60 * time.Second},
+		{"Model.MaxRetries", c.Model.MaxRetries, 2},
+		{"Model.MaxTokens", c.Model.MaxTokens, 0},
+		{"Model.ContextTokens", c.Model.ContextTokens, 128000},
+		{"Model.Script", c.Model.Script, ""},
+		{"Limits", c.Limits, Limits{Requests: 50}},
+		{"Builtin.Tools", c.Builtin.Tools, []string{"current_time"}},
+		{"Tools", c.Tools, map[string]ToolPolicy{}},
+		{"MCP", c.MCP, MCP{Servers: map[string]MCPServer{}}},
+		{"A2A", c.A2A, A2A{Peers: map[string]A2APeer{}}},
+		{"DefaultMCPServer", DefaultMCPServer(), MCPServer{ConnectTimeout: Duration{30 * time.Second}, SamplingMaxTokens: 1024}},
+		{"DefaultA2APeer", DefaultA2APeer(), A2APeer{Timeout: Duration{5 * time.Minute}}},
+	}
+	for _, tc := range checks {
+		if !reflect.DeepEqual(tc.got, tc.want) {
+			t.Errorf("%s = %#v, want %#v", tc.name, tc.got, tc.want)
+		}
+	}
+	if err := c.Validate(); err != nil {
+		t.Errorf("Default().Validate() = %v", err)
+	}
+}
+
+// TestParseEmptyIsDefault checks that an empty file and Default agree, so the defaults live in one place.
+func TestParseEmptyIsDefault(t *testing.T) {
+	for _, src := range []string{"", "# only a comment\n", "[agent]\n[model]\n[limits]\n[builtin]\n[mcp]\n[a2a]\n"} {
+		got, err := Parse("agent.toml", []byte(src), envOf(nil))
+		if err != nil {
+			t.Fatalf("Parse(%q): %v", src, err)
+		}
+		want := Default()
+		want.Path = "agent.toml"
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("Parse(%q) =\n%#v\nwant\n%#v", src, got, want)
+		}
+	}
+}
+
+func TestToolPolicyIsEnabled(t *testing.T) {
+	for _, tc := range []struct {
+		enabled *bool
+		want    bool
+	}{{nil, true}, {ptr(true), true}, {ptr(false), false}} {
+		if got := (ToolPolicy{Enabled: tc.enabled}).IsEnabled(); got != tc.want {
+			t.Errorf("IsEnabled with %v = %v, want %v", tc.enabled, got, tc.want)
+		}
+	}
+}
+
+func TestMCPServerHelpers(t *testing.T) {
+	if got := (MCPServer{}).PrefixOrName("fs"); got != "fs" {
+		t.Errorf("nil prefix: got %q, want %q", got, "fs")
+	}
+	if got := (MCPServer{Prefix: ptr("")}).PrefixOrName("fs"); got != "" {
+		t.Errorf("empty prefix: got %q, want bare", got)
+	}
+	if got := (MCPServer{Prefix: ptr("files")}).PrefixOrName("fs"); got != "files" {
+		t.Errorf("set prefix: got %q, want %q", got, "files")
+	}
+	for _, tc := range []struct {
+		b    *bool
+		want bool
+	}{{nil, true}, {ptr(true), true}, {ptr(false), false}} {
+		if got := (MCPServer{UseInstructions: tc.b}).InstructionsEnabled(); got != tc.want {
+			t.Errorf("InstructionsEnabled with %v = %v", tc.b, got)
+		}
+		if got := (MCPServer{AllowSampling: tc.b}).SamplingAllowed(); got != tc.want {
+			t.Errorf("SamplingAllowed with %v = %v", tc.b, got)
+		}
+	}
+	for _, tc := range []struct {
+		s    MCPServer
+		want string
+	}{
+		{MCPServer{Command: "x"}, "stdio"},
+		{MCPServer{URL: "http://x"}, "http"},
+		{MCPServer{Transport: "sse", URL: "http://x"}, "sse"},
+		{MCPServer{Command: "x", URL: "http://x"}, ""},
+		{MCPServer{}, ""},
+	} {
+		if got := tc.s.EffectiveTransport(); got != tc.want {
+			t.Errorf("EffectiveTransport(%+v) = %q, want %q", tc.s, got, tc.want)
+		}
+	}
+}
+
+func TestResolveProvider(t *testing.T) {
+	tests := []struct {
+		name string
+		m    Model
+		env  map[string]string
+		want string
+	}{
+		{"explicit", Model{Provider: "scripted", APIKeyEnv: "K"}, map[string]string{"K": "x"}, "scripted"},
+		{"auto with key", Model{Provider: "auto", APIKeyEnv: "K"}, map[string]string{"K": "sk"}, "openai"},
+		{"auto with empty key", Model{Provider: "auto", APIKeyEnv: "K"}, map[string]string{"K": ""}, "test"},
+		{"auto without key", Model{Provider: "auto", APIKeyEnv: "K"}, nil, "test"},
+		{"auto without key variable", Model{Provider: "auto"}, map[string]string{"": "x"}, "test"},
+		{"auto with base_url", Model{Provider: "auto", BaseURL: "http://localhost:1/v1"}, nil, "openai"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.m.ResolveProvider(envOf(tc.env)); got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+	if got := (Model{Provider: "auto", APIKeyEnv: "K"}).ResolveProvider(nil); got != "test" {
+		t.Errorf("nil env: got %q, want test", got)
+	}
+}
+
+func TestDurationText(t *testing.T) {
+	var d Duration
+	if err := d.UnmarshalText([]byte("1h30m")); err != nil || d.Duration != 90*time.Minute {
+		t.Fatalf("UnmarshalText(1h30m) = %v, %v", d, err)
+	}
+	b, err := d.MarshalText()
+	if err != nil || string(b) != "1h30m0s" {
+		t.Fatalf("MarshalText = %q, %v", b, err)
+	}
+	if err := d.UnmarshalText([]byte("soon")); err == nil {
+		t.Fatal("UnmarshalText(soon): no error")
+	}
+}
+
+func TestValidateProgrammatic(t *testing.T) {
+	c := Default()
+	c.Agent.MaxIterations = 0
+	c.Model.Provider = "openai"
+	c.MCP.Servers["fs"] = MCPServer{Command: "x"} // no defaults, missing from Order
+	err := c.Validate()
+	want := `agent.max_iterations: must be between 1 and 100 (got 0)
+model.model: required when provider is "openai"
+mcp.servers: the Order field must list each of the 1 names exactly once (got [])
+mcp.servers.fs.connect_timeout: must be positive (got "0s")
+mcp.servers.fs.sampling_max_tokens: must be at least 1 (got 0)`
+	if err == nil || err.Error() != want {
+		t.Fatalf("Validate() =\n%v\nwant\n%s", err, want)
+	}
+
+	c = Default()
+	s := DefaultMCPServer()
+	s.Command = "x"
+	c.MCP.Servers["fs"] = s
+	c.MCP.Order = []string{"fs"}
+	p := DefaultA2APeer()
+	p.URL = "https://peer.example"
+	c.A2A.Peers["peer"] = p
+	c.A2A.Order = []string{"peer"}
+	if err := c.Validate(); err != nil {
+		t.Fatalf("Validate() of a complete config = %v", err)
+	}
+}
+
+func TestErrorFormat(t *testing.T) {
+	for _, tc := range []struct {
+		e    Error
+		want string
+	}{
+		{Error{File: "a.toml", Line: 3, Key: "agent.name", Msg: "m"}, "a.toml:3: agent.name: m"},
+		{Error{File: "a.toml", Key: "agent.name", Msg: "m"}, "a.toml: agent.name: m"},
+		{Error{Line: 3, Key: "agent.name", Msg: "m"}, "line 3: agent.name: m"},
+		{Error{Key: "agent.name", Msg: "m"}, "agent.name: m"},
+		{Error{File: "a.toml", Line: 1, Msg: "invalid TOML: x"}, "a.toml:1: invalid TOML: x"},
+	} {
+		if got := tc.e.Error(); got != tc.want {
+			t.Errorf("%#v.Error() = %q, want %q", tc.e, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,581 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestParseAllKeys sets every key to a value other than its default and checks where each one lands.
+func TestParseAllKeys(t *testing.T) {
+	src := `
+[agent]
+name = "helper"
+description = "Helps."
+instructions = """
+Be brief.
+"""
+max_iterations = 20
+max_tool_calls = 5
+tool_timeout = "30s"
+temperature = 0.5
+citation_style = "sup"
+max_conversations = 7
+conversation_ttl = "10m"
+
+[model]
+provider = "openai"
+model = "gpt-4o-mini"
+base_url = "http://localhost:8080/v1"
+api_key_env = "MY_KEY"
+request_timeout = "1m"
+idle_timeout = "5s"
+max_retries = 0
+max_tokens = 2048
+context_tokens = 32000
+
+[limits]
+requests = 3
+total_tokens = 100000
+tool_calls = 9
+
+[builtin]
+tools = []
+
+[tools."fs_read_file"]
+enabled = false
+exclusive = true
+forced = true
+takes_control = true
+require_approval = true
+prompt = "p"
+format_prompt = "f"
+
+[mcp.servers.fs]
+transport = "stdio"
+command = "npx"
+args = ["-y", "server"]
+env = { A = "1" }
+cwd = "/tmp"
+protocol_version = "2025-06-18"
+connect_timeout = "10s"
+required = true
+include = ["read_*"]
+exclude = ["*_dangerous"]
+prefix = ""
+use_instructions = false
+allow_sampling = false
+sampling_max_tokens = 99
+
+[mcp.servers.web]
+url = "https://mcp.example.com/mcp"
+headers = { Authorization = "Bearer t" }
+
+[a2a.peers.researcher]
+url = "https://peer.example.com"
+description = "Researches."
+headers = { X-Key = "k" }
+timeout = "1m"
+required = true
+protocol_version = "0.3"
+`
+	got, err := Parse("/etc/agenthost/agent.toml", []byte(src), envOf(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Config{
+		Path: "/etc/agenthost/agent.toml",
+		Agent: Agent{
+			Name: "helper", Description: "Helps.", Instructions: "Be brief.\n", MaxIterations: 20, MaxToolCalls: 5,
+			ToolTimeout: Duration{30 * time.Second}, Temperature: ptr(0.5), CitationStyle: "sup",
+			MaxConversations: 7, ConversationTTL: Duration{10 * time.Minute},
+		},
+		Model: Model{
+			Provider: "openai", Model: "gpt-4o-mini", BaseURL: "http://localhost:8080/v1", APIKeyEnv: "MY_KEY",
+			RequestTimeout: Duration{time.Minute}, IdleTimeout: Duration{5 * time.Second}, MaxRetries: 0,
+			MaxTokens: 2048, ContextTokens: 32000,
+		},
+		Limits:  Limits{Requests: 3, TotalTokens: 100000, ToolCalls: 9},
+		Builtin: Builtin{Tools: []string{}},
+		Tools: map[string]ToolPolicy{"fs_read_file": {
+			Enabled: ptr(false), Exclusive: true, Forced: true, TakesControl: true, RequireApproval: true,
+			Prompt: "p", FormatPrompt: "f",
+		}},
+		MCP: MCP{
+			Servers: map[string]MCPServer{
+				"fs": {
+					Transport: "stdio", Command: "npx", Args: []string{"-y", "server"}, Env: map[string]string{"A": "1"},
+					Cwd: "/tmp", ProtocolVersion: "2025-06-18", ConnectTimeout: Duration{10 * time.Second},
+					Required: true, Include: []string{"read_*"}, Exclude: []string{"*_dangerous"}, Prefix: ptr(""),
+					UseInstructions: ptr(false), AllowSampling: ptr(false), SamplingMaxTokens: 99,
+				},
+				"web": {
+					Transport: "http", URL: "https://mcp.example.com/mcp",
+					Headers:        map[string]string{"Authorization": "Bearer t"},
+					ConnectTimeout: Duration{30 * time.Second}, SamplingMaxTokens: 1024,
+				},
+			},
+			Order: []string{"fs", "web"},
+		},
+		A2A: A2A{
+			Peers: map[string]A2APeer{"researcher": {
+				URL: "https://peer.example.com", Description: "Researches.", Headers: map[string]string{"X-Key": "k"},
+				Timeout: Duration{time.Minute}, Required: true, ProtocolVersion: "0.3",
+			}},
+			Order: []string{"researcher"},
+		},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Parse =\n%#v\nwant\n%#v", got, want)
+	}
+	if err := got.Validate(); err != nil {
+		t.Errorf("Validate after Parse = %v", err)
+	}
+}
+
+// TestParseErrors checks each kind of problem, with its exact message and line.
+func TestParseErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		src  string
+		env  map[string]string
+		want string
+	}{
+		{"syntax", "[agent]\nname = \"x\"\nmax_iterations = = 3\n", nil,
+			"agent.toml:3: invalid TOML: expected value but found '=' instead"},
+		{"unknown top-level key", "title = \"x\"\n", nil,
+			"agent.toml:1: title: unknown key"},
+		{"unknown key with suggestion", "[agent]\n\nmax_iteration = 3\n", nil,
+			`agent.toml:3: agent.max_iteration: unknown key (did you mean "max_iterations"?)`},
+		{"unknown key in a server", "[mcp.servers.fs]\ncommand = \"x\"\ncomand = \"y\"\n", nil,
+			`agent.toml:3: mcp.servers.fs.comand: unknown key (did you mean "command"?)`},
+		{"unknown key in a tool policy", "[tools.x]\nenable = false\n", nil,
+			`agent.toml:2: tools.x.enable: unknown key (did you mean "enabled"?)`},
+		{"unknown table via dotted key", "# c\nagnt.name = \"x\"\n", nil,
+			`agent.toml:2: agnt: unknown key (did you mean "agent"?)`},
+		{"unknown key under mcp", "[mcp]\nservers = {}\nserver = {}\n", nil,
+			`agent.toml:3: mcp.server: unknown key (did you mean "servers"?)`},
+		{"wrong type int", "[agent]\nmax_iterations = \"ten\"\n", nil,
+			`agent.toml:2: agent.max_iterations: must be an integer (got string "ten")`},
+		{"wrong type float for int", "[model]\nmax_retries = 1.5\n", nil,
+			`agent.toml:2: model.max_retries: must be an integer (got float 1.5)`},
+		{"wrong type bool", "[tools.x]\nforced = \"yes\"\n", nil,
+			`agent.toml:2: tools.x.forced: must be a boolean (got string "yes")`},
+		{"wrong type string", "[agent]\nname = 5\n", nil,
+			`agent.toml:2: agent.name: must be a string (got integer 5)`},
+		{"wrong type table", "agent = 5\n", nil,
+			`agent.toml:1: agent: must be a table (got integer 5)`},
+		{"wrong type array", "[builtin]\ntools = \"current_time\"\n", nil,
+			`agent.toml:2: builtin.tools: must be an array of strings (got string "current_time")`},
+		{"wrong element type", "[builtin]\ntools = [\n  \"a\",\n  1,\n]\n", nil,
+			`agent.toml:2: builtin.tools[1]: must be a string (got integer 1)`},
+		{"wrong map value type", "[mcp.servers.fs]\ncommand = \"x\"\nenv = { A = 1 }\n", nil,
+			`agent.toml:3: mcp.servers.fs.env.A: must be a string (got integer 1)`},
+		{"array of tables", "[[mcp.servers]]\nname = \"x\"\n", nil,
+			`agent.toml:1: mcp.servers: must be a table (got an array of tables)`},
+		{"date-time", "[agent]\nname = 1979-05-27\n", nil,
+			`agent.toml:2: agent.name: must be a string (got a date-time)`},
+		{"bad duration", "[agent]\ntool_timeout = \"2 minutes\"\n", nil,
+			`agent.toml:2: agent.tool_timeout: must be a duration such as "30s" or "2m" (got "2 minutes")`},
+		{"duration as integer", "[agent]\ntool_timeout = 120\n", nil,
+			`agent.toml:2: agent.tool_timeout: must be a duration such as "30s" or "2m" (got integer 120)`},
+		{"zero duration", "[model]\nidle_timeout = \"0s\"\n", nil,
+			`agent.toml:2: model.idle_timeout: must be positive (got "0s")`},
+		{"negative duration", "[agent]\nconversation_ttl = \"-1h\"\n", nil,
+			`agent.toml:2: agent.conversation_ttl: must be positive (got "-1h0m0s")`},
+		{"max_iterations too big", "[agent]\nmax_iterations = 500\n", nil,
+			`agent.toml:2: agent.max_iterations: must be between 1 and 100 (got 500)`},
+		{"max_tool_calls zero", "[agent]\nmax_tool_calls = 0\n", nil,
+			`agent.toml:2: agent.max_tool_calls: must be between 1 and 100 (got 0)`},
+		{"temperature", "[agent]\ntemperature = 2.5\n", nil,
+			`agent.toml:2: agent.temperature: must be between 0 and 2 (got 2.5)`},
+		{"temperature nan", "[agent]\ntemperature = nan\n", nil,
+			`agent.toml:2: agent.temperature: must be between 0 and 2 (got NaN)`},
+		{"max_conversations", "[agent]\nmax_conversations = 0\n", nil,
+			`agent.toml:2: agent.max_conversations: must be at least 1 (got 0)`},
+		{"agent name", "[agent]\nname = \"my agent\"\n", nil,
+			`agent.toml:2: agent.name: must match ^[a-zA-Z0-9_-]{1,64}$, as it names the agent's tool (got "my agent")`},
+		{"citation style", "[agent]\ncitation_style = \"footnote\"\n", nil,
+			`agent.toml:2: agent.citation_style: must be one of "markdown", "sup", "none" (got "footnote")`},
+		{"provider", "[model]\nprovider = \"anthropic\"\n", nil,
+			`agent.toml:2: model.provider: must be one of "auto", "openai", "test", "scripted" (got "anthropic")`},
+		{"openai needs model", "[model]\nprovider = \"openai\"\n", nil,
+			`agent.toml:1: model.model: required when provider is "openai"`},
+		{"auto resolving to openai needs model", "[model]\napi_key_env = \"K\"\n", map[string]string{"K": "sk"},
+			`agent.toml:1: model.model: required: provider "auto" resolves to "openai" because K is set`},
+		{"auto with base_url needs model", "[model]\nbase_url = \"http://localhost:1/v1\"\n", nil,
+			`agent.toml:1: model.model: required: provider "auto" resolves to "openai" because base_url is set`},
+		{"scripted needs script", "[model]\nprovider = \"scripted\"\n", nil,
+			`agent.toml:1: model.script: required when provider is "scripted"`},
+		{"script with another provider", "[model]\nprovider = \"test\"\nscript = \"s.jsonl\"\n", nil,
+			`agent.toml:3: model.script: only used with provider "scripted" (provider is "test")`},
+		{"base_url", "[model]\nmodel = \"m\"\nbase_url = \"localhost:8080\"\n", nil,
+			`agent.toml:3: model.base_url: must be an http or https URL (got "localhost:8080")`},
+		{"api_key_env", "[model]\napi_key_env = \"MY-KEY\"\n", nil,
+			`agent.toml:2: model.api_key_env: must be the name of an environment variable (got "MY-KEY")`},
+		{"max_retries", "[model]\nmax_retries = 11\n", nil,
+			`agent.toml:2: model.max_retries: must be between 0 and 10 (got 11)`},
+		{"max_tokens", "[model]\nmax_tokens = -1\n", nil,
+			`agent.toml:2: model.max_tokens: must not be negative; 0 leaves it to the provider (got -1)`},
+		{"context_tokens", "[model]\ncontext_tokens = 0\n", nil,
+			`agent.toml:2: model.context_tokens: must be at least 1 (got 0)`},
+		{"negative limit", "[limits]\ntotal_tokens = -5\n", nil,
+			`agent.toml:2: limits.total_tokens: must not be negative; 0 means unlimited (got -5)`},
+		{"builtin name", "[builtin]\ntools = [\"current time\"]\n", nil,
+			`agent.toml:2: builtin.tools[0]: must be a tool name matching ^[a-zA-Z0-9_-]{1,64}$ (got "current time")`},
+		{"builtin twice", "[builtin]\ntools = [\"a\", \"a\"]\n", nil,
+			`agent.toml:2: builtin.tools[1]: "a" is listed twice`},
+		{"tool name", "[tools.\"fs.read\"]\nenabled = false\n", nil,
+			`agent.toml:1: tools."fs.read": tool name must match ^[a-zA-Z0-9_-]{1,64}$`},
+		{"server name", "[mcp.servers.\"my server\"]\ncommand = \"x\"\n", nil,
+			`agent.toml:1: mcp.servers."my server": server name must match ^[a-zA-Z0-9_-]{1,64}$`},
+		{"server without transport", "[mcp.servers.fs]\nrequired = true\n", nil,
+			`agent.toml:1: mcp.servers.fs: needs command (stdio) or url (http, sse)`},
+		{"server with command and url", "[mcp.servers.fs]\ncommand = \"x\"\nurl = \"http://x\"\n", nil,
+			`agent.toml:1: mcp.servers.fs: set command (stdio) or url (http, sse), not both`},
+		{"transport", "[mcp.servers.fs]\ntransport = \"ws\"\nurl = \"http://x\"\n", nil,
+			`agent.toml:2: mcp.servers.fs.transport: must be one of "stdio", "http", "sse" (got "ws")`},
+		{"stdio needs command", "[mcp.servers.fs]\ntransport = \"stdio\"\nargs = [\"x\"]\n", nil,
+			`agent.toml:1: mcp.servers.fs.command: required with transport "stdio"`},
+		{"sse needs url", "[mcp.servers.fs]\ntransport = \"sse\"\n", nil,
+			`agent.toml:1: mcp.servers.fs.url: required with transport "sse"`},
+		{"url on stdio", "[mcp.servers.fs]\ntransport = \"stdio\"\ncommand = \"x\"\nurl = \"http://x\"\n", nil,
+			`agent.toml:4: mcp.servers.fs.url: not used with transport "stdio"`},
+		{"headers on stdio", "[mcp.servers.fs]\ncommand = \"x\"\nheaders = { A = \"b\" }\n", nil,
+			`agent.toml:3: mcp.servers.fs.headers: not used with transport "stdio"`},
+		{"args on http", "[mcp.servers.fs]\nurl = \"http://x\"\nargs = []\n", nil,
+			`agent.toml:3: mcp.servers.fs.args: not used with transport "http"`},
+		{"command on sse", "[mcp.servers.fs]\ntransport = \"sse\"\nurl = \"http://x\"\n\ncommand = \"x\"\n", nil,
+			`agent.toml:5: mcp.servers.fs.command: not used with transport "sse"`},
+		{"server url", "[mcp.servers.fs]\nurl = \"file:///tmp/x\"\n", nil,
+			`agent.toml:2: mcp.servers.fs.url: must be an http or https URL (got "file:///tmp/x")`},
+		{"header name", "[mcp.servers.fs]\nurl = \"http://x\"\nheaders = { \"Bad Header\" = \"x\" }\n", nil,
+			`agent.toml:3: mcp.servers.fs.headers."Bad Header": not a valid HTTP header name`},
+		{"header value from env", "[mcp.servers.fs]\nurl = \"http://x\"\nheaders = { A = \"${V}\" }\n", map[string]string{"V": "a\nb"},
+			`agent.toml:3: mcp.servers.fs.headers.A: header value must not contain line breaks or NUL`},
+		{"env name", "[mcp.servers.fs]\ncommand = \"x\"\nenv = { \"A=B\" = \"x\" }\n", nil,
+			`agent.toml:3: mcp.servers.fs.env."A=B": not a valid environment variable name`},
+		{"protocol version", "[mcp.servers.fs]\ncommand = \"x\"\nprotocol_version = \"latest\"\n", nil,
+			`agent.toml:3: mcp.servers.fs.protocol_version: must be an MCP protocol version such as "2025-06-18" (got "latest")`},
+		{"pattern", "[mcp.servers.fs]\ncommand = \"x\"\ninclude = [\"ok\", \"[bad\"]\n", nil,
+			`agent.toml:3: mcp.servers.fs.include[1]: invalid pattern "[bad": syntax error in pattern`},
+		{"prefix", "[mcp.servers.fs]\ncommand = \"x\"\nprefix = \"f s\"\n", nil,
+			`agent.toml:3: mcp.servers.fs.prefix: must match ^[a-zA-Z0-9_-]{1,64}$, or be "" for bare tool names (got "f s")`},
+		{"sampling_max_tokens", "[mcp.servers.fs]\ncommand = \"x\"\nsampling_max_tokens = 0\n", nil,
+			`agent.toml:3: mcp.servers.fs.sampling_max_tokens: must be at least 1 (got 0)`},
+		{"connect_timeout", "[mcp.servers.fs]\ncommand = \"x\"\nconnect_timeout = \"0s\"\n", nil,
+			`agent.toml:3: mcp.servers.fs.connect_timeout: must be positive (got "0s")`},
+		{"peer needs url", "[a2a.peers.p]\ndescription = \"d\"\n", nil,
+			`agent.toml:1: a2a.peers.p.url: required`},
+		{"peer url", "[a2a.peers.p]\nurl = \"peer.example.com\"\n", nil,
+			`agent.toml:2: a2a.peers.p.url: must be an http or https URL (got "peer.example.com")`},
+		{"peer protocol", "[a2a.peers.p]\nurl = \"http://x\"\nprotocol_version = \"2.0\"\n", nil,
+			`agent.toml:3: a2a.peers.p.protocol_version: must be one of "", "1.0", "0.3" (got "2.0")`},
+		{"peer timeout", "[a2a.peers.p]\nurl = \"http://x\"\ntimeout = \"0s\"\n", nil,
+			`agent.toml:3: a2a.peers.p.timeout: must be positive (got "0s")`},
+		{"peer name", "[a2a.peers.\"a.b\"]\nurl = \"http://x\"\n", nil,
+			`agent.toml:1: a2a.peers."a.b": peer name must match ^[a-zA-Z0-9_-]{1,64}$, as it names the peer's tool`},
+		{"unset variable", "[model]\nmodel = \"m\"\nbase_url = \"${BASE}/v1\"\n", nil,
+			`agent.toml:3: model.base_url: environment variable BASE is not set`},
+		{"unset variable in multi-line string", "[agent]\ninstructions = \"\"\"\nHello\n${WHO}\n\"\"\"\n", nil,
+			`agent.toml:2: agent.instructions: environment variable WHO is not set`},
+		{"unset variables in an array", "[mcp.servers.fs]\ncommand = \"x\"\nargs = [\"${A}\", \"ok\", \"${B}${C}\"]\n", nil,
+			"agent.toml:3: mcp.servers.fs.args[0]: environment variable A is not set\n" +
+				"agent.toml:3: mcp.servers.fs.args[2]: environment variables B, C are not set"},
+		{"unset variable in a map", "[a2a.peers.p]\nurl = \"http://x\"\n[a2a.peers.p.headers]\nAuthorization = \"Bearer ${TOKEN}\"\n", nil,
+			`agent.toml:4: a2a.peers.p.headers.Authorization: environment variable TOKEN is not set`},
+		{"bad reference", "[agent]\ndescription = \"costs ${5}\"\n", nil,
+			`agent.toml:2: agent.description: invalid variable name "5" in ${...} (write $$ for a literal $)`},
+		{"unterminated reference", "[agent]\ndescription = \"${OOPS\"\n", nil,
+			`agent.toml:2: agent.description: unterminated ${ (write $$ for a literal $)`},
+		{"variable that is not a number", "[agent]\nmax_iterations = \"${N}\"\n", map[string]string{"N": "many"},
+			`agent.toml:2: agent.max_iterations: must be an integer (got "many" after expansion)`},
+		{"variable that is not a boolean", "[tools.x]\nforced = \"${F}\"\n", map[string]string{"F": "1"},
+			`agent.toml:2: tools.x.forced: must be a boolean (got "1" after expansion)`},
+		{"escaped reference is not a number", "[agent]\nmax_iterations = \"$${N}\"\n", nil,
+			`agent.toml:2: agent.max_iterations: must be an integer (got string "$${N}")`},
+		{"number from an unset variable", "[agent]\nmax_iterations = \"${N}\"\n", nil,
+			`agent.toml:2: agent.max_iterations: environment variable N is not set`},
+		{"number from a variable out of range", "[agent]\nmax_iterations = \"${N}\"\n", map[string]string{"N": "500"},
+			`agent.toml:2: agent.max_iterations: must be between 1 and 100 (got 500)`},
+		{"quoted and dotted keys", "[agent]\n\"max_iterations\" = 0\n[mcp]\nservers.fs.command = \"x\"\nservers.fs.'bogus' = 1\n", nil,
+			"agent.toml:2: agent.max_iterations: must be between 1 and 100 (got 0)\n" +
+				"agent.toml:5: mcp.servers.fs.bogus: unknown key"},
+		{"inline tables", "mcp = { servers = { fs = { command = \"x\",\n  colour = 1 } } }\n", nil,
+			"agent.toml:2: mcp.servers.fs.colour: unknown key"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("testdata/agent.toml", []byte(tc.src), envOf(tc.env))
+			if err == nil {
+				t.Fatalf("no error, want\n%s", tc.want)
+			}
+			if err.Error() != tc.want {
+				t.Errorf("got\n%v\nwant\n%s", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseErrorValues(t *testing.T) {
+	_, err := Parse("conf/x.toml", []byte("[agent]\nmax_iterations = 0\n"), envOf(nil))
+	var e *Error
+	if !errors.As(err, &e) {
+		t.Fatalf("error %v is not an *Error", err)
+	}
+	want := Error{File: "x.toml", Line: 2, Key: "agent.max_iterations", Msg: "must be between 1 and 100 (got 0)"}
+	if *e != want {
+		t.Errorf("got %#v, want %#v", *e, want)
+	}
+}
+
+// TestParseManyErrors checks that problems of every kind are reported together, in line order, and that a value
+// with a decoding problem is not reported a second time by validation.
+func TestParseManyErrors(t *testing.T) {
+	src := `[agent]
+max_iterations = 500
+nmae = "x"
+temperature = "hot"
+tool_timeout = "2x"
+instructions = """
+hello ${NOPE}
+"""
+
+[model]
+provider = "openai"
+
+[mcp.servers.fs]
+transport = "stdio"
+url = "http://x"
+command = 42
+args = ["a", 3]
+
+[mcp.servers.web]
+url = "ftp://x"
+
+[a2a.peers."bad name"]
+url = "http://x"
+`
+	_, err := Parse("agent.toml", []byte(src), envOf(nil))
+	want := []string{
+		`agent.toml:2: agent.max_iterations: must be between 1 and 100 (got 500)`,
+		`agent.toml:3: agent.nmae: unknown key (did you mean "name"?)`,
+		`agent.toml:4: agent.temperature: must be a number (got string "hot")`,
+		`agent.toml:5: agent.tool_timeout: must be a duration such as "30s" or "2m" (got "2x")`,
+		`agent.toml:6: agent.instructions: environment variable NOPE is not set`,
+		`agent.toml:10: model.model: required when provider is "openai"`,
+		`agent.toml:15: mcp.servers.fs.url: not used with transport "stdio"`,
+		`agent.toml:16: mcp.servers.fs.command: must be a string (got integer 42)`,
+		`agent.toml:17: mcp.servers.fs.args[1]: must be a string (got integer 3)`,
+		`agent.toml:20: mcp.servers.web.url: must be an http or https URL (got "ftp://x")`,
+		`agent.toml:22: a2a.peers."bad name": peer name must match ^[a-zA-Z0-9_-]{1,64}$, as it names the peer's tool`,
+	}
+	if err == nil {
+		t.Fatal("no error")
+	}
+	if got := strings.Split(err.Error(), "\n"); !slices.Equal(got, want) {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestParseEnv(t *testing.T) {
+	src := `
+[agent]
+description = "${WHO} costs $$5 and $${NOT_A_VAR} stays; lone $ too"
+instructions = "${EMPTY}"
+max_iterations = "${ITER}"
+temperature = "${TEMP}"
+
+[model]
+model = "${MODEL}"
+api_key_env = "K"
+
+[limits]
+total_tokens = " ${TOKENS} "
+
+[tools.x]
+forced = "${FORCED}"
+
+[mcp.servers.fs]
+command = "${HOME}/bin/server"
+args = ["--root", "${HOME}/notes", "${HOME}${HOME}"]
+env = { TOKEN = "${TOKEN}", LITERAL = "$${TOKEN}" }
+prefix = "${PREFIX}"
+`
+	env := map[string]string{
+		"WHO": "it", "EMPTY": "", "ITER": "7", "TEMP": "0.25", "MODEL": "gpt-x", "TOKENS": "1000",
+		"FORCED": "true", "HOME": "/home/u", "TOKEN": "secret", "PREFIX": "",
+	}
+	c, err := Parse("agent.toml", []byte(src), envOf(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := c.MCP.Servers["fs"]
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"description", c.Agent.Description, "it costs $5 and ${NOT_A_VAR} stays; lone $ too"},
+		{"instructions", c.Agent.Instructions, ""},
+		{"max_iterations", c.Agent.MaxIterations, 7},
+		{"temperature", *c.Agent.Temperature, 0.25},
+		{"model", c.Model.Model, "gpt-x"},
+		{"total_tokens", c.Limits.TotalTokens, int64(1000)},
+		{"forced", c.Tools["x"].Forced, true},
+		{"command", s.Command, "/home/u/bin/server"},
+		{"args", s.Args, []string{"--root", "/home/u/notes", "/home/u/home/u"}},
+		{"env", s.Env, map[string]string{"TOKEN": "secret", "LITERAL": "${TOKEN}"}},
+		{"prefix", *s.Prefix, ""},
+	}
+	for _, tc := range checks {
+		if !reflect.DeepEqual(tc.got, tc.want) {
+			t.Errorf("%s = %#v, want %#v", tc.name, tc.got, tc.want)
+		}
+	}
+}
+
+func TestParseOrder(t *testing.T) {
+	src := `
+[mcp.servers.zeta]
+command = "z"
+
+[a2a.peers.b]
+url = "http://b"
+
+[mcp.servers.alpha]
+url = "http://alpha"
+
+[mcp.servers.mid.env]
+A = "1"
+
+[a2a.peers.a]
+url = "http://a"
+
+[mcp.servers.mid]
+command = "m"
+
+[mcp]
+servers.beta.command = "b"
+servers.zeta.args = []
+`
+	c, err := Parse("agent.toml", []byte(src), envOf(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"zeta", "alpha", "mid", "beta"}; !slices.Equal(c.MCP.Order, want) {
+		t.Errorf("MCP.Order = %q, want %q", c.MCP.Order, want)
+	}
+	if want := []string{"b", "a"}; !slices.Equal(c.A2A.Order, want) {
+		t.Errorf("A2A.Order = %q, want %q", c.A2A.Order, want)
+	}
+}
+
+func TestParseScriptPath(t *testing.T) {
+	tests := []struct{ name, script, want string }{
+		{"conf/agent.toml", "s.jsonl", filepath.Join("conf", "s.jsonl")},
+		{"agent.toml", "s.jsonl", "s.jsonl"},
+		{"conf/agent.toml", "/abs/s.jsonl", "/abs/s.jsonl"},
+		{"", "s.jsonl", "s.jsonl"},
+	}
+	for _, tc := range tests {
+		src := "[model]\nprovider = \"scripted\"\nscript = \"" + tc.script + "\"\n"
+		c, err := Parse(tc.name, []byte(src), envOf(nil))
+		if err != nil {
+			t.Fatalf("Parse(%q): %v", tc.name, err)
+		}
+		if c.Model.Script != tc.want {
+			t.Errorf("Parse(%q) script %q = %q, want %q", tc.name, tc.script, c.Model.Script, tc.want)
+		}
+	}
+}
+
+func TestParseNoName(t *testing.T) {
+	_, err := Parse("", []byte("[agent]\nmax_iterations = 0\n"), envOf(nil))
+	if want := "line 2: agent.max_iterations: must be between 1 and 100 (got 0)"; err == nil || err.Error() != want {
+		t.Errorf("got %v, want %s", err, want)
+	}
+}
+
+func TestLoad(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "agent.toml")
+	if err := os.WriteFile(path, []byte("[agent]\nname = \"loaded\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Path != path || c.Agent.Name != "loaded" {
+		t.Errorf("Load: Path %q, Name %q", c.Path, c.Agent.Name)
+	}
+
+	_, err = Load(filepath.Join(dir, "missing.toml"))
+	if !errors.Is(err, os.ErrNotExist) || !strings.HasPrefix(err.Error(), "config: ") {
+		t.Errorf("Load(missing) = %v, want a wrapped not-exist error", err)
+	}
+}
+
+// TestExampleFile keeps the documented example at the repository root valid, with and without an API key.
+func TestExampleFile(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "agent.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, env := range []map[string]string{nil, {"OPENAI_API_KEY": "sk-test"}} {
+		c, err := Parse("agent.toml", data, envOf(env))
+		if err != nil {
+			t.Fatalf("example with env %v:\n%v", env, err)
+		}
+		if c.Model.Provider != "auto" || !slices.Equal(c.Builtin.Tools, []string{"current_time"}) {
+			t.Errorf("example: provider %q, builtin %q", c.Model.Provider, c.Builtin.Tools)
+		}
+		if _, ok := c.Tools["current_time"]; !ok {
+			t.Error(`example: no [tools."current_time"] policy`)
+		}
+	}
+}
+
+// TestExampleFileDocumentsEveryKey checks that agent.toml mentions every key the decoder accepts, so the
+// reference stays complete when a key is added.
+func TestExampleFileDocumentsEveryKey(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "agent.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(data)
+	for _, typ := range []reflect.Type{
+		reflect.TypeFor[Agent](), reflect.TypeFor[Model](), reflect.TypeFor[Limits](), reflect.TypeFor[Builtin](),
+		reflect.TypeFor[ToolPolicy](), reflect.TypeFor[MCPServer](), reflect.TypeFor[A2APeer](),
+	} {
+		for f := range typ.Fields() {
+			key := snake(f.Name)
+			if !strings.Contains(text, "\n"+key+" = ") && !strings.Contains(text, "# "+key+" = ") {
+				t.Errorf("agent.toml does not document %s.%s (%s)", typ.Name(), f.Name, key)
+			}
+		}
+	}
+}
+
+// snake turns a Go field name into its TOML key: MaxToolCalls → max_tool_calls, BaseURL → base_url.
+func snake(name string) string {
+	for _, r := range []struct{ from, to string }{{"URL", "Url"}, {"APIKey", "ApiKey"}, {"MCP", "Mcp"}, {"TTL", "Ttl"}} {
+		name = strings.ReplaceAll(name, r.from, r.to)
+	}
+	var b strings.Builder
+	for i, r := range name {
+		if r >= 'A' && r <= 'Z' {
+			if i > 0 {
+				b.WriteByte('_')
+			}
+			r += 'a' - 'A'
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}

@@ -1,0 +1,287 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"net/url"
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// Validate checks every value and cross-field rule of c and reports every problem at once (see Error); the
+// errors carry no file or line. Parse runs the same checks. A Config built in code must fill in the defaults
+// itself (start from Default, DefaultMCPServer and DefaultA2APeer), and MCP.Order and A2A.Order must list
+// every server and peer once.
+func (c *Config) Validate() error {
+	return c.check().join("", nil)
+}
+
+// Enumerated values, in the order messages list them.
+var (
+	providers      = []string{ProviderAuto, ProviderOpenAI, ProviderTest, ProviderScripted}
+	citationStyles = []string{CitationMarkdown, CitationSup, CitationNone}
+	transports     = []string{TransportStdio, TransportHTTP, TransportSSE}
+	a2aVersions    = []string{"", "1.0", "0.3"}
+
+	mcpVersionPattern = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}$`)
+)
+
+const namePattern = "^[a-zA-Z0-9_-]{1,64}$"
+
+// validName reports whether name matches namePattern, the names that OpenAI-compatible APIs and MCP clients
+// accept for tools.
+func validName(name string) bool {
+	if len(name) == 0 || len(name) > 64 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *Config) check() issues {
+	var is issues
+	checkAgent(&is, &c.Agent)
+	checkModel(&is, &c.Model)
+
+	for _, f := range []struct {
+		key string
+		n   int64
+	}{{"requests", int64(c.Limits.Requests)}, {"total_tokens", c.Limits.TotalTokens}, {"tool_calls", int64(c.Limits.ToolCalls)}} {
+		if f.n < 0 {
+			is.add([]string{"limits", f.key}, "must not be negative; 0 means unlimited (got %d)", f.n)
+		}
+	}
+
+	seen := make(map[string]bool)
+	for i, name := range c.Builtin.Tools {
+		key := fmt.Sprintf("builtin.tools[%d]", i)
+		switch {
+		case !validName(name):
+			is.addKey([]string{"builtin", "tools"}, key, "must be a tool name matching %s (got %q)", namePattern, name)
+		case seen[name]:
+			is.addKey([]string{"builtin", "tools"}, key, "%q is listed twice", name)
+		}
+		seen[name] = true
+	}
+
+	for _, name := range sortedKeys(c.Tools) {
+		if !validName(name) {
+			is.add([]string{"tools", name}, "tool name must match %s", namePattern)
+		}
+	}
+
+	checkOrder(&is, "mcp", "servers", c.MCP.Servers, c.MCP.Order)
+	for _, name := range sortedKeys(c.MCP.Servers) {
+		checkServer(&is, []string{"mcp", "servers", name}, name, c.MCP.Servers[name])
+	}
+	checkOrder(&is, "a2a", "peers", c.A2A.Peers, c.A2A.Order)
+	for _, name := range sortedKeys(c.A2A.Peers) {
+		checkPeer(&is, []string{"a2a", "peers", name}, name, c.A2A.Peers[name])
+	}
+	return is
+}
+
+func checkAgent(is *issues, a *Agent) {
+	p := func(key string) []string { return []string{"agent", key} }
+	if !validName(a.Name) {
+		is.add(p("name"), "must match %s, as it names the agent's tool (got %q)", namePattern, a.Name)
+	}
+	checkRange(is, p("max_iterations"), a.MaxIterations, 1, 100)
+	checkRange(is, p("max_tool_calls"), a.MaxToolCalls, 1, 100)
+	checkPositive(is, p("tool_timeout"), a.ToolTimeout)
+	if t := a.Temperature; t != nil && !(*t >= 0 && *t <= 2) {
+		is.add(p("temperature"), "must be between 0 and 2 (got %v)", *t)
+	}
+	checkEnum(is, p("citation_style"), a.CitationStyle, citationStyles)
+	checkMin(is, p("max_conversations"), a.MaxConversations, 1)
+	checkPositive(is, p("conversation_ttl"), a.ConversationTTL)
+}
+
+func checkModel(is *issues, m *Model) {
+	p := func(key string) []string { return []string{"model", key} }
+	checkEnum(is, p("provider"), m.Provider, providers)
+	if m.Provider == ProviderOpenAI && m.Model == "" {
+		is.add(p("model"), "required when provider is %q", ProviderOpenAI)
+	}
+	if m.BaseURL != "" {
+		checkURL(is, p("base_url"), m.BaseURL)
+	}
+	if m.APIKeyEnv != "" && !validEnvName(m.APIKeyEnv) {
+		is.add(p("api_key_env"), "must be the name of an environment variable (got %q)", m.APIKeyEnv)
+	}
+	checkPositive(is, p("request_timeout"), m.RequestTimeout)
+	checkPositive(is, p("idle_timeout"), m.IdleTimeout)
+	checkRange(is, p("max_retries"), m.MaxRetries, 0, 10)
+	if m.MaxTokens < 0 {
+		is.add(p("max_tokens"), "must not be negative; 0 leaves it to the provider (got %d)", m.MaxTokens)
+	}
+	checkMin(is, p("context_tokens"), m.ContextTokens, 1)
+	switch {
+	case m.Provider == ProviderScripted && m.Script == "":
+		is.add(p("script"), "required when provider is %q", ProviderScripted)
+	case m.Provider != ProviderScripted && m.Script != "" && slices.Contains(providers, m.Provider):
+		is.add(p("script"), "only used with provider %q (provider is %q)", ProviderScripted, m.Provider)
+	}
+}
+
+// checkOrder checks that order lists each key of m exactly once.
+func checkOrder[V any](is *issues, table, sub string, m map[string]V, order []string) {
+	seen := make(map[string]bool, len(order))
+	ok := len(order) == len(m)
+	for _, name := range order {
+		_, known := m[name]
+		ok = ok && known && !seen[name]
+		seen[name] = true
+	}
+	if !ok {
+		is.add([]string{table, sub}, "the Order field must list each of the %d names exactly once (got %q)", len(m), order)
+	}
+}
+
+func checkServer(is *issues, p []string, name string, s MCPServer) {
+	k := func(key string) []string { return append(slices.Clip(p), key) }
+	if !validName(name) {
+		is.add(p, "server name must match %s", namePattern)
+	}
+	t := s.EffectiveTransport()
+	switch {
+	case s.Transport != "":
+		checkEnum(is, k("transport"), s.Transport, transports)
+	case s.Command != "" && s.URL != "":
+		is.add(p, "set command (stdio) or url (http, sse), not both")
+	case t == "":
+		is.add(p, "needs command (stdio) or url (http, sse)")
+	}
+	// A field that the transport does not use is an error, not silently ignored.
+	stdioFields := []struct {
+		key string
+		set bool
+	}{{"command", s.Command != ""}, {"args", s.Args != nil}, {"env", s.Env != nil}, {"cwd", s.Cwd != ""}}
+	httpFields := []struct {
+		key string
+		set bool
+	}{{"url", s.URL != ""}, {"headers", s.Headers != nil}}
+	switch t {
+	case TransportStdio:
+		if s.Command == "" {
+			is.add(k("command"), "required with transport %q", t)
+		}
+		for _, f := range httpFields {
+			if f.set {
+				is.add(k(f.key), "not used with transport %q", t)
+			}
+		}
+	case TransportHTTP, TransportSSE:
+		if s.URL == "" {
+			is.add(k("url"), "required with transport %q", t)
+		} else {
+			checkURL(is, k("url"), s.URL)
+		}
+		for _, f := range stdioFields {
+			if f.set {
+				is.add(k(f.key), "not used with transport %q", t)
+			}
+		}
+		checkHeaders(is, k("headers"), s.Headers)
+	}
+	for envName := range s.Env {
+		if envName == "" || strings.ContainsAny(envName, "=\x00") {
+			is.add(append(k("env"), envName), "not a valid environment variable name")
+		}
+	}
+	if s.ProtocolVersion != "" && !mcpVersionPattern.MatchString(s.ProtocolVersion) {
+		is.add(k("protocol_version"), "must be an MCP protocol version such as \"2025-06-18\" (got %q)", s.ProtocolVersion)
+	}
+	checkPositive(is, k("connect_timeout"), s.ConnectTimeout)
+	for _, f := range []struct {
+		key      string
+		patterns []string
+	}{{"include", s.Include}, {"exclude", s.Exclude}} {
+		for i, pat := range f.patterns {
+			if _, err := path.Match(pat, ""); err != nil {
+				is.addKey(k(f.key), fmt.Sprintf("%s[%d]", formatKey(k(f.key)), i), "invalid pattern %q: %v", pat, err)
+			}
+		}
+	}
+	if s.Prefix != nil && *s.Prefix != "" && !validName(*s.Prefix) {
+		is.add(k("prefix"), "must match %s, or be \"\" for bare tool names (got %q)", namePattern, *s.Prefix)
+	}
+	checkMin(is, k("sampling_max_tokens"), s.SamplingMaxTokens, 1)
+}
+
+func checkPeer(is *issues, p []string, name string, peer A2APeer) {
+	k := func(key string) []string { return append(slices.Clip(p), key) }
+	if !validName(name) {
+		is.add(p, "peer name must match %s, as it names the peer's tool", namePattern)
+	}
+	if peer.URL == "" {
+		is.add(k("url"), "required")
+	} else {
+		checkURL(is, k("url"), peer.URL)
+	}
+	checkHeaders(is, k("headers"), peer.Headers)
+	checkPositive(is, k("timeout"), peer.Timeout)
+	checkEnum(is, k("protocol_version"), peer.ProtocolVersion, a2aVersions)
+}
+
+func checkRange(is *issues, p []string, n, lo, hi int) {
+	if n < lo || n > hi {
+		is.add(p, "must be between %d and %d (got %d)", lo, hi, n)
+	}
+}
+
+func checkMin(is *issues, p []string, n, lo int) {
+	if n < lo {
+		is.add(p, "must be at least %d (got %d)", lo, n)
+	}
+}
+
+func checkPositive(is *issues, p []string, d Duration) {
+	if d.Duration <= 0 {
+		is.add(p, "must be positive (got %q)", d.String())
+	}
+}
+
+func checkEnum(is *issues, p []string, v string, allowed []string) {
+	if slices.Contains(allowed, v) {
+		return
+	}
+	quoted := make([]string, len(allowed))
+	for i, a := range allowed {
+		quoted[i] = fmt.Sprintf("%q", a)
+	}
+	is.add(p, "must be one of %s (got %q)", strings.Join(quoted, ", "), v)
+}
+
+func checkURL(is *issues, p []string, raw string) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		is.add(p, "must be an http or https URL (got %q)", raw)
+	}
+}
+
+// checkHeaders checks HTTP header names (RFC 9110 tokens) and values (no line breaks), which may come from the
+// environment.
+func checkHeaders(is *issues, p []string, h map[string]string) {
+	for _, name := range sortedKeys(h) {
+		sub := append(slices.Clip(p), name)
+		if name == "" || strings.IndexFunc(name, func(r rune) bool { return !isTokenChar(r) }) >= 0 {
+			is.add(sub, "not a valid HTTP header name")
+		}
+		if strings.ContainsAny(h[name], "\r\n\x00") {
+			is.add(sub, "header value must not contain line breaks or NUL")
+		}
+	}
+}
+
+func isTokenChar(r rune) bool {
+	return r < math.MaxInt8 && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' ||
+		strings.ContainsRune("!#$%&'*+-.^_`|~", r))
+}
