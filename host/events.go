@@ -1,0 +1,99 @@
+package host
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/agenthost/agenthost/llm"
+)
+
+// EventKind says what an Event reports.
+type EventKind string
+
+const (
+	// EventIteration starts an iteration of the loop: Iteration is set.
+	EventIteration EventKind = "iteration"
+	// EventTextDelta carries a piece of the model's text as it is generated, in Text.
+	EventTextDelta EventKind = "text_delta"
+	// EventToolStart reports a tool call about to run, in ToolCall.
+	EventToolStart EventKind = "tool_start"
+	// EventToolProgress relays a running tool's progress, in ToolCall.Progress.
+	EventToolProgress EventKind = "tool_progress"
+	// EventToolEnd reports a finished (or refused) tool call, in ToolCall with Info and Result.
+	EventToolEnd EventKind = "tool_end"
+	// EventAnswer is the last event of a run that produced an answer: Answer is set.
+	EventAnswer EventKind = "answer"
+)
+
+// Event is one step of a run, as the front-ends (CLI, MCP server, A2A server) consume it.
+type Event struct {
+	Kind      EventKind
+	Iteration int
+	Text      string
+	ToolCall  *ToolEvent
+	Answer    *Answer
+}
+
+// ToolEvent describes a tool call in an event.
+type ToolEvent struct {
+	ID        string
+	Name      string
+	Source    string
+	Arguments json.RawMessage
+	Progress  *Progress     // EventToolProgress
+	Result    *Result       // EventToolEnd; nil when the call could not happen
+	Info      *ToolCallInfo // EventToolEnd
+}
+
+// StopReason says why a run ended.
+type StopReason string
+
+const (
+	StopAnswered       StopReason = "answered"
+	StopToolControl    StopReason = "tool_took_control"
+	StopIterationLimit StopReason = "iteration_limit"
+	StopUsageLimit     StopReason = "usage_limit"
+	StopCancelled      StopReason = "cancelled"
+	StopNoOutput       StopReason = "no_output"
+	StopError          StopReason = "error"
+)
+
+// NumberedReference is a reference as the answer cites it: Number is the k of "[k]".
+type NumberedReference struct {
+	Number int    `json:"number"`
+	Title  string `json:"title,omitempty"`
+	URI    string `json:"uri,omitempty"`
+}
+
+// Answer is the outcome of a run.
+type Answer struct {
+	// Text is the final answer with citations rendered in the configured style (and its list of sources).
+	Text string `json:"answer"`
+	// References are the documents the answer cites, numbered as in Text.
+	References     []NumberedReference `json:"references"`
+	ConversationID string              `json:"conversation_id"`
+	StoppedBy      StopReason          `json:"stopped_by"`
+	Usage          llm.Usage           `json:"usage"`
+	// Iterations is the debug info of each iteration.
+	Iterations []IterationInfo `json:"iterations"`
+	// ToolCalls is every tool call of the run, in order.
+	ToolCalls []ToolCallInfo `json:"tool_calls"`
+	// Result is the result of the tool that took control, when StoppedBy is StopToolControl.
+	Result *Result `json:"-"`
+}
+
+// IterationInfo is the debug record of one iteration.
+type IterationInfo struct {
+	Iteration    int              `json:"iteration"`
+	Mode         string           `json:"mode"` // "forced", "auto" or "final" (no tools offered)
+	ToolsOffered int              `json:"tools_offered"`
+	ModelCalls   int              `json:"model_calls"`
+	Duration     time.Duration    `json:"duration_ns"`
+	Usage        llm.Usage        `json:"usage"`
+	FinishReason llm.FinishReason `json:"finish_reason,omitempty"`
+	ToolCalls    int              `json:"tool_calls"`
+	// DroppedMessages and TruncatedResults report the context-budget trimming before the model call.
+	DroppedMessages  int    `json:"dropped_messages,omitempty"`
+	TruncatedResults int    `json:"truncated_results,omitempty"`
+	Note             string `json:"note,omitempty"`
+}

@@ -1,0 +1,238 @@
+package host
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// canonicalJSON returns a canonical text of a JSON value: object keys sorted, no insignificant whitespace, numbers
+// as written. Two calls whose arguments differ only in key order or spacing have the same canonical form. It is the
+// one canonical-JSON helper of the project.
+func canonicalJSON(raw []byte) (string, error) {
+	v, err := decodeJSON(raw)
+	if err != nil {
+		return "", err
+	}
+	out, err := json.Marshal(v) // maps marshal with sorted keys; json.Number keeps its text
+	if err != nil {
+		return "", err
+	}
+	return string(out), nil
+}
+
+// decodeJSON decodes exactly one JSON value, keeping numbers as json.Number.
+func decodeJSON(raw []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("unexpected data after the JSON value")
+	}
+	return v, nil
+}
+
+// parseArguments turns the model's argument text into a JSON object. Empty text means no arguments.
+func parseArguments(text string) (json.RawMessage, map[string]any, error) {
+	if strings.TrimSpace(text) == "" {
+		return json.RawMessage("{}"), map[string]any{}, nil
+	}
+	v, err := decodeJSON([]byte(text))
+	if err != nil {
+		return nil, nil, fmt.Errorf("the arguments are not valid JSON: %v", err)
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return nil, nil, fmt.Errorf("the arguments must be a JSON object, not %s", jsonKind(v))
+	}
+	return json.RawMessage(text), obj, nil
+}
+
+func jsonKind(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "boolean"
+	case json.Number:
+		if _, err := v.Int64(); err == nil {
+			return "integer"
+		}
+		return "number"
+	case string:
+		return "string"
+	case []any:
+		return "array"
+	case map[string]any:
+		return "object"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// validateArguments checks args against the parts of a JSON Schema that models most often get wrong: required
+// properties, types, enums and const, recursively through properties and items. It is deliberately not a full
+// validator: the tool's owner validates fully; this catches the common mistakes early and tells the model in words
+// it can act on. It returns every problem found, sorted.
+func validateArguments(schema json.RawMessage, args map[string]any) []string {
+	if len(schema) == 0 {
+		return nil
+	}
+	var s map[string]any
+	if err := json.Unmarshal(schema, &s); err != nil {
+		return nil // an unreadable schema is the source's problem, not the model's
+	}
+	var problems []string
+	validateValue(s, args, "", &problems, 0)
+	sort.Strings(problems)
+	return problems
+}
+
+func validateValue(s map[string]any, v any, path string, problems *[]string, depth int) {
+	if depth > 32 {
+		return
+	}
+	where := path
+	if where == "" {
+		where = "the arguments"
+	}
+	if types := schemaTypes(s["type"]); len(types) > 0 && !typeMatches(types, v) {
+		*problems = append(*problems, fmt.Sprintf("%s: expected %s, got %s", where, strings.Join(types, " or "), jsonKind(v)))
+		return
+	}
+	if c, ok := s["const"]; ok && !jsonEqual(c, v) {
+		*problems = append(*problems, fmt.Sprintf("%s: must be %s", where, compact(c)))
+	}
+	if enum, ok := s["enum"].([]any); ok && len(enum) > 0 {
+		found := false
+		for _, e := range enum {
+			if jsonEqual(e, v) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			vals := make([]string, len(enum))
+			for i, e := range enum {
+				vals[i] = compact(e)
+			}
+			*problems = append(*problems, fmt.Sprintf("%s: must be one of %s", where, strings.Join(vals, ", ")))
+		}
+	}
+	switch v := v.(type) {
+	case map[string]any:
+		if req, ok := s["required"].([]any); ok {
+			for _, r := range req {
+				name, _ := r.(string)
+				if _, present := v[name]; name != "" && !present {
+					*problems = append(*problems, fmt.Sprintf("%s: missing required property %q", where, name))
+				}
+			}
+		}
+		props, _ := s["properties"].(map[string]any)
+		for name, val := range v {
+			ps, ok := props[name].(map[string]any)
+			if !ok {
+				if ap, isBool := s["additionalProperties"].(bool); isBool && !ap && props != nil {
+					*problems = append(*problems, fmt.Sprintf("%s: unknown property %q", where, name))
+				}
+				continue
+			}
+			validateValue(ps, val, joinPath(path, name), problems, depth+1)
+		}
+	case []any:
+		if is, ok := s["items"].(map[string]any); ok {
+			for i, item := range v {
+				validateValue(is, item, fmt.Sprintf("%s[%d]", pathOr(path), i), problems, depth+1)
+			}
+		}
+	}
+}
+
+func joinPath(path, name string) string {
+	if path == "" {
+		return name
+	}
+	return path + "." + name
+}
+
+func pathOr(path string) string {
+	if path == "" {
+		return "arguments"
+	}
+	return path
+}
+
+func schemaTypes(t any) []string {
+	switch t := t.(type) {
+	case string:
+		return []string{t}
+	case []any:
+		var out []string
+		for _, x := range t {
+			if s, ok := x.(string); ok {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+func typeMatches(types []string, v any) bool {
+	kind := jsonKind(v)
+	for _, t := range types {
+		if t == kind || t == "number" && kind == "integer" {
+			return true
+		}
+		if t == "integer" && kind == "number" {
+			// 2.0 is an integer in JSON Schema.
+			if n, ok := v.(json.Number); ok {
+				if f, err := n.Float64(); err == nil && f == float64(int64(f)) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+func jsonEqual(a, b any) bool {
+	ca, err1 := json.Marshal(normalizeNumbers(a))
+	cb, err2 := json.Marshal(normalizeNumbers(b))
+	return err1 == nil && err2 == nil && bytes.Equal(ca, cb)
+}
+
+// normalizeNumbers makes 1, 1.0 and json.Number("1") compare equal.
+func normalizeNumbers(v any) any {
+	switch v := v.(type) {
+	case json.Number:
+		f, _ := v.Float64()
+		return f
+	case map[string]any:
+		m := make(map[string]any, len(v))
+		for k, x := range v {
+			m[k] = normalizeNumbers(x)
+		}
+		return m
+	case []any:
+		s := make([]any, len(v))
+		for i, x := range v {
+			s[i] = normalizeNumbers(x)
+		}
+		return s
+	}
+	return v
+}
+
+func compact(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}

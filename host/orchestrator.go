@@ -1,0 +1,480 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agenthost/agenthost/host/internal/cite"
+	"github.com/agenthost/agenthost/llm"
+)
+
+// Defaults and bounds of the loop, as DESIGN.md gives them.
+const (
+	DefaultMaxIterations = 10
+	MaxMaxIterations     = 100
+	DefaultMaxToolCalls  = 10
+	DefaultToolTimeout   = 2 * time.Minute
+	DefaultContextTokens = 128000
+)
+
+// CitationStyle is how the final answer writes citations.
+type CitationStyle string
+
+const (
+	CitationMarkdown CitationStyle = "markdown" // [1] with a "Sources:" list
+	CitationSup      CitationStyle = "sup"      // <sup>1</sup> with a "Sources:" list
+	CitationNone     CitationStyle = "none"     // markers removed, no list
+)
+
+// Limits bound what one run may spend. Zero means unlimited.
+type Limits struct {
+	Requests    int   // model calls
+	TotalTokens int64 // tokens, prompt and completion
+	ToolCalls   int   // executed tool calls
+}
+
+// Options configures an Orchestrator. A nil *Options means all defaults.
+type Options struct {
+	// Instructions open the system prompt.
+	Instructions string
+	// MaxIterations bounds the loop; 0 means DefaultMaxIterations, and it is capped at MaxMaxIterations.
+	MaxIterations int
+	// MaxToolCalls is how many distinct tool calls run per round; 0 means DefaultMaxToolCalls.
+	MaxToolCalls int
+	// ToolTimeout bounds each tool call; 0 means DefaultToolTimeout.
+	ToolTimeout time.Duration
+	// Temperature is passed to the model; nil leaves the provider's default.
+	Temperature *float64
+	// MaxTokens caps each completion; 0 leaves the provider's default.
+	MaxTokens int
+	// CitationStyle renders the answer's citations; "" means CitationMarkdown.
+	CitationStyle CitationStyle
+	// Limits bound each run.
+	Limits Limits
+	// ContextTokens is the model's context budget in tokens, estimated from text length; 0 means
+	// DefaultContextTokens.
+	ContextTokens int
+	// History keeps conversations; nil means a new History with default bounds.
+	History *History
+	// Logger receives the run's log lines; nil discards them.
+	Logger *slog.Logger
+}
+
+// Orchestrator runs the tool-calling loop. It is safe for concurrent use: each Run is independent, except that runs
+// of one conversation take turns.
+type Orchestrator struct {
+	model   llm.Model
+	tools   *ToolManager
+	opts    Options
+	history *History
+	logger  *slog.Logger
+}
+
+// New returns an Orchestrator that asks model and offers the tools of tools.
+func New(model llm.Model, tools *ToolManager, opts *Options) *Orchestrator {
+	o := &Orchestrator{model: model, tools: tools}
+	if opts != nil {
+		o.opts = *opts
+	}
+	if o.opts.MaxIterations <= 0 {
+		o.opts.MaxIterations = DefaultMaxIterations
+	}
+	o.opts.MaxIterations = min(o.opts.MaxIterations, MaxMaxIterations)
+	if o.opts.MaxToolCalls <= 0 {
+		o.opts.MaxToolCalls = DefaultMaxToolCalls
+	}
+	if o.opts.ToolTimeout <= 0 {
+		o.opts.ToolTimeout = DefaultToolTimeout
+	}
+	if o.opts.ContextTokens <= 0 {
+		o.opts.ContextTokens = DefaultContextTokens
+	}
+	if o.opts.CitationStyle == "" {
+		o.opts.CitationStyle = CitationMarkdown
+	}
+	o.history = o.opts.History
+	if o.history == nil {
+		o.history = NewHistory(nil)
+	}
+	o.logger = o.opts.Logger
+	if o.logger == nil {
+		o.logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// Tools returns the orchestrator's ToolManager.
+func (o *Orchestrator) Tools() *ToolManager { return o.tools }
+
+// History returns the orchestrator's conversation store.
+func (o *Orchestrator) History() *History { return o.history }
+
+// Request is one run's input.
+type Request struct {
+	Prompt string
+	// ConversationID continues a conversation; empty starts a new one.
+	ConversationID string
+	Selection
+	// Interactor is asked for approvals and input during the run; nil means nobody can be asked.
+	Interactor Interactor
+}
+
+// Run runs the loop for req and returns its events. The last event of a run that ends with an answer has Kind
+// EventAnswer. A run that cannot start (bad request, unknown conversation) or fails (the model keeps failing)
+// yields an error instead; a cancelled run yields its partial answer (StoppedBy StopCancelled) and then an error
+// wrapping ctx.Err(). Stopping the iteration early cancels the run and waits for it to end.
+func (o *Orchestrator) Run(ctx context.Context, req *Request) iter.Seq2[*Event, error] {
+	return func(yield func(*Event, error) bool) {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		type item struct {
+			ev  *Event
+			err error
+		}
+		items := make(chan item)
+		go func() {
+			defer close(items)
+			r := &run{o: o, req: req, emit: func(ev *Event) { items <- item{ev: ev} }}
+			ans, err := r.run(ctx)
+			if ans != nil {
+				items <- item{ev: &Event{Kind: EventAnswer, Iteration: r.iteration, Answer: ans}}
+			}
+			if err != nil {
+				items <- item{err: err}
+			}
+		}()
+		for it := range items {
+			if !yield(it.ev, it.err) {
+				cancel()
+				for range items { // drain, so the run goroutine ends before Run returns
+				}
+				return
+			}
+		}
+	}
+}
+
+// Ask runs req to the end, handing each event to onEvent (when not nil), and returns the answer. On error the
+// partial answer, if any, is returned with it.
+func (o *Orchestrator) Ask(ctx context.Context, req *Request, onEvent func(*Event)) (*Answer, error) {
+	var ans *Answer
+	for ev, err := range o.Run(ctx, req) {
+		if err != nil {
+			return ans, err
+		}
+		if onEvent != nil {
+			onEvent(ev)
+		}
+		if ev.Kind == EventAnswer {
+			ans = ev.Answer
+		}
+	}
+	return ans, nil
+}
+
+// run is the state of one Run. Only the run goroutine touches it, except where noted.
+type run struct {
+	o    *Orchestrator
+	req  *Request
+	emit func(*Event) // safe from any goroutine: the consumer reads one at a time
+
+	conv      *conversation
+	past      []llm.Message // the conversation before this run
+	messages  []llm.Message // this run's messages, user prompt first
+	iteration int
+	usage     llm.Usage
+	executed  int         // tool calls executed, for Limits.ToolCalls
+	used      []string    // tools used so far, in first-use order, for format prompts
+	lastText  string      // the latest text the model wrote, for answers cut short
+	stream    *citeStream // renders the current model call's text as it streams; nil when not streamed
+	infos     []IterationInfo
+	calls     []ToolCallInfo
+	truncated map[string]bool // tool call ids whose results were shortened to fit the context budget
+}
+
+func (r *run) run(ctx context.Context) (*Answer, error) {
+	o := r.o
+	if strings.TrimSpace(r.req.Prompt) == "" {
+		return nil, errors.New("the prompt is empty")
+	}
+	tools := o.tools.currentTools(ctx)
+	if err := checkSelection(tools, r.req.Selection); err != nil {
+		return nil, err
+	}
+	conv, err := o.history.acquire(ctx, r.req.ConversationID)
+	if err != nil {
+		return nil, err
+	}
+	defer o.history.release(conv)
+	r.conv, r.past = conv, conv.messages
+	r.messages = []llm.Message{{Role: llm.RoleUser, Content: r.req.Prompt}}
+
+	ans, err := r.loop(ctx, tools)
+	if ans == nil && err != nil && ctx.Err() != nil {
+		ans = r.stop(StopCancelled, "The request was cancelled before an answer was ready.")
+		err = fmt.Errorf("run cancelled: %w", context.Cause(ctx))
+	}
+	if ans != nil {
+		ans.ConversationID = conv.id
+		ans.Usage = r.usage
+		ans.Iterations = r.infos
+		for i := range r.calls {
+			r.calls[i].Truncated = r.truncated[r.calls[i].ID]
+		}
+		ans.ToolCalls = r.calls
+		// The conversation keeps what the user saw, so a follow-up reads the same answer.
+		r.messages = append(r.messages, llm.Message{Role: llm.RoleAssistant, Content: ans.Text})
+	}
+	if ans != nil || len(r.messages) > 1 {
+		conv.messages = append(conv.messages, r.messages...)
+	}
+	return ans, err
+}
+
+// loop runs the iterations. It returns the answer, or an error when the run cannot go on.
+func (r *run) loop(ctx context.Context, tools []*ManagedTool) (*Answer, error) {
+	o := r.o
+	last := o.opts.MaxIterations - 1
+	for i := 0; i <= last; i++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		r.iteration = i
+		r.emit(&Event{Kind: EventIteration, Iteration: i})
+		if i > 0 {
+			tools = o.tools.currentTools(ctx) // a source's list may have changed
+		}
+		off := newOffer(tools, r.req.Selection)
+		info := IterationInfo{Iteration: i, Mode: "auto", ToolsOffered: len(off.tools)}
+		forced := i == 0 && len(off.forced) > 0 && i != last
+		switch {
+		case i == last:
+			info.Mode, info.ToolsOffered = "final", 0
+		case forced:
+			info.Mode = "forced"
+		}
+		calls := 1
+		if forced {
+			calls = len(off.forced)
+		}
+		if reason := r.overModelLimits(calls); reason != "" {
+			info.Note = reason
+			r.infos = append(r.infos, info)
+			return r.stop(StopUsageLimit, "The run stopped: "+reason+"."), nil
+		}
+
+		start := time.Now()
+		req := r.request(off, info.Mode == "final", &info)
+		var resp *llm.Response
+		var err error
+		r.stream = nil
+		if forced {
+			resp, err = r.generateForced(ctx, req, off.forced)
+		} else {
+			r.stream = newCiteStream(r.citeSources(), o.opts.CitationStyle)
+			resp, err = o.model.Generate(ctx, req, func(d llm.Delta) {
+				if out := r.stream.write(d.Text); out != "" {
+					r.emit(&Event{Kind: EventTextDelta, Iteration: i, Text: out})
+				}
+			})
+		}
+		info.ModelCalls = calls
+		info.Duration = time.Since(start)
+		if err != nil {
+			info.Note = "model error: " + err.Error()
+			r.infos = append(r.infos, info)
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, fmt.Errorf("iteration %d: %w", i, err)
+		}
+		info.Usage = resp.Usage
+		info.FinishReason = resp.FinishReason
+		r.usage.Add(resp.Usage)
+		text := resp.Message.Content
+		if strings.TrimSpace(text) != "" {
+			r.lastText = text
+		}
+		toolCalls := resp.Message.ToolCalls
+		if info.Mode == "final" && len(toolCalls) > 0 {
+			// No tools were offered; a model that calls one anyway is not obeyed.
+			info.Note = fmt.Sprintf("ignored %d tool calls on the final iteration", len(toolCalls))
+			toolCalls = nil
+		}
+		info.ToolCalls = len(toolCalls)
+		if len(toolCalls) == 0 {
+			r.infos = append(r.infos, info)
+			if strings.TrimSpace(text) == "" {
+				if i == last && len(resp.Message.ToolCalls) > 0 {
+					break
+				}
+				r.infos[len(r.infos)-1].Note = "the model produced no output"
+				return r.stop(StopNoOutput, "The model produced no output."), nil
+			}
+			return r.answer(text), nil
+		}
+
+		taker, err := r.round(ctx, i, off, resp.Message, toolCalls)
+		r.infos = append(r.infos, info)
+		if err != nil {
+			return nil, err
+		}
+		if taker != nil {
+			return r.tookControl(taker), nil
+		}
+		if reason := r.overToolLimit(); reason != "" {
+			r.infos[len(r.infos)-1].Note = reason
+			return r.stop(StopUsageLimit, "The run stopped: "+reason+"."), nil
+		}
+	}
+	return r.stop(StopIterationLimit, fmt.Sprintf("The run stopped at its limit of %d iterations before the model gave an answer.", o.opts.MaxIterations)), nil
+}
+
+// overModelLimits returns why calling the model n more times would break the run's limits, or "".
+func (r *run) overModelLimits(n int) string {
+	l := r.o.opts.Limits
+	if l.Requests > 0 && r.usage.Requests+n > l.Requests {
+		return fmt.Sprintf("the limit of %d model requests per run was reached", l.Requests)
+	}
+	if l.TotalTokens > 0 && r.usage.TotalTokens >= l.TotalTokens {
+		return fmt.Sprintf("the limit of %d tokens per run was reached (%d used)", l.TotalTokens, r.usage.TotalTokens)
+	}
+	return ""
+}
+
+// overToolLimit returns why the run may execute no more tool calls, or "".
+func (r *run) overToolLimit() string {
+	if l := r.o.opts.Limits.ToolCalls; l > 0 && r.executed >= l {
+		return fmt.Sprintf("the limit of %d tool calls per run was reached", l)
+	}
+	return ""
+}
+
+// request composes the model request for one iteration.
+func (r *run) request(off *offer, final bool, info *IterationInfo) *llm.Request {
+	o := r.o
+	system := r.systemPrompt(off)
+	req := &llm.Request{Temperature: o.opts.Temperature, MaxTokens: o.opts.MaxTokens}
+	if !final && len(off.specs) > 0 {
+		req.Tools = off.specs
+		req.ToolChoice = llm.ToolChoice{Mode: llm.ToolChoiceAuto}
+	}
+	msgs, dropped, cut := fitBudget(system, r.past, r.messages, r.budget(req.Tools))
+	req.Messages = msgs
+	info.DroppedMessages, info.TruncatedResults = dropped, len(cut)
+	for _, id := range cut {
+		if r.truncated == nil {
+			r.truncated = map[string]bool{}
+		}
+		r.truncated[id] = true
+	}
+	return req
+}
+
+// generateForced makes one model call per forced tool, concurrently, each naming its tool, and merges them: tool
+// calls in forced order, usage summed, the first response's text kept. One failure cancels the others.
+func (r *run) generateForced(ctx context.Context, base *llm.Request, forced []*ManagedTool) (*llm.Response, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	resps := make([]*llm.Response, len(forced))
+	var wg sync.WaitGroup
+	for i, t := range forced {
+		wg.Go(func() {
+			req := *base
+			req.ToolChoice = llm.ToolChoice{Mode: llm.ToolChoiceFunction, Name: t.Spec.Name}
+			resp, err := r.o.model.Generate(ctx, &req, nil)
+			if err != nil {
+				// The first failure is the cause; the others only saw its cancellation.
+				cancel(fmt.Errorf("forced call of %s: %w", t.Spec.Name, err))
+				return
+			}
+			resps[i] = resp
+		})
+	}
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil {
+		return nil, err
+	}
+	merged := &llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Content: resps[0].Message.Content}, FinishReason: resps[0].FinishReason, Model: resps[0].Model}
+	for _, resp := range resps {
+		merged.Usage.Add(resp.Usage)
+		merged.Message.ToolCalls = append(merged.Message.ToolCalls, resp.Message.ToolCalls...)
+	}
+	if len(merged.Message.ToolCalls) > 0 {
+		merged.FinishReason = llm.FinishToolCalls
+	}
+	return merged, nil
+}
+
+// answer finishes a run with the model's text, its citations rendered.
+func (r *run) answer(text string) *Answer {
+	rendered, refs := cite.Render(text, r.citeSources(), cite.Style(r.o.opts.CitationStyle))
+	// Complete the stream, so that the text deltas of the answering iteration add up to the answer.
+	emitted := ""
+	if r.stream != nil {
+		emitted = r.stream.emitted
+	}
+	if rest, ok := strings.CutPrefix(rendered, emitted); ok && rest != "" {
+		r.emit(&Event{Kind: EventTextDelta, Iteration: r.iteration, Text: rest})
+	}
+	return &Answer{Text: rendered, References: numbered(refs), StoppedBy: StopAnswered}
+}
+
+// stop finishes a run that ended without a proper answer: the latest text the model wrote, if any, then why.
+func (r *run) stop(reason StopReason, why string) *Answer {
+	if r.lastText == "" {
+		return &Answer{Text: why, StoppedBy: reason, References: []NumberedReference{}}
+	}
+	ans := r.answer(r.lastText)
+	ans.Text = strings.TrimRight(ans.Text, "\n") + "\n\n" + why
+	ans.StoppedBy = reason
+	return ans
+}
+
+// tookControl finishes a run whose takes_control tool ran: its result is the answer.
+func (r *run) tookControl(s *slot) *Answer {
+	res := s.result
+	if res == nil {
+		res = &Result{Text: s.content, IsError: true}
+	}
+	text := res.Text
+	if text == "" {
+		text = s.content
+	}
+	refs := []NumberedReference{}
+	seen := map[string]bool{}
+	for _, ref := range res.References {
+		key := ref.URI
+		if key == "" {
+			key = "title:" + ref.Title
+		}
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		refs = append(refs, NumberedReference{Number: len(refs) + 1, Title: ref.Title, URI: ref.URI})
+	}
+	return &Answer{Text: text, References: refs, StoppedBy: StopToolControl, Result: res}
+}
+
+func (r *run) citeSources() []cite.Source {
+	out := make([]cite.Source, len(r.conv.sources))
+	for i, s := range r.conv.sources {
+		out[i] = cite.Source{Number: s.Number, Title: s.Ref.Title, URI: s.Ref.URI}
+	}
+	return out
+}
+
+func numbered(refs []cite.Ref) []NumberedReference {
+	out := make([]NumberedReference, len(refs))
+	for i, ref := range refs {
+		out[i] = NumberedReference{Number: ref.Number, Title: ref.Title, URI: ref.URI}
+	}
+	return out
+}

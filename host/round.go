@@ -1,0 +1,306 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agenthost/agenthost/llm"
+)
+
+// slot is one tool call of a round, answered in the model's order whatever order the calls finish in.
+type slot struct {
+	call    llm.ToolCall
+	tool    *ManagedTool    // nil when the name is not an offered tool
+	args    json.RawMessage // valid JSON object, when problem is ""
+	key     string          // name and canonical arguments: equal keys are one call
+	primary *slot           // the first identical call, for a duplicate
+	problem string          // why the call cannot run (bad arguments, unknown tool, a policy)
+	notRun  string          // debug: the kind of refusal
+
+	result   *Result
+	err      error
+	approval string
+	duration time.Duration
+	sources  []int  // numbers given to result.References
+	content  string // the tool message
+}
+
+// round handles the tool calls of one model response, following DESIGN's eight steps, and appends the assistant
+// message and one tool message per call to the run. It returns the slot of a takes_control tool that ran.
+func (r *run) round(ctx context.Context, iter int, off *offer, assistant llm.Message, calls []llm.ToolCall) (*slot, error) {
+	o := r.o
+	calls = uniqueIDs(calls, iter)
+	assistant.Role = llm.RoleAssistant
+	assistant.ToolCalls = calls
+
+	// 2. Parse, check and find duplicates.
+	slots := make([]*slot, len(calls))
+	byKey := map[string]*slot{}
+	var distinct []*slot
+	for i, c := range calls {
+		s := &slot{call: c}
+		slots[i] = s
+		s.key = c.Name + "\x00" + c.Arguments
+		if t, ok := off.byName[c.Name]; !ok {
+			s.problem = fmt.Sprintf("unknown tool %q. Available tools: %s. Call one of those.", c.Name, listOrNone(off.names()))
+			s.notRun = "unknown tool"
+		} else if args, obj, err := parseArguments(c.Arguments); err != nil {
+			s.tool = t
+			s.problem = fmt.Sprintf("%v. Send the arguments of %s again as one valid JSON object.", err, c.Name)
+			s.notRun = "invalid arguments"
+		} else {
+			s.tool, s.args = t, args
+			if problems := validateArguments(t.Spec.InputSchema, obj); len(problems) > 0 {
+				s.problem = fmt.Sprintf("the arguments of %s do not match its schema: %s. Fix them and call it again.", c.Name, strings.Join(problems, "; "))
+				s.notRun = "invalid arguments"
+			} else if canon, err := canonicalJSON(args); err == nil {
+				s.key = c.Name + "\x00" + canon
+			}
+		}
+		if first, dup := byKey[s.key]; dup {
+			s.primary = first
+			continue
+		}
+		byKey[s.key] = s
+		distinct = append(distinct, s)
+	}
+
+	// 3. The per-round cap and the run's tool-call limit, over the calls that would run.
+	runnable := 0
+	limit := o.opts.Limits.ToolCalls
+	for _, s := range distinct {
+		if s.problem != "" {
+			continue
+		}
+		switch {
+		case runnable >= o.opts.MaxToolCalls:
+			s.problem = fmt.Sprintf("not executed: at most %d tool calls run per round. Call it again in the next round if it is still needed.", o.opts.MaxToolCalls)
+			s.notRun = "round cap"
+		case limit > 0 && r.executed+runnable >= limit:
+			s.problem = fmt.Sprintf("not executed: the run reached its limit of %d tool calls.", limit)
+			s.notRun = "tool call limit"
+		default:
+			runnable++
+		}
+	}
+
+	// 4. A takes_control tool must be called alone.
+	if len(distinct) > 1 {
+		var takers []string
+		for _, s := range distinct {
+			if s.tool != nil && s.tool.Policy.TakesControl {
+				takers = append(takers, s.tool.Spec.Name)
+			}
+		}
+		if len(takers) > 0 {
+			msg := fmt.Sprintf("not executed: %s hands the conversation over and must be called alone, without other tool calls in the same turn. Call it again by itself, or call the other tools first.", strings.Join(takers, " and "))
+			for _, s := range distinct {
+				if s.problem == "" {
+					s.problem, s.notRun = msg, "takes_control not alone"
+				}
+			}
+		}
+	}
+
+	// 5. Execute the rest concurrently.
+	var wg sync.WaitGroup
+	for _, s := range distinct {
+		if s.problem != "" {
+			continue
+		}
+		r.executed++
+		wg.Go(func() { r.execute(ctx, iter, s) })
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		// Keep the conversation well formed: every call gets its message, even when the run ends here.
+		for _, s := range distinct {
+			if s.content == "" && s.problem == "" {
+				s.problem = "the call was cancelled"
+			}
+		}
+	}
+
+	// 6 and 7. One tool message per call id in the model's order; references numbered in that order.
+	r.messages = append(r.messages, assistant)
+	var taker *slot
+	for _, s := range slots {
+		p := s
+		if s.primary != nil {
+			p = s.primary
+		}
+		if p.content == "" {
+			r.finish(p)
+		}
+		r.messages = append(r.messages, llm.Message{Role: llm.RoleTool, ToolCallID: s.call.ID, Name: s.call.Name, Content: p.content})
+		info := ToolCallInfo{
+			ID: s.call.ID, Name: s.call.Name, Iteration: iter, Duration: p.duration, Duplicate: s.primary != nil,
+			NotRun: p.notRun, Bytes: len(p.content), References: len(p.sources), Approval: p.approval,
+		}
+		if p.tool != nil {
+			info.Source = p.tool.Source
+		}
+		info.OK = p.problem == "" && p.err == nil && p.result != nil && !p.result.IsError
+		switch {
+		case p.problem != "":
+			info.Error = p.problem
+		case p.err != nil:
+			info.Error = p.err.Error()
+		case p.result != nil && p.result.IsError:
+			info.Error = firstLine(p.result.Text)
+		}
+		if p.result != nil {
+			info.Debug = p.result.Debug
+		}
+		r.calls = append(r.calls, info)
+		r.emit(&Event{Kind: EventToolEnd, Iteration: iter, ToolCall: &ToolEvent{ID: s.call.ID, Name: s.call.Name, Source: info.Source, Arguments: p.args, Result: p.result, Info: &info}})
+		// A hand-off that failed goes back to the model like any failed call, so it can tell the user.
+		if s.primary == nil && info.OK && p.tool.Policy.TakesControl {
+			taker = p
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return taker, nil
+}
+
+// execute runs one call and records its outcome in s. It runs on its own goroutine.
+func (r *run) execute(ctx context.Context, iter int, s *slot) {
+	t := s.tool
+	r.emit(&Event{Kind: EventToolStart, Iteration: iter, ToolCall: &ToolEvent{ID: s.call.ID, Name: t.Spec.Name, Source: t.Source, Arguments: s.args}})
+	call := &Call{ID: s.call.ID, Tool: t.Spec.Name, Source: t.Source, interactor: r.req.Interactor}
+	call.progress = func(p Progress) {
+		r.emit(&Event{Kind: EventToolProgress, Iteration: iter, ToolCall: &ToolEvent{ID: s.call.ID, Name: t.Spec.Name, Source: t.Source, Progress: &p}})
+	}
+	start := time.Now()
+	s.result, s.approval, s.err = r.o.tools.Invoke(ctx, t, s.args, call, r.o.opts.ToolTimeout)
+	s.duration = time.Since(start)
+	if s.err != nil {
+		r.o.logger.Warn("tool call failed", "tool", t.Spec.Name, "source", t.Source, "iteration", iter, "err", s.err)
+	}
+}
+
+// finish numbers the references of s's result and writes its tool message. It runs on the run goroutine, in the
+// model's order, so source numbers are deterministic.
+func (r *run) finish(s *slot) {
+	switch {
+	case s.problem != "":
+		s.content = "Error: " + s.problem
+		return
+	case s.err != nil:
+		s.content = "Error: " + s.err.Error()
+		return
+	}
+	res := s.result
+	if !slices.Contains(r.used, s.tool.Spec.Name) {
+		r.used = append(r.used, s.tool.Spec.Name)
+	}
+	var sources []sourceJSON
+	for _, ref := range res.References {
+		n := len(r.conv.sources) + 1
+		r.conv.sources = append(r.conv.sources, source{Number: n, Ref: ref})
+		s.sources = append(s.sources, n)
+		sources = append(sources, sourceJSON{Source: n, Title: ref.Title, URI: ref.URI, Content: ref.Content})
+	}
+	s.content = resultContent(res, sources)
+}
+
+// sourceJSON is how the model sees a numbered reference.
+type sourceJSON struct {
+	Source  int    `json:"source"`
+	Title   string `json:"title,omitempty"`
+	URI     string `json:"uri,omitempty"`
+	Content string `json:"content,omitempty"`
+}
+
+// resultContent is the tool message for a result: its text, or its structured output as JSON when it has no text,
+// then its numbered sources as a JSON array. An error result is marked so the model cannot mistake it for data.
+func resultContent(res *Result, sources []sourceJSON) string {
+	text := res.Text
+	if text == "" && len(res.Structured) > 0 {
+		text = string(res.Structured)
+	}
+	if len(sources) > 0 {
+		b, _ := json.Marshal(sources) // plain strings and ints: cannot fail
+		if text != "" {
+			text += "\n\n"
+		}
+		text += "Sources (cite as [source N]):\n" + string(b)
+	}
+	if text == "" {
+		text = "(the tool returned no content)"
+	}
+	if res.IsError {
+		return "Error: " + text
+	}
+	return text
+}
+
+// uniqueIDs gives every call an id unique in the round. Providers that number calls per response (or send none)
+// would otherwise make tool messages ambiguous, notably when forced calls from several responses are merged.
+func uniqueIDs(calls []llm.ToolCall, iter int) []llm.ToolCall {
+	out := slices.Clone(calls)
+	seen := make(map[string]bool, len(out))
+	for i := range out {
+		id := out[i].ID
+		if id == "" {
+			id = fmt.Sprintf("call_%d_%d", iter, i)
+		}
+		for n := 2; seen[id]; n++ {
+			id = fmt.Sprintf("%s_%d", out[i].ID, n)
+		}
+		seen[id] = true
+		out[i].ID = id
+	}
+	return out
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	return s
+}
+
+// citationRule tells the model how to cite. The answer's post-processing understands this form and its variants.
+const citationRule = `Some tool results list numbered sources. When you use information from one, cite it right after the statement it supports as [source N], with the number given there. Cite only sources you used and never invent a number.`
+
+// systemPrompt composes the system message: instructions, the offered tools' prompts, the format prompts of tools
+// used so far, the offered sources' own instructions, and the citation rule.
+func (r *run) systemPrompt(off *offer) string {
+	var parts []string
+	if s := strings.TrimSpace(r.o.opts.Instructions); s != "" {
+		parts = append(parts, s)
+	}
+	var guidance []string
+	for _, t := range off.tools {
+		if p := strings.TrimSpace(t.Policy.Prompt); p != "" {
+			guidance = append(guidance, fmt.Sprintf("- %s: %s", t.Spec.Name, p))
+		}
+	}
+	if len(guidance) > 0 {
+		parts = append(parts, "How to use the tools:\n"+strings.Join(guidance, "\n"))
+	}
+	for _, name := range r.used {
+		if t, ok := off.byName[name]; ok && strings.TrimSpace(t.Policy.FormatPrompt) != "" {
+			parts = append(parts, strings.TrimSpace(t.Policy.FormatPrompt))
+		}
+	}
+	offeredFrom := map[string]bool{}
+	for _, t := range off.tools {
+		offeredFrom[t.Source] = true
+	}
+	for _, set := range r.o.tools.sets {
+		if in, ok := set.(Instructor); ok && offeredFrom[set.Name()] {
+			if s := strings.TrimSpace(in.Instructions()); s != "" {
+				parts = append(parts, fmt.Sprintf("Instructions from %s:\n%s", set.Name(), s))
+			}
+		}
+	}
+	parts = append(parts, citationRule)
+	return strings.Join(parts, "\n\n")
+}

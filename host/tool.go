@@ -1,0 +1,186 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// ToolSpec describes a tool as the orchestrator offers it to the model.
+type ToolSpec struct {
+	// Name is the final name the model sees, matching ^[a-zA-Z0-9_-]{1,64}$ (see SanitizeToolName).
+	Name  string
+	Title string
+	// Description is what the model reads to decide when to call the tool.
+	Description string
+	// InputSchema is the JSON Schema of the arguments, passed through as the source gave it. Nil means
+	// {"type":"object"}.
+	InputSchema json.RawMessage
+	// OutputSchema is the JSON Schema of Result.Structured, if the tool declares one.
+	OutputSchema json.RawMessage
+	Annotations  *ToolAnnotations
+}
+
+// ToolAnnotations are hints about a tool's behaviour, as MCP defines them. Nil fields are unknown.
+type ToolAnnotations struct {
+	ReadOnlyHint    *bool `json:"readOnlyHint,omitempty"`
+	DestructiveHint *bool `json:"destructiveHint,omitempty"`
+	IdempotentHint  *bool `json:"idempotentHint,omitempty"`
+	OpenWorldHint   *bool `json:"openWorldHint,omitempty"`
+}
+
+// Tool is something the model can call.
+//
+// Call runs the tool with args, a JSON object already checked to be valid JSON. A tool that ran and failed returns a
+// Result with IsError set; a Go error means the call could not happen at all (the server is down, the arguments could
+// not be sent). Both reach the model as a tool message and neither stops the run. Call must return promptly once ctx
+// is cancelled. Call is safe for concurrent use.
+type Tool interface {
+	Spec() ToolSpec
+	Call(ctx context.Context, args json.RawMessage, call *Call) (*Result, error)
+}
+
+// Toolset is a source of tools: the built-ins, one MCP server, the A2A peers.
+//
+// Tools returns the current list; the orchestrator asks again before every model call, so a source whose list
+// changes (an MCP server sending list_changed) needs no other signal. Tools should be cheap: cache, don't fetch.
+type Toolset interface {
+	// Name identifies the source in debug info, logs and errors, e.g. "builtin" or "mcp:filesystem".
+	Name() string
+	Tools(ctx context.Context) ([]Tool, error)
+}
+
+// Instructor is implemented by a Toolset that has instructions for the model (an MCP server's instructions). The
+// orchestrator adds them to the system prompt when the run's options allow it.
+type Instructor interface {
+	Instructions() string
+}
+
+// Result is what a tool call produced.
+type Result struct {
+	// Text is what the model reads. When the result has references, the model instead reads them as numbered
+	// sources, followed by Text.
+	Text string
+	// Structured is optional structured output (MCP structuredContent), shown to the model as JSON when Text is
+	// empty, and kept for the caller.
+	Structured json.RawMessage
+	// References are documents the result is drawn from; the orchestrator numbers them for citation.
+	References []Reference
+	// Media holds non-text content (images, audio) kept for the caller; the model sees a placeholder in Text.
+	Media []Media
+	// IsError marks a tool that ran and failed. The model sees the text as an error.
+	IsError bool
+	// Debug holds tool-specific details for debug info. It must hold no secrets.
+	Debug map[string]any
+}
+
+// Media is a piece of binary content a tool returned.
+type Media struct {
+	Type     string // "image" or "audio"
+	MIMEType string
+	Data     []byte
+}
+
+// Reference is a document a tool result is drawn from.
+type Reference struct {
+	Title   string `json:"title,omitempty"`
+	URI     string `json:"uri,omitempty"`
+	Content string `json:"content,omitempty"` // an excerpt, for the model
+}
+
+// Progress is a progress report from a running tool.
+type Progress struct {
+	Progress float64
+	Total    float64 // 0 when unknown
+	Message  string
+}
+
+// Call is the orchestrator's side of one tool call, handed to Tool.Call. It lets the tool report progress and ask
+// whoever called the orchestrator for approval or input. A nil *Call is valid and does nothing.
+type Call struct {
+	// ID is the model's tool call id.
+	ID string
+	// Tool is the tool's final name; Source is the name of its Toolset.
+	Tool, Source string
+
+	progress   func(Progress)
+	interactor Interactor
+}
+
+// NewCall returns a Call for tools invoked outside a run (gateways, tests). Either function may be nil.
+func NewCall(id, tool, source string, progress func(Progress), interactor Interactor) *Call {
+	return &Call{ID: id, Tool: tool, Source: source, progress: progress, interactor: interactor}
+}
+
+// ReportProgress relays p to the run's event stream.
+func (c *Call) ReportProgress(p Progress) {
+	if c != nil && c.progress != nil {
+		c.progress(p)
+	}
+}
+
+// Interactor returns who can be asked for approval or input during this call, or nil when nobody can.
+func (c *Call) Interactor() Interactor {
+	if c == nil {
+		return nil
+	}
+	return c.interactor
+}
+
+// Interactor is whoever called the orchestrator, when it can be asked things mid-run: a person at a terminal, an MCP
+// client through elicitation, an A2A caller through input-required. Both methods block until answered or until ctx
+// ends.
+type Interactor interface {
+	// Approve asks whether a tool call may run.
+	Approve(ctx context.Context, req *ApprovalRequest) (bool, error)
+	// Elicit asks for structured input (an MCP elicitation forwarded from a server, for example).
+	Elicit(ctx context.Context, req *ElicitRequest) (*ElicitResult, error)
+}
+
+// ApprovalRequest describes a tool call waiting for approval.
+type ApprovalRequest struct {
+	Tool      string
+	Source    string
+	Arguments json.RawMessage
+}
+
+// ElicitRequest asks for input matching a JSON Schema.
+type ElicitRequest struct {
+	Message string
+	Schema  json.RawMessage
+	// Source names who asks (a tool or server), for the person answering.
+	Source string
+}
+
+// ElicitAction is how an elicitation was answered.
+type ElicitAction string
+
+const (
+	ElicitAccept  ElicitAction = "accept"
+	ElicitDecline ElicitAction = "decline"
+	ElicitCancel  ElicitAction = "cancel"
+)
+
+// ElicitResult is the answer to an ElicitRequest. Content is set with ElicitAccept.
+type ElicitResult struct {
+	Action  ElicitAction
+	Content map[string]any
+}
+
+// ToolCallInfo is the debug record of one tool call.
+type ToolCallInfo struct {
+	ID         string         `json:"id"`
+	Name       string         `json:"name"`
+	Source     string         `json:"source,omitempty"`
+	Iteration  int            `json:"iteration"`
+	Duration   time.Duration  `json:"duration_ns"`
+	OK         bool           `json:"ok"`
+	Error      string         `json:"error,omitempty"`
+	Duplicate  bool           `json:"duplicate,omitempty"`  // answered with the result of an identical call
+	NotRun     string         `json:"not_run,omitempty"`    // why it was not executed (cap, takes_control, ...)
+	Bytes      int            `json:"bytes"`                // size of the tool message content
+	Truncated  bool           `json:"truncated,omitempty"`  // shortened to fit the context budget
+	References int            `json:"references,omitempty"` // how many references it returned
+	Approval   string         `json:"approval,omitempty"`   // "approved", "denied" or "unavailable"
+	Debug      map[string]any `json:"debug,omitempty"`
+}

@@ -1,0 +1,331 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agenthost/agenthost/llm"
+)
+
+// ToolPolicy is the admin's policy for one tool, by final name.
+type ToolPolicy struct {
+	// Disabled removes the tool from every run.
+	Disabled bool
+	// Exclusive makes the tool, when offered, the only tool offered and the only one that may run.
+	Exclusive bool
+	// Forced makes the model call the tool on the first iteration when the caller chose no tools.
+	Forced bool
+	// TakesControl makes the tool's result the answer: the run stops after it ran. It must be called alone.
+	TakesControl bool
+	// RequireApproval makes every call wait for the caller's approval; with nobody to ask, the call is refused.
+	RequireApproval bool
+	// Prompt is guidance added to the system prompt while the tool is offered.
+	Prompt string
+	// FormatPrompt is added to the system prompt once the tool was used in the run.
+	FormatPrompt string
+}
+
+// ToolManagerOptions configures a ToolManager. A nil *ToolManagerOptions means all defaults.
+type ToolManagerOptions struct {
+	// Policies maps final tool names to the admin's policy. A tool with no entry has the zero policy (enabled, no
+	// flags).
+	Policies map[string]ToolPolicy
+	// Logger receives warnings about sources that fail to list and tools dropped for their names. Nil discards.
+	Logger *slog.Logger
+}
+
+// ToolManager merges the tools of several sources under the admin's policy and runs them safely.
+// It is safe for concurrent use.
+type ToolManager struct {
+	sets     []Toolset
+	policies map[string]ToolPolicy
+	logger   *slog.Logger
+
+	mu     sync.Mutex
+	warned map[string]bool // problems already logged, so a persistent one is logged once
+}
+
+// ManagedTool is a tool with its source and policy.
+type ManagedTool struct {
+	Tool   Tool
+	Spec   ToolSpec
+	Source string
+	Policy ToolPolicy
+}
+
+// NewToolManager returns a ToolManager over sets, taken in order: the order is the source order of DESIGN's tool
+// policy (built-in, MCP servers in config order, A2A peers, sub-agents).
+func NewToolManager(sets []Toolset, opts *ToolManagerOptions) *ToolManager {
+	if opts == nil {
+		opts = &ToolManagerOptions{}
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &ToolManager{sets: slices.Clone(sets), policies: opts.Policies, logger: logger, warned: map[string]bool{}}
+}
+
+// Toolsets returns the sources, in order.
+func (m *ToolManager) Toolsets() []Toolset { return slices.Clone(m.sets) }
+
+// Tools returns every tool of every source in source order, disabled ones included. Problems (a source that fails to
+// list, an invalid final name, two tools with one final name) are returned joined in err; the list is still usable
+// and holds, for a name claimed twice, the first claimant only. Start-up treats err as fatal; a run logs it.
+func (m *ToolManager) Tools(ctx context.Context) ([]*ManagedTool, error) {
+	var (
+		out   []*ManagedTool
+		owner = map[string]string{}
+		errs  []error
+	)
+	for _, set := range m.sets {
+		tools, err := set.Tools(ctx)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("tools of %s: %w", set.Name(), err))
+			continue
+		}
+		for _, t := range tools {
+			spec := t.Spec()
+			if !ValidToolName(spec.Name) {
+				errs = append(errs, fmt.Errorf("tool %q of %s: invalid name (must match ^[a-zA-Z0-9_-]{1,64}$)", spec.Name, set.Name()))
+				continue
+			}
+			if first, dup := owner[spec.Name]; dup {
+				errs = append(errs, fmt.Errorf("tool name %q is used by both %s and %s: rename one (prefix, or the tool's name)", spec.Name, first, set.Name()))
+				continue
+			}
+			owner[spec.Name] = set.Name()
+			out = append(out, &ManagedTool{Tool: t, Spec: spec, Source: set.Name(), Policy: m.policies[spec.Name]})
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// UnknownPolicies returns the policy names that match no tool, sorted: likely typos in the configuration.
+func (m *ToolManager) UnknownPolicies(tools []*ManagedTool) []string {
+	var out []string
+	for name := range m.policies {
+		if !slices.ContainsFunc(tools, func(t *ManagedTool) bool { return t.Spec.Name == name }) {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// currentTools is Tools for a run: problems are logged once each instead of failing the run.
+func (m *ToolManager) currentTools(ctx context.Context) []*ManagedTool {
+	tools, err := m.Tools(ctx)
+	if err != nil {
+		msg := err.Error()
+		m.mu.Lock()
+		seen := m.warned[msg]
+		m.warned[msg] = true
+		m.mu.Unlock()
+		if !seen {
+			m.logger.Warn("tool sources have problems", "err", err)
+		}
+	}
+	return tools
+}
+
+// Selection is the caller's choice of tools for one run.
+type Selection struct {
+	// ToolChoices, when not empty, restricts the run to these tools and forces them on the first iteration.
+	ToolChoices []string
+	// DisabledTools are removed from the run.
+	DisabledTools []string
+}
+
+// checkSelection reports names in sel that are not tools the caller may choose.
+func checkSelection(tools []*ManagedTool, sel Selection) error {
+	available := make([]string, 0, len(tools))
+	byName := make(map[string]*ManagedTool, len(tools))
+	for _, t := range tools {
+		byName[t.Spec.Name] = t
+		if !t.Policy.Disabled {
+			available = append(available, t.Spec.Name)
+		}
+	}
+	var errs []error
+	check := func(field string, names []string) {
+		for _, n := range names {
+			t, ok := byName[n]
+			switch {
+			case !ok:
+				errs = append(errs, fmt.Errorf("%s: unknown tool %q; available tools: %s", field, n, listOrNone(available)))
+			case t.Policy.Disabled:
+				errs = append(errs, fmt.Errorf("%s: tool %q is disabled by the configuration; available tools: %s", field, n, listOrNone(available)))
+			}
+		}
+	}
+	check("tool_choices", sel.ToolChoices)
+	check("disabled_tools", sel.DisabledTools)
+	return errors.Join(errs...)
+}
+
+func listOrNone(names []string) string {
+	if len(names) == 0 {
+		return "(none)"
+	}
+	return strings.Join(names, ", ")
+}
+
+// offer is the set of tools offered in one model call.
+type offer struct {
+	tools  []*ManagedTool
+	byName map[string]*ManagedTool
+	forced []*ManagedTool
+	specs  []llm.ToolSpec
+}
+
+// newOffer applies DESIGN's offered-set rules to the current tools:
+//  1. drop disabled tools and the caller's disabled_tools;
+//  2. with tool_choices, keep only the chosen tools;
+//  3. if an exclusive tool remains, keep only the first (the caller's first chosen exclusive tool, else the first in
+//     source order);
+//  4. forced tools are the chosen tools, or when none were chosen those with the forced flag.
+func newOffer(tools []*ManagedTool, sel Selection) *offer {
+	disabled := make(map[string]bool, len(sel.DisabledTools))
+	for _, n := range sel.DisabledTools {
+		disabled[n] = true
+	}
+	var kept []*ManagedTool
+	for _, t := range tools {
+		if t.Policy.Disabled || disabled[t.Spec.Name] {
+			continue
+		}
+		kept = append(kept, t)
+	}
+	if len(sel.ToolChoices) > 0 {
+		// Keep the caller's order: it decides the forced order and which exclusive tool wins.
+		byName := make(map[string]*ManagedTool, len(kept))
+		for _, t := range kept {
+			byName[t.Spec.Name] = t
+		}
+		var chosen []*ManagedTool
+		for _, n := range sel.ToolChoices {
+			if t, ok := byName[n]; ok && !slices.Contains(chosen, t) {
+				chosen = append(chosen, t)
+			}
+		}
+		kept = chosen
+	}
+	if i := slices.IndexFunc(kept, func(t *ManagedTool) bool { return t.Policy.Exclusive }); i >= 0 {
+		kept = []*ManagedTool{kept[i]}
+	}
+	o := &offer{tools: kept, byName: make(map[string]*ManagedTool, len(kept))}
+	for _, t := range kept {
+		o.byName[t.Spec.Name] = t
+		if len(sel.ToolChoices) > 0 || t.Policy.Forced {
+			o.forced = append(o.forced, t)
+		}
+		o.specs = append(o.specs, llm.ToolSpec{Name: t.Spec.Name, Description: t.Spec.Description, Parameters: t.Spec.InputSchema})
+	}
+	return o
+}
+
+func (o *offer) names() []string {
+	out := make([]string, len(o.tools))
+	for i, t := range o.tools {
+		out[i] = t.Spec.Name
+	}
+	return out
+}
+
+// errApprovalDenied and errNoApprover are the two ways a require_approval call is refused.
+var (
+	errApprovalDenied = errors.New("the call was denied by the user; do not retry it unless the user asks")
+	errNoApprover     = errors.New("this tool requires the user's approval, and there is no way to ask for it in this session; tell the user the tool needs approval")
+)
+
+// Invoke runs one tool call under the tool's policy: approval first when required, then the call under timeout
+// (0 = no timeout of its own) with panics recovered. It returns a Result in every case where the tool was reached
+// or refused; a Go error only when the call itself failed (the tool returned one, it panicked, or it timed out).
+// approval is "", "approved", "denied" or "unavailable".
+func (m *ToolManager) Invoke(ctx context.Context, t *ManagedTool, args json.RawMessage, call *Call, timeout time.Duration) (res *Result, approval string, err error) {
+	if t.Policy.RequireApproval {
+		ia := call.Interactor()
+		if ia == nil {
+			return &Result{Text: errNoApprover.Error(), IsError: true}, "unavailable", nil
+		}
+		ok, err := ia.Approve(ctx, &ApprovalRequest{Tool: t.Spec.Name, Source: t.Source, Arguments: args})
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, "", ctx.Err()
+			}
+			return &Result{Text: fmt.Sprintf("asking the user for approval failed (%v); the call did not run", err), IsError: true}, "unavailable", nil
+		}
+		if !ok {
+			return &Result{Text: errApprovalDenied.Error(), IsError: true}, "denied", nil
+		}
+		approval = "approved"
+	}
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	res, err = safeCall(ctx, t.Tool, args, call)
+	if pe, ok := errors.AsType[*panicError](err); ok {
+		m.logger.Error("tool panicked", "tool", t.Spec.Name, "source", t.Source, "panic", fmt.Sprint(pe.value), "stack", string(pe.stack))
+	}
+	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && timeout > 0 {
+		err = fmt.Errorf("the tool did not finish within %s", timeout)
+	}
+	if err == nil && res == nil {
+		res = &Result{}
+	}
+	return res, approval, err
+}
+
+// cancelGrace is how long a cancelled or timed-out tool call is waited for before it is abandoned. A tool that honours
+// its context returns well within it, so cancellation leaves nothing running; one that does not cannot hold the run.
+const cancelGrace = 2 * time.Second
+
+// safeCall runs t.Call, turning a panic into an error. Once ctx is done the call is waited for up to cancelGrace; a
+// tool that ignores ctx is then abandoned and its late result dropped.
+func safeCall(ctx context.Context, t Tool, args json.RawMessage, call *Call) (*Result, error) {
+	type outcome struct {
+		res *Result
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				done <- outcome{err: &panicError{value: p, stack: debug.Stack()}}
+			}
+		}()
+		res, err := t.Call(ctx, args, call)
+		done <- outcome{res, err}
+	}()
+	select {
+	case o := <-done:
+		return o.res, o.err
+	case <-ctx.Done():
+	}
+	grace := time.NewTimer(cancelGrace)
+	defer grace.Stop()
+	select {
+	case <-done:
+	case <-grace.C:
+	}
+	return nil, ctx.Err()
+}
+
+// panicError is a recovered panic. Its message, which the model reads, leaves the stack out; the stack is logged.
+type panicError struct {
+	value any
+	stack []byte
+}
+
+func (e *panicError) Error() string { return fmt.Sprintf("the tool crashed (panic: %v)", e.value) }

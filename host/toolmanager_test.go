@@ -1,0 +1,129 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// funcTool is a tool whose behaviour is a function, for tests.
+type funcTool struct {
+	spec ToolSpec
+	fn   func(ctx context.Context, args json.RawMessage, call *Call) (*Result, error)
+}
+
+func (t *funcTool) Spec() ToolSpec { return t.spec }
+func (t *funcTool) Call(ctx context.Context, args json.RawMessage, call *Call) (*Result, error) {
+	if t.fn == nil {
+		return &Result{Text: t.spec.Name + " ok"}, nil
+	}
+	return t.fn(ctx, args, call)
+}
+
+// staticSet is a Toolset with a fixed list.
+type staticSet struct {
+	name  string
+	tools []Tool
+	err   error
+}
+
+func (s *staticSet) Name() string                          { return s.name }
+func (s *staticSet) Tools(context.Context) ([]Tool, error) { return s.tools, s.err }
+
+func named(names ...string) []Tool {
+	out := make([]Tool, len(names))
+	for i, n := range names {
+		out[i] = &funcTool{spec: ToolSpec{Name: n}}
+	}
+	return out
+}
+
+func TestToolsCollisionsAndNames(t *testing.T) {
+	m := NewToolManager([]Toolset{
+		&staticSet{name: "builtin", tools: named("a", "b")},
+		&staticSet{name: "mcp:x", tools: named("b", "c", "bad name")},
+		&staticSet{name: "mcp:down", err: errors.New("connection refused")},
+	}, nil)
+	tools, err := m.Tools(t.Context())
+	var names []string
+	for _, tl := range tools {
+		names = append(names, tl.Source+"/"+tl.Spec.Name)
+	}
+	if want := []string{"builtin/a", "builtin/b", "mcp:x/c"}; !slices.Equal(names, want) {
+		t.Errorf("tools = %v, want %v", names, want)
+	}
+	for _, want := range []string{`"b" is used by both builtin and mcp:x`, `"bad name" of mcp:x: invalid name`, "tools of mcp:down: connection refused"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v does not mention %q", err, want)
+		}
+	}
+}
+
+func TestOffer(t *testing.T) {
+	sets := []Toolset{&staticSet{name: "s", tools: named("a", "b", "c", "d", "e")}}
+	tests := []struct {
+		name       string
+		policies   map[string]ToolPolicy
+		sel        Selection
+		wantOffer  []string
+		wantForced []string
+	}{
+		{name: "all", wantOffer: []string{"a", "b", "c", "d", "e"}},
+		{name: "enabled false", policies: map[string]ToolPolicy{"b": {Disabled: true}}, wantOffer: []string{"a", "c", "d", "e"}},
+		{name: "disabled_tools", sel: Selection{DisabledTools: []string{"a", "e"}}, wantOffer: []string{"b", "c", "d"}},
+		{name: "tool_choices keep caller order and force", sel: Selection{ToolChoices: []string{"d", "b"}}, wantOffer: []string{"d", "b"}, wantForced: []string{"d", "b"}},
+		{name: "forced flag", policies: map[string]ToolPolicy{"c": {Forced: true}, "a": {Forced: true}}, wantOffer: []string{"a", "b", "c", "d", "e"}, wantForced: []string{"a", "c"}},
+		{name: "exclusive first in source order", policies: map[string]ToolPolicy{"d": {Exclusive: true}, "b": {Exclusive: true}}, wantOffer: []string{"b"}},
+		{name: "exclusive caller's first chosen", policies: map[string]ToolPolicy{"d": {Exclusive: true}, "b": {Exclusive: true}}, sel: Selection{ToolChoices: []string{"a", "d", "b"}}, wantOffer: []string{"d"}, wantForced: []string{"d"}},
+		{name: "disabled exclusive does not count", policies: map[string]ToolPolicy{"b": {Exclusive: true, Disabled: true}}, wantOffer: []string{"a", "c", "d", "e"}},
+		{name: "exclusive forced", policies: map[string]ToolPolicy{"c": {Exclusive: true, Forced: true}, "a": {Forced: true}}, wantOffer: []string{"c"}, wantForced: []string{"c"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := NewToolManager(sets, &ToolManagerOptions{Policies: tt.policies})
+			tools, err := m.Tools(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := checkSelection(tools, tt.sel); err != nil {
+				t.Fatal(err)
+			}
+			off := newOffer(tools, tt.sel)
+			if got := off.names(); !slices.Equal(got, tt.wantOffer) {
+				t.Errorf("offered %v, want %v", got, tt.wantOffer)
+			}
+			var forced []string
+			for _, f := range off.forced {
+				forced = append(forced, f.Spec.Name)
+			}
+			if !slices.Equal(forced, tt.wantForced) {
+				t.Errorf("forced %v, want %v", forced, tt.wantForced)
+			}
+		})
+	}
+}
+
+func TestCheckSelection(t *testing.T) {
+	m := NewToolManager([]Toolset{&staticSet{name: "s", tools: named("a", "b", "off")}}, &ToolManagerOptions{Policies: map[string]ToolPolicy{"off": {Disabled: true}}})
+	tools, _ := m.Tools(t.Context())
+	err := checkSelection(tools, Selection{ToolChoices: []string{"a", "nope", "off"}, DisabledTools: []string{"zzz"}})
+	for _, want := range []string{
+		`tool_choices: unknown tool "nope"; available tools: a, b`,
+		`tool_choices: tool "off" is disabled by the configuration`,
+		`disabled_tools: unknown tool "zzz"`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v does not contain %q", err, want)
+		}
+	}
+	if got := m.UnknownPolicies(tools); len(got) != 0 {
+		t.Errorf("UnknownPolicies = %v, want none", got)
+	}
+	m2 := NewToolManager(m.Toolsets(), &ToolManagerOptions{Policies: map[string]ToolPolicy{"typo": {}}})
+	if got := m2.UnknownPolicies(tools); !slices.Equal(got, []string{"typo"}) {
+		t.Errorf("UnknownPolicies = %v, want [typo]", got)
+	}
+}
