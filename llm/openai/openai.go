@@ -1,0 +1,277 @@
+// Package openai implements llm.Model over the Chat Completions API of OpenAI and of the servers that copy it
+// (Ollama, vLLM, LM Studio, OpenRouter ...), through the openai-go SDK.
+//
+// It owns the conversion between llm types and the wire format, streaming, retries and the stream's idle
+// timeout. SDK types stop here: nothing of openai-go appears in this package's API. It imports llm, the SDK and
+// the standard library, no other package of this project.
+//
+// Only fields every compatible server understands are relied on. The one exception is llm.Request.MaxTokens:
+// it is sent as max_tokens, except to api.openai.com, whose newer models accept only max_completion_tokens.
+package openai
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"time"
+
+	sdk "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	"github.com/agenthost/agenthost/llm"
+)
+
+// Defaults for the zero values of Options.
+const (
+	DefaultBaseURL     = "https://api.openai.com/v1"
+	DefaultMaxRetries  = 2
+	DefaultIdleTimeout = 60 * time.Second
+)
+
+// Backoff between retries when the server gives no Retry-After: base·2^retry, at most maxBackoff, minus up to a
+// quarter of jitter. A Retry-After longer than maxRetryAfter is not waited for: the call fails instead.
+const (
+	defaultBackoff = 500 * time.Millisecond
+	maxBackoff     = 8 * time.Second
+	maxRetryAfter  = 60 * time.Second
+)
+
+// Options configures a Model.
+type Options struct {
+	// BaseURL is the API's base URL, up to and including the version, e.g. "http://localhost:11434/v1".
+	// "" means DefaultBaseURL. The environment (OPENAI_BASE_URL) is not read.
+	BaseURL string
+	// APIKey is sent as a bearer token. "" sends no Authorization header, which local servers accept. The
+	// environment (OPENAI_API_KEY) is not read. The key is never logged.
+	APIKey string
+	// Model is the model name sent with every request. Required.
+	Model string
+	// RequestTimeout bounds a whole Generate call, retries included. 0 means no bound beyond the caller's ctx.
+	RequestTimeout time.Duration
+	// MaxRetries is how many times a call is retried after a 408, 429 or 5xx status or a connection error that
+	// happened before the first chunk arrived. 0 means DefaultMaxRetries; a negative value means no retries.
+	MaxRetries int
+	// IdleTimeout fails a call when the server sends nothing for this long, whether it is waiting for the
+	// response headers, for the first chunk or for the next one. 0 means DefaultIdleTimeout; a negative value
+	// means no idle timeout.
+	IdleTimeout time.Duration
+	// HTTPClient sends the requests. nil means a client of the Model's own over a clone of
+	// http.DefaultTransport. A client Timeout, if set, bounds each attempt, streaming included.
+	HTTPClient *http.Client
+	// Logger receives retries and protocol oddities. nil discards them.
+	Logger *slog.Logger
+}
+
+// Model is an llm.Model over a Chat Completions API. It is safe for concurrent use.
+type Model struct {
+	name       string
+	completion sdk.ChatCompletionService
+	logger     *slog.Logger
+
+	timeout    time.Duration
+	idle       time.Duration // 0: none
+	maxRetries int
+	backoff    time.Duration // base of the exponential backoff; tests shorten it
+	apiKey     string        // only to redact it from provider messages
+
+	// maxCompletionTokens sends llm.Request.MaxTokens as max_completion_tokens, which OpenAI's newer models
+	// require, instead of max_tokens, which the compatible servers understand.
+	maxCompletionTokens bool
+}
+
+var _ llm.Model = (*Model)(nil)
+
+// New returns a Model for opts. It makes no request.
+func New(opts *Options) (*Model, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	if opts.Model == "" {
+		return nil, errors.New("openai: no model name")
+	}
+	base := opts.BaseURL
+	if base == "" {
+		base = DefaultBaseURL
+	}
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("openai: model %q: base url %q is not an http(s) URL", opts.Model, base)
+	}
+
+	m := &Model{
+		name:                opts.Model,
+		logger:              opts.Logger,
+		timeout:             max(opts.RequestTimeout, 0),
+		idle:                opts.IdleTimeout,
+		maxRetries:          opts.MaxRetries,
+		backoff:             defaultBackoff,
+		apiKey:              opts.APIKey,
+		maxCompletionTokens: u.Hostname() == "api.openai.com",
+	}
+	if m.logger == nil {
+		m.logger = slog.New(slog.DiscardHandler)
+	}
+	switch {
+	case m.idle == 0:
+		m.idle = DefaultIdleTimeout
+	case m.idle < 0:
+		m.idle = 0
+	}
+	switch {
+	case m.maxRetries == 0:
+		m.maxRetries = DefaultMaxRetries
+	case m.maxRetries < 0:
+		m.maxRetries = 0
+	}
+
+	httpClient := opts.HTTPClient
+	if httpClient == nil {
+		transport := http.DefaultTransport
+		if t, ok := transport.(*http.Transport); ok {
+			transport = t.Clone()
+		}
+		httpClient = &http.Client{Transport: transport}
+	}
+	reqOpts := []option.RequestOption{
+		option.WithBaseURL(base),
+		option.WithHTTPClient(httpClient),
+		option.WithMaxRetries(0), // retries are ours: the SDK cannot tell a chunk already forwarded
+		option.WithMiddleware(m.checkResponse),
+	}
+	if opts.APIKey != "" {
+		reqOpts = append(reqOpts, option.WithAPIKey(opts.APIKey))
+	}
+	// The service, unlike sdk.NewClient, reads no OPENAI_* variables: a key from the environment must not reach
+	// a base URL it was not meant for.
+	m.completion = sdk.NewChatCompletionService(reqOpts...)
+	return m, nil
+}
+
+// Name returns the model name requests are sent with.
+func (m *Model) Name() string { return m.name }
+
+// Generate sends req as one streamed chat completion and returns the assembled answer. Text deltas reach onDelta
+// as they arrive. Failures before the first chunk are retried as Options.MaxRetries says; once a chunk has
+// arrived the call is never retried, since deltas may already have been forwarded.
+func (m *Model) Generate(ctx context.Context, req *llm.Request, onDelta func(llm.Delta)) (*llm.Response, error) {
+	if req == nil {
+		return nil, fmt.Errorf("openai: model %q: nil request", m.name)
+	}
+	params, extra, err := m.params(req)
+	if err != nil {
+		return nil, fmt.Errorf("openai: model %q: %w", m.name, err)
+	}
+
+	callCtx := ctx
+	if m.timeout > 0 {
+		var cancel context.CancelFunc
+		callCtx, cancel = context.WithTimeout(ctx, m.timeout)
+		defer cancel()
+	}
+
+	for retry := 0; ; retry++ {
+		res, chunks, err := m.attempt(callCtx, params, extra, onDelta)
+		if err == nil {
+			return res, nil
+		}
+		if ctxErr := m.contextError(ctx, callCtx); ctxErr != nil {
+			return nil, ctxErr
+		}
+		if chunks > 0 {
+			return nil, fmt.Errorf("openai: model %q: stream broken after %d chunks: %w", m.name, chunks, err)
+		}
+		delay, ok := m.retryDelay(err, retry)
+		if !ok {
+			suffix := ""
+			if retry > 0 {
+				suffix = fmt.Sprintf(" (%d attempts)", retry+1)
+			}
+			return nil, fmt.Errorf("openai: model %q: %w%s", m.name, err, suffix)
+		}
+		m.logger.LogAttrs(ctx, slog.LevelWarn, "openai: retrying model call",
+			slog.String("model", m.name), slog.Int("retry", retry+1), slog.Duration("delay", delay),
+			slog.String("err", err.Error()))
+		if !wait(callCtx, delay) {
+			return nil, m.contextError(ctx, callCtx)
+		}
+	}
+}
+
+// contextError returns the error for a call ended by the caller's ctx or by RequestTimeout, or nil.
+func (m *Model) contextError(ctx, callCtx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("openai: model %q: %w", m.name, err)
+	}
+	if err := callCtx.Err(); err != nil {
+		return fmt.Errorf("openai: model %q: request timed out after %s: %w", m.name, m.timeout, err)
+	}
+	return nil
+}
+
+// errStreamIdle is the cancellation cause of an attempt whose stream went quiet.
+var errStreamIdle = errors.New("stream idle")
+
+// idleError is returned when an attempt timed out waiting for the server. It does not wrap a context error:
+// the caller did not cancel anything.
+type idleError struct{ idle time.Duration }
+
+func (e *idleError) Error() string { return fmt.Sprintf("stream idle for %s", e.idle) }
+
+// attempt makes one streamed request. It returns the number of chunks received, so that the caller knows
+// whether a failure may be retried.
+func (m *Model) attempt(ctx context.Context, params sdk.ChatCompletionNewParams, extra []option.RequestOption, onDelta func(llm.Delta)) (*llm.Response, int, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var idle *time.Timer
+	if m.idle > 0 {
+		idle = time.AfterFunc(m.idle, func() { cancel(errStreamIdle) })
+		defer idle.Stop()
+	}
+
+	stream := m.completion.NewStreaming(ctx, params, extra...)
+	defer stream.Close()
+	acc := newAccumulator()
+	for stream.Next() {
+		// Time spent in onDelta is the consumer's, not the server's.
+		if idle != nil {
+			idle.Stop()
+		}
+		acc.add(stream.Current(), onDelta)
+		if idle != nil {
+			idle.Reset(m.idle)
+		}
+	}
+	if err := stream.Err(); err != nil {
+		if errors.Is(context.Cause(ctx), errStreamIdle) {
+			err = &idleError{idle: m.idle}
+		}
+		return nil, acc.chunks, err
+	}
+	if acc.chunks == 0 {
+		return nil, 0, errors.New("the stream ended without any chunk")
+	}
+	res := acc.response()
+	if acc.finish == "" {
+		m.logger.LogAttrs(ctx, slog.LevelWarn, "openai: stream ended without a finish reason",
+			slog.String("model", m.name), slog.Int("chunks", acc.chunks))
+	}
+	if res.Model == "" {
+		res.Model = m.name
+	}
+	return res, acc.chunks, nil
+}
+
+// wait sleeps for d or until ctx is done; it reports whether d elapsed.
+func wait(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
