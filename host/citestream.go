@@ -12,24 +12,31 @@ import (
 // be joined by the next one, and trailing white space (tidying may remove it). What it emits is always a prefix of
 // the rendering of all the text so far; the rest comes with the final answer.
 type citeStream struct {
-	sources []cite.Source
-	style   cite.Style
-	raw     strings.Builder
-	emitted string
+	sources  func() []cite.Source // called once, at the first text: most model calls stream none
+	style    CitationStyle
+	renderer *cite.Renderer
+	raw      strings.Builder
+	emitted  string
 }
 
-func newCiteStream(sources []cite.Source, style CitationStyle) *citeStream {
-	return &citeStream{sources: sources, style: cite.Style(style)}
+func newCiteStream(sources func() []cite.Source, style CitationStyle) *citeStream {
+	return &citeStream{sources: sources, style: style}
 }
 
 // write takes a delta and returns the text to emit now, possibly empty.
 func (s *citeStream) write(delta string) string {
+	if delta == "" {
+		return ""
+	}
 	s.raw.WriteString(delta)
 	stable := stablePrefix(s.raw.String())
 	if len(stable) <= len(s.emitted) {
 		return ""
 	}
-	body := cite.Body(stable, s.sources, s.style)
+	if s.renderer == nil {
+		s.renderer = cite.NewRenderer(s.sources(), cite.Style(s.style))
+	}
+	body := s.renderer.Body(stable)
 	body = strings.TrimRightFunc(body, unicode.IsSpace)
 	if !strings.HasPrefix(body, s.emitted) {
 		return "" // the rendering of the held-back part changed what came before: wait for the final answer

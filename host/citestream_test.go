@@ -19,7 +19,7 @@ func TestCiteStream(t *testing.T) {
 	for _, style := range []CitationStyle{CitationMarkdown, CitationSup, CitationNone} {
 		for _, text := range texts {
 			for _, size := range []int{1, 3, 7, 1000} {
-				s := newCiteStream(sources, style)
+				s := newCiteStream(func() []cite.Source { return sources }, style)
 				var streamed strings.Builder
 				for i := 0; i < len(text); i += size {
 					streamed.WriteString(s.write(text[i:min(i+size, len(text))]))
@@ -29,7 +29,7 @@ func TestCiteStream(t *testing.T) {
 					t.Errorf("%s, chunks of %d: streamed %q is not a prefix of the answer %q", style, size, streamed.String(), final)
 				}
 				// The stream must not hold back more than its last sentence's citation.
-				body := strings.TrimSpace(cite.Body(text, sources, cite.Style(style)))
+				body := strings.TrimSpace(cite.NewRenderer(sources, cite.Style(style)).Body(text))
 				if len(body)-streamed.Len() > 40 {
 					t.Errorf("%s, chunks of %d: streamed only %q of %q", style, size, streamed.String(), body)
 				}

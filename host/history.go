@@ -1,6 +1,7 @@
 package host
 
 import (
+	"container/list"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -16,6 +17,10 @@ import (
 // ErrUnknownConversation is returned by a run asked to continue a conversation the host does not have (never
 // started, or dropped for idleness or the count bound).
 var ErrUnknownConversation = errors.New("unknown conversation id")
+
+// ErrInvalidRequest is returned (wrapped) by a run whose request is wrong: an empty prompt, or tool names that are
+// not tools the caller may choose. Front-ends report it as the caller's mistake.
+var ErrInvalidRequest = errors.New("invalid request")
 
 // HistoryOptions bounds a History. A nil *HistoryOptions means all defaults.
 type HistoryOptions struct {
@@ -37,7 +42,8 @@ type History struct {
 	newID func() string
 
 	mu    sync.Mutex
-	convs map[string]*conversation
+	convs map[string]*list.Element // of *conversation
+	lru   list.List                // most recently used first
 }
 
 // conversation is one conversation. Its lock is held by the run using it, so two runs of one conversation take
@@ -63,7 +69,7 @@ func NewHistory(opts *HistoryOptions) *History {
 	if opts == nil {
 		opts = &HistoryOptions{}
 	}
-	h := &History{max: opts.MaxConversations, ttl: opts.IdleTTL, now: opts.Now, newID: opts.NewID, convs: map[string]*conversation{}}
+	h := &History{max: opts.MaxConversations, ttl: opts.IdleTTL, now: opts.Now, newID: opts.NewID, convs: map[string]*list.Element{}}
 	if h.max <= 0 {
 		h.max = 1000
 	}
@@ -90,7 +96,7 @@ func (h *History) Len() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.expireLocked()
-	return len(h.convs)
+	return h.lru.Len()
 }
 
 // Messages returns a copy of a conversation's messages.
@@ -107,11 +113,7 @@ func (h *History) Messages(ctx context.Context, id string) ([]llm.Message, error
 func (h *History) acquire(ctx context.Context, id string) (*conversation, error) {
 	h.mu.Lock()
 	h.expireLocked()
-	c, ok := h.convs[id]
-	if id != "" && !ok {
-		h.mu.Unlock()
-		return nil, fmt.Errorf("%w %q (it may have expired after %s idle; omit it to start a new conversation)", ErrUnknownConversation, id, h.ttl)
-	}
+	var c *conversation
 	if id == "" {
 		for {
 			id = h.newID()
@@ -120,10 +122,18 @@ func (h *History) acquire(ctx context.Context, id string) (*conversation, error)
 			}
 		}
 		c = &conversation{id: id, lock: make(chan struct{}, 1), lastUsed: h.now()}
-		h.convs[id] = c
-		h.evictLocked(id)
+		h.convs[id] = h.lru.PushFront(c)
+		h.evictLocked()
+	} else {
+		e, ok := h.convs[id]
+		if !ok {
+			h.mu.Unlock()
+			return nil, fmt.Errorf("%w %q (it may have expired after %s idle; omit it to start a new conversation)", ErrUnknownConversation, id, h.ttl)
+		}
+		c = e.Value.(*conversation)
+		c.lastUsed = h.now()
+		h.lru.MoveToFront(e)
 	}
-	c.lastUsed = h.now()
 	h.mu.Unlock()
 
 	select {
@@ -137,32 +147,40 @@ func (h *History) acquire(ctx context.Context, id string) (*conversation, error)
 func (h *History) release(c *conversation) {
 	h.mu.Lock()
 	c.lastUsed = h.now()
+	if e, ok := h.convs[c.id]; ok {
+		h.lru.MoveToFront(e)
+	}
 	h.mu.Unlock()
 	<-c.lock
 }
 
+// expireLocked drops the conversations idle for longer than the TTL. They are at the back of the list; one in use
+// stays, whatever its age.
 func (h *History) expireLocked() {
 	cutoff := h.now().Add(-h.ttl)
-	for id, c := range h.convs {
-		if c.lastUsed.Before(cutoff) && len(c.lock) == 0 {
-			delete(h.convs, id)
+	for e := h.lru.Back(); e != nil; {
+		c := e.Value.(*conversation)
+		if !c.lastUsed.Before(cutoff) {
+			return
 		}
+		prev := e.Prev()
+		if len(c.lock) == 0 {
+			h.lru.Remove(e)
+			delete(h.convs, c.id)
+		}
+		e = prev
 	}
 }
 
-// evictLocked drops the least recently used idle conversations beyond the bound, never keep.
-func (h *History) evictLocked(keep string) {
-	for len(h.convs) > h.max {
-		var oldestID string
-		var oldest time.Time
-		for id, c := range h.convs {
-			if id != keep && len(c.lock) == 0 && (oldestID == "" || c.lastUsed.Before(oldest)) {
-				oldestID, oldest = id, c.lastUsed
-			}
+// evictLocked drops the least recently used conversations not in use while there are more than the bound. The
+// newest, at the front, is never dropped.
+func (h *History) evictLocked() {
+	for e := h.lru.Back(); e != nil && e != h.lru.Front() && h.lru.Len() > h.max; {
+		prev := e.Prev()
+		if c := e.Value.(*conversation); len(c.lock) == 0 {
+			h.lru.Remove(e)
+			delete(h.convs, c.id)
 		}
-		if oldestID == "" {
-			return // every conversation is in use
-		}
-		delete(h.convs, oldestID)
+		e = prev
 	}
 }

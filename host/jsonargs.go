@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // canonicalJSON returns a canonical text of a JSON value: object keys sorted, no insignificant whitespace, numbers
@@ -16,6 +17,11 @@ func canonicalJSON(raw []byte) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return canonicalValue(v)
+}
+
+// canonicalValue is canonicalJSON of a value decoded by decodeJSON.
+func canonicalValue(v any) (string, error) {
 	out, err := json.Marshal(v) // maps marshal with sorted keys; json.Number keeps its text
 	if err != nil {
 		return "", err
@@ -78,18 +84,46 @@ func jsonKind(v any) string {
 // properties, types, enums and const, recursively through properties and items. It is deliberately not a full
 // validator: the tool's owner validates fully; this catches the common mistakes early and tells the model in words
 // it can act on. It returns every problem found, sorted.
-func validateArguments(schema json.RawMessage, args map[string]any) []string {
-	if len(schema) == 0 {
-		return nil
-	}
-	var s map[string]any
-	if err := json.Unmarshal(schema, &s); err != nil {
-		return nil // an unreadable schema is the source's problem, not the model's
+func validateArguments(s map[string]any, args map[string]any) []string {
+	if s == nil {
+		return nil // no schema, or an unreadable one: the source's problem, not the model's
 	}
 	var problems []string
 	validateValue(s, args, "", &problems, 0)
 	sort.Strings(problems)
 	return problems
+}
+
+// schemaCache keeps parsed input schemas by their text, so a tool's schema is parsed once, not on every call. It is
+// emptied if it ever holds maxCachedSchemas (a source that makes up a new schema every time).
+type schemaCache struct {
+	mu sync.Mutex
+	m  map[string]map[string]any
+}
+
+const maxCachedSchemas = 4096
+
+// get returns the parsed schema, or nil when there is none or it is not a JSON object.
+func (c *schemaCache) get(schema json.RawMessage) map[string]any {
+	if len(schema) == 0 {
+		return nil
+	}
+	c.mu.Lock()
+	s, ok := c.m[string(schema)]
+	c.mu.Unlock()
+	if ok {
+		return s
+	}
+	if err := json.Unmarshal(schema, &s); err != nil {
+		s = nil
+	}
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= maxCachedSchemas {
+		c.m = map[string]map[string]any{}
+	}
+	c.m[string(schema)] = s
+	c.mu.Unlock()
+	return s
 }
 
 func validateValue(s map[string]any, v any, path string, problems *[]string, depth int) {

@@ -70,6 +70,7 @@ func TestValidateArguments(t *testing.T) {
 		{`{"path":"a","opt":{}}`, []string{`opt: missing required property "deep"`}},
 		{`{"path":"a","extra":1}`, []string{`the arguments: unknown property "extra"`}},
 	}
+	var cache schemaCache
 	for _, tt := range tests {
 		var obj map[string]any
 		d := json.NewDecoder(strings.NewReader(tt.args))
@@ -77,12 +78,12 @@ func TestValidateArguments(t *testing.T) {
 		if err := d.Decode(&obj); err != nil {
 			t.Fatal(err)
 		}
-		got := validateArguments(schema, obj)
+		got := validateArguments(cache.get(schema), obj)
 		if strings.Join(got, "|") != strings.Join(tt.want, "|") {
 			t.Errorf("validateArguments(%s) = %q, want %q", tt.args, got, tt.want)
 		}
 	}
-	if got := validateArguments(json.RawMessage(`not json`), map[string]any{}); got != nil {
+	if got := validateArguments(cache.get(json.RawMessage(`not json`)), map[string]any{}); got != nil {
 		t.Errorf("unreadable schema: got %q, want no problems", got)
 	}
 }
@@ -104,6 +105,7 @@ func FuzzArguments(f *testing.F) {
 		if err != nil || c1 != c2 {
 			t.Fatalf("canonical form not stable: %q -> %q (%v)", c1, c2, err)
 		}
-		validateArguments(json.RawMessage(schema), obj)
+		var cache schemaCache
+		validateArguments(cache.get(json.RawMessage(schema)), obj)
 	})
 }

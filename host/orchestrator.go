@@ -2,10 +2,10 @@ package host
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"iter"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -137,7 +137,8 @@ func (o *Orchestrator) Run(ctx context.Context, req *Request) iter.Seq2[*Event, 
 			ev  *Event
 			err error
 		}
-		items := make(chan item)
+		// Buffered so the run rarely waits for the consumer: events keep their order either way.
+		items := make(chan item, 32)
 		go func() {
 			defer close(items)
 			r := &run{o: o, req: req, emit: func(ev *Event) { items <- item{ev: ev} }}
@@ -201,11 +202,11 @@ type run struct {
 func (r *run) run(ctx context.Context) (*Answer, error) {
 	o := r.o
 	if strings.TrimSpace(r.req.Prompt) == "" {
-		return nil, errors.New("the prompt is empty")
+		return nil, fmt.Errorf("%w: the prompt is empty", ErrInvalidRequest)
 	}
 	tools := o.tools.currentTools(ctx)
 	if err := checkSelection(tools, r.req.Selection); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
 	}
 	conv, err := o.history.acquire(ctx, r.req.ConversationID)
 	if err != nil {
@@ -241,6 +242,7 @@ func (r *run) run(ctx context.Context) (*Answer, error) {
 func (r *run) loop(ctx context.Context, tools []*ManagedTool) (*Answer, error) {
 	o := r.o
 	last := o.opts.MaxIterations - 1
+	var off *offer
 	for i := 0; i <= last; i++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -248,9 +250,13 @@ func (r *run) loop(ctx context.Context, tools []*ManagedTool) (*Answer, error) {
 		r.iteration = i
 		r.emit(&Event{Kind: EventIteration, Iteration: i})
 		if i > 0 {
-			tools = o.tools.currentTools(ctx) // a source's list may have changed
+			if now := o.tools.currentTools(ctx); !slices.Equal(now, tools) { // a source's list changed
+				tools, off = now, nil
+			}
 		}
-		off := newOffer(tools, r.req.Selection)
+		if off == nil {
+			off = newOffer(tools, r.req.Selection)
+		}
 		info := IterationInfo{Iteration: i, Mode: "auto", ToolsOffered: len(off.tools)}
 		forced := i == 0 && len(off.forced) > 0 && i != last
 		switch {
@@ -277,7 +283,7 @@ func (r *run) loop(ctx context.Context, tools []*ManagedTool) (*Answer, error) {
 		if forced {
 			resp, err = r.generateForced(ctx, req, off.forced)
 		} else {
-			r.stream = newCiteStream(r.citeSources(), o.opts.CitationStyle)
+			r.stream = newCiteStream(r.citeSources, o.opts.CitationStyle)
 			resp, err = o.model.Generate(ctx, req, func(d llm.Delta) {
 				if out := r.stream.write(d.Text); out != "" {
 					r.emit(&Event{Kind: EventTextDelta, Iteration: i, Text: out})

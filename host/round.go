@@ -3,10 +3,10 @@ package host
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/agenthost/agenthost/llm"
@@ -22,6 +22,7 @@ type slot struct {
 	problem string          // why the call cannot run (bad arguments, unknown tool, a policy)
 	notRun  string          // debug: the kind of refusal
 
+	callInfo *Call
 	result   *Result
 	err      error
 	approval string
@@ -40,12 +41,11 @@ func (r *run) round(ctx context.Context, iter int, off *offer, assistant llm.Mes
 
 	// 2. Parse, check and find duplicates.
 	slots := make([]*slot, len(calls))
-	byKey := map[string]*slot{}
-	var distinct []*slot
+	byKey := make(map[string]*slot, len(calls))
+	distinct := make([]*slot, 0, len(calls))
 	for i, c := range calls {
 		s := &slot{call: c}
 		slots[i] = s
-		s.key = c.Name + "\x00" + c.Arguments
 		if t, ok := off.byName[c.Name]; !ok {
 			s.problem = fmt.Sprintf("unknown tool %q. Available tools: %s. Call one of those.", c.Name, listOrNone(off.names()))
 			s.notRun = "unknown tool"
@@ -55,12 +55,15 @@ func (r *run) round(ctx context.Context, iter int, off *offer, assistant llm.Mes
 			s.notRun = "invalid arguments"
 		} else {
 			s.tool, s.args = t, args
-			if problems := validateArguments(t.Spec.InputSchema, obj); len(problems) > 0 {
+			if problems := validateArguments(o.tools.schemas.get(t.Spec.InputSchema), obj); len(problems) > 0 {
 				s.problem = fmt.Sprintf("the arguments of %s do not match its schema: %s. Fix them and call it again.", c.Name, strings.Join(problems, "; "))
 				s.notRun = "invalid arguments"
-			} else if canon, err := canonicalJSON(args); err == nil {
+			} else if canon, err := canonicalValue(obj); err == nil {
 				s.key = c.Name + "\x00" + canon
 			}
+		}
+		if s.key == "" {
+			s.key = c.Name + "\x00" + c.Arguments // not canonical: only identical text is a duplicate
 		}
 		if first, dup := byKey[s.key]; dup {
 			s.primary = first
@@ -107,26 +110,38 @@ func (r *run) round(ctx context.Context, iter int, off *offer, assistant llm.Mes
 		}
 	}
 
-	// 5. Execute the rest concurrently.
-	var wg sync.WaitGroup
+	// 5. Ask the approvals, one question at a time in the model's order, then execute the rest concurrently.
+	var run []*slot
 	for _, s := range distinct {
 		if s.problem != "" {
 			continue
 		}
-		r.executed++
-		wg.Go(func() { r.execute(ctx, iter, s) })
+		s.callInfo = r.newCall(iter, s)
+		refusal, approval, err := o.tools.approve(ctx, s.tool, s.args, s.callInfo)
+		if err != nil {
+			break // ctx ended: handled below
+		}
+		s.approval = approval
+		if refusal != nil {
+			s.result = refusal
+			s.notRun = "approval " + approval
+			continue
+		}
+		run = append(run, s)
 	}
-	wg.Wait()
+	r.execute(ctx, iter, run)
 	if err := ctx.Err(); err != nil {
 		// Keep the conversation well formed: every call gets its message, even when the run ends here.
 		for _, s := range distinct {
-			if s.content == "" && s.problem == "" {
+			if s.result == nil && s.err == nil && s.problem == "" {
 				s.problem = "the call was cancelled"
 			}
 		}
 	}
 
 	// 6 and 7. One tool message per call id in the model's order; references numbered in that order.
+	r.messages = slices.Grow(r.messages, 1+len(slots))
+	r.calls = slices.Grow(r.calls, len(slots))
 	r.messages = append(r.messages, assistant)
 	var taker *slot
 	for _, s := range slots {
@@ -170,19 +185,77 @@ func (r *run) round(ctx context.Context, iter int, off *offer, assistant llm.Mes
 	return taker, nil
 }
 
-// execute runs one call and records its outcome in s. It runs on its own goroutine.
-func (r *run) execute(ctx context.Context, iter int, s *slot) {
+// newCall returns the Call handed to s's tool: progress goes to the event stream, questions to the run's
+// interactor.
+func (r *run) newCall(iter int, s *slot) *Call {
 	t := s.tool
-	r.emit(&Event{Kind: EventToolStart, Iteration: iter, ToolCall: &ToolEvent{ID: s.call.ID, Name: t.Spec.Name, Source: t.Source, Arguments: s.args}})
 	call := &Call{ID: s.call.ID, Tool: t.Spec.Name, Source: t.Source, interactor: r.req.Interactor}
 	call.progress = func(p Progress) {
 		r.emit(&Event{Kind: EventToolProgress, Iteration: iter, ToolCall: &ToolEvent{ID: s.call.ID, Name: t.Spec.Name, Source: t.Source, Progress: &p}})
 	}
-	start := time.Now()
-	s.result, s.approval, s.err = r.o.tools.Invoke(ctx, t, s.args, call, r.o.opts.ToolTimeout)
-	s.duration = time.Since(start)
-	if s.err != nil {
-		r.o.logger.Warn("tool call failed", "tool", t.Spec.Name, "source", t.Source, "iteration", iter, "err", s.err)
+	return call
+}
+
+// outcome is what one executed call produced, handed from its goroutine to the round.
+type outcome struct {
+	s        *slot
+	res      *Result
+	err      error
+	duration time.Duration
+}
+
+// execute runs the calls concurrently and records their outcomes in their slots. It returns when every call has
+// returned, or, for calls that do not return, once the tool timeout and then a grace period have passed, or the
+// grace period after ctx ended: such calls are abandoned with an error, and their late outcomes dropped.
+func (r *run) execute(ctx context.Context, iter int, slots []*slot) {
+	if len(slots) == 0 {
+		return
+	}
+	timeout := r.o.opts.ToolTimeout
+	// The calls start together, so one deadline serves them all.
+	callCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	outcomes := make(chan outcome, len(slots)) // buffered: an abandoned call never blocks
+	for _, s := range slots {
+		r.executed++
+		r.emit(&Event{Kind: EventToolStart, Iteration: iter, ToolCall: &ToolEvent{ID: s.call.ID, Name: s.tool.Spec.Name, Source: s.tool.Source, Arguments: s.args}})
+		go func() {
+			start := time.Now()
+			res, err := r.o.tools.run(callCtx, s.tool, s.args, s.callInfo, 0)
+			if err != nil && ctx.Err() == nil && errors.Is(callCtx.Err(), context.DeadlineExceeded) {
+				err = timeoutError(timeout)
+			}
+			outcomes <- outcome{s, res, err, time.Since(start)}
+		}()
+	}
+	deadline := time.NewTimer(timeout + cancelGrace)
+	defer deadline.Stop()
+	var grace <-chan time.Time
+	done := ctx.Done()
+	for pending := len(slots); pending > 0; {
+		select {
+		case oc := <-outcomes:
+			oc.s.result, oc.s.err, oc.s.duration = oc.res, oc.err, oc.duration
+			if oc.err != nil {
+				r.o.logger.Warn("tool call failed", "tool", oc.s.tool.Spec.Name, "source", oc.s.tool.Source, "iteration", iter, "err", oc.err)
+			}
+			pending--
+		case <-done:
+			done = nil
+			t := time.NewTimer(cancelGrace)
+			defer t.Stop()
+			grace = t.C
+		case <-grace:
+			pending = 0
+		case <-deadline.C:
+			for _, s := range slots {
+				if s.result == nil && s.err == nil {
+					s.err = fmt.Errorf("%w; it did not stop when asked and was abandoned", timeoutError(timeout))
+					r.o.logger.Error("tool ignored its timeout and was abandoned", "tool", s.tool.Spec.Name, "source", s.tool.Source)
+				}
+			}
+			pending = 0
+		}
 	}
 }
 

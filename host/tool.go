@@ -44,6 +44,8 @@ type Tool interface {
 //
 // Tools returns the current list; the orchestrator asks again before every model call, so a source whose list
 // changes (an MCP server sending list_changed) needs no other signal. Tools should be cheap: cache, don't fetch.
+// While the list is unchanged, Tools returns the same slice, and a changed list is a new slice: the ToolManager
+// reuses its work while a source's slice is the same. Nobody modifies a returned slice.
 type Toolset interface {
 	// Name identifies the source in debug info, logs and errors, e.g. "builtin" or "mcp:filesystem".
 	Name() string

@@ -49,6 +49,13 @@ type ToolManager struct {
 	policies map[string]ToolPolicy
 	logger   *slog.Logger
 
+	schemas schemaCache
+
+	listMu   sync.Mutex
+	lastSets [][]Tool      // what each source returned last time
+	last     []*ManagedTool // the merged list built from lastSets
+	lastErr  error
+
 	mu     sync.Mutex
 	warned map[string]bool // problems already logged, so a persistent one is logged once
 }
@@ -80,19 +87,45 @@ func (m *ToolManager) Toolsets() []Toolset { return slices.Clone(m.sets) }
 // Tools returns every tool of every source in source order, disabled ones included. Problems (a source that fails to
 // list, an invalid final name, two tools with one final name) are returned joined in err; the list is still usable
 // and holds, for a name claimed twice, the first claimant only. Start-up treats err as fatal; a run logs it.
+//
+// The returned slice is shared: callers must not modify it. While every source returns the same slice, so does Tools.
 func (m *ToolManager) Tools(ctx context.Context) ([]*ManagedTool, error) {
+	lists := make([][]Tool, len(m.sets))
+	errs := make([]error, len(m.sets))
+	for i, set := range m.sets {
+		lists[i], errs[i] = set.Tools(ctx)
+	}
+	m.listMu.Lock()
+	defer m.listMu.Unlock()
+	if m.last != nil && errors.Join(errs...) == nil && slices.EqualFunc(lists, m.lastSets, sameSlice) {
+		return m.last, m.lastErr
+	}
+	out, err := m.merge(lists, errs)
+	m.lastSets, m.last, m.lastErr = lists, out, err
+	if errors.Join(errs...) != nil {
+		m.lastSets, m.last = nil, nil // a failing source may recover: build again next time
+	}
+	return out, err
+}
+
+// sameSlice reports whether a and b are the same slice: same length over the same array.
+func sameSlice(a, b []Tool) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// merge builds the merged list from what each source returned.
+func (m *ToolManager) merge(lists [][]Tool, listErrs []error) ([]*ManagedTool, error) {
 	var (
 		out   []*ManagedTool
 		owner = map[string]string{}
 		errs  []error
 	)
-	for _, set := range m.sets {
-		tools, err := set.Tools(ctx)
-		if err != nil {
+	for i, set := range m.sets {
+		if err := listErrs[i]; err != nil {
 			errs = append(errs, fmt.Errorf("tools of %s: %w", set.Name(), err))
 			continue
 		}
-		for _, t := range tools {
+		for _, t := range lists[i] {
 			spec := t.Spec()
 			if !ValidToolName(spec.Name) {
 				errs = append(errs, fmt.Errorf("tool %q of %s: invalid name (must match ^[a-zA-Z0-9_-]{1,64}$)", spec.Name, set.Name()))
@@ -198,7 +231,7 @@ func newOffer(tools []*ManagedTool, sel Selection) *offer {
 	for _, n := range sel.DisabledTools {
 		disabled[n] = true
 	}
-	var kept []*ManagedTool
+	kept := make([]*ManagedTool, 0, len(tools))
 	for _, t := range tools {
 		if t.Policy.Disabled || disabled[t.Spec.Name] {
 			continue
@@ -222,7 +255,7 @@ func newOffer(tools []*ManagedTool, sel Selection) *offer {
 	if i := slices.IndexFunc(kept, func(t *ManagedTool) bool { return t.Policy.Exclusive }); i >= 0 {
 		kept = []*ManagedTool{kept[i]}
 	}
-	o := &offer{tools: kept, byName: make(map[string]*ManagedTool, len(kept))}
+	o := &offer{tools: kept, byName: make(map[string]*ManagedTool, len(kept)), specs: make([]llm.ToolSpec, 0, len(kept))}
 	for _, t := range kept {
 		o.byName[t.Spec.Name] = t
 		if len(sel.ToolChoices) > 0 || t.Policy.Forced {
@@ -248,84 +281,73 @@ var (
 )
 
 // Invoke runs one tool call under the tool's policy: approval first when required, then the call under timeout
-// (0 = no timeout of its own) with panics recovered. It returns a Result in every case where the tool was reached
-// or refused; a Go error only when the call itself failed (the tool returned one, it panicked, or it timed out).
-// approval is "", "approved", "denied" or "unavailable".
+// (0 = no timeout of its own) with a panic recovered. It returns a Result when the tool was reached or refused, and a
+// Go error when the call itself failed (the tool returned one, panicked or timed out). approval is "", "approved",
+// "denied" or "unavailable". Invoke returns when the tool does: a tool must honour ctx.
 func (m *ToolManager) Invoke(ctx context.Context, t *ManagedTool, args json.RawMessage, call *Call, timeout time.Duration) (res *Result, approval string, err error) {
-	if t.Policy.RequireApproval {
-		ia := call.Interactor()
-		if ia == nil {
-			return &Result{Text: errNoApprover.Error(), IsError: true}, "unavailable", nil
-		}
-		ok, err := ia.Approve(ctx, &ApprovalRequest{Tool: t.Spec.Name, Source: t.Source, Arguments: args})
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, "", ctx.Err()
-			}
-			return &Result{Text: fmt.Sprintf("asking the user for approval failed (%v); the call did not run", err), IsError: true}, "unavailable", nil
-		}
-		if !ok {
-			return &Result{Text: errApprovalDenied.Error(), IsError: true}, "denied", nil
-		}
-		approval = "approved"
+	refusal, approval, err := m.approve(ctx, t, args, call)
+	if refusal != nil || err != nil {
+		return refusal, approval, err
 	}
+	res, err = m.run(ctx, t, args, call, timeout)
+	return res, approval, err
+}
+
+// approve asks for approval when the tool's policy requires it. It returns a refusal Result when the call must not
+// run, and an error only when ctx ended while asking.
+func (m *ToolManager) approve(ctx context.Context, t *ManagedTool, args json.RawMessage, call *Call) (refusal *Result, approval string, err error) {
+	if !t.Policy.RequireApproval {
+		return nil, "", nil
+	}
+	ia := call.Interactor()
+	if ia == nil {
+		return &Result{Text: errNoApprover.Error(), IsError: true}, "unavailable", nil
+	}
+	ok, err := ia.Approve(ctx, &ApprovalRequest{Tool: t.Spec.Name, Source: t.Source, Arguments: args})
+	switch {
+	case ctx.Err() != nil:
+		return nil, "", ctx.Err()
+	case err != nil:
+		return &Result{Text: fmt.Sprintf("asking the user for approval failed (%v); the call did not run", err), IsError: true}, "unavailable", nil
+	case !ok:
+		return &Result{Text: errApprovalDenied.Error(), IsError: true}, "denied", nil
+	}
+	return nil, "approved", nil
+}
+
+// run calls the tool under timeout with a panic turned into an error, which is logged with its stack.
+func (m *ToolManager) run(ctx context.Context, t *ManagedTool, args json.RawMessage, call *Call, timeout time.Duration) (res *Result, err error) {
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	res, err = safeCall(ctx, t.Tool, args, call)
-	if pe, ok := errors.AsType[*panicError](err); ok {
-		m.logger.Error("tool panicked", "tool", t.Spec.Name, "source", t.Source, "panic", fmt.Sprint(pe.value), "stack", string(pe.stack))
-	}
-	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && timeout > 0 {
-		err = fmt.Errorf("the tool did not finish within %s", timeout)
+	defer func() {
+		if p := recover(); p != nil {
+			m.logger.Error("tool panicked", "tool", t.Spec.Name, "source", t.Source, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			res, err = nil, &panicError{value: p}
+		}
+	}()
+	res, err = t.Tool.Call(ctx, args, call)
+	if err != nil && timeout > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		err = timeoutError(timeout)
 	}
 	if err == nil && res == nil {
 		res = &Result{}
 	}
-	return res, approval, err
+	return res, err
 }
 
-// cancelGrace is how long a cancelled or timed-out tool call is waited for before it is abandoned. A tool that honours
-// its context returns well within it, so cancellation leaves nothing running; one that does not cannot hold the run.
+func timeoutError(timeout time.Duration) error {
+	return fmt.Errorf("the tool did not finish within %s", timeout)
+}
+
+// cancelGrace is how long a round waits, after its context ended or its tools' timeout passed, for calls to return.
+// A tool that honours its context returns well within it, so cancellation leaves nothing running; one that does not
+// is abandoned then, and cannot hold the run.
 const cancelGrace = 2 * time.Second
 
-// safeCall runs t.Call, turning a panic into an error. Once ctx is done the call is waited for up to cancelGrace; a
-// tool that ignores ctx is then abandoned and its late result dropped.
-func safeCall(ctx context.Context, t Tool, args json.RawMessage, call *Call) (*Result, error) {
-	type outcome struct {
-		res *Result
-		err error
-	}
-	done := make(chan outcome, 1)
-	go func() {
-		defer func() {
-			if p := recover(); p != nil {
-				done <- outcome{err: &panicError{value: p, stack: debug.Stack()}}
-			}
-		}()
-		res, err := t.Call(ctx, args, call)
-		done <- outcome{res, err}
-	}()
-	select {
-	case o := <-done:
-		return o.res, o.err
-	case <-ctx.Done():
-	}
-	grace := time.NewTimer(cancelGrace)
-	defer grace.Stop()
-	select {
-	case <-done:
-	case <-grace.C:
-	}
-	return nil, ctx.Err()
-}
-
 // panicError is a recovered panic. Its message, which the model reads, leaves the stack out; the stack is logged.
-type panicError struct {
-	value any
-	stack []byte
-}
+type panicError struct{ value any }
 
 func (e *panicError) Error() string { return fmt.Sprintf("the tool crashed (panic: %v)", e.value) }

@@ -90,10 +90,8 @@ type Ref struct {
 // the cited documents in reference-number order (nil when nothing was cited). Whatever the style, the returned text
 // holds no keyword citation ("[source N]" and the like) outside code.
 func Render(text string, sources []Source, style Style) (string, []Ref) {
-	if style != StyleSup && style != StyleNone {
-		style = StyleMarkdown
-	}
-	body, fence, refs := renderBody(text, sources, style)
+	style = normalStyle(style)
+	body, fence, refs := renderBody(text, newIndex(sources), style)
 	if style == StyleNone || len(refs) == 0 {
 		return body, refs
 	}
@@ -117,21 +115,37 @@ func Render(text string, sources []Source, style Style) (string, []Ref) {
 
 // listLine is one line of the appended list. Titles and URIs come from tools, so the line is flattened to one line
 // and stripped of anything that would read as a citation.
+// Renderer renders the bodies of many texts against one set of sources, building its index once: what a streamed
+// answer needs, rendered again as each piece arrives. It is not safe for concurrent use.
+type Renderer struct {
+	style Style
+	idx   *index
+}
+
+// NewRenderer returns a Renderer for sources in style.
+func NewRenderer(sources []Source, style Style) *Renderer {
+	return &Renderer{style: normalStyle(style), idx: newIndex(sources)}
+}
+
 // Body renders text as Render does, without the list of sources: what a stream of the answer shows while it is
 // being written. Numbers are given in order of first citation, so the Body of a prefix of an answer is, but for its
 // last citation group and trailing white space, a prefix of the Body of the whole answer.
-func Body(text string, sources []Source, style Style) string {
-	body, _, _ := renderBody(text, sources, style)
+func (r *Renderer) Body(text string) string {
+	r.idx.reset()
+	body, _, _ := renderBody(text, r.idx, r.style)
 	return body
 }
 
-func renderBody(text string, sources []Source, style Style) (body, fence string, refs []Ref) {
+func normalStyle(style Style) Style {
 	if style != StyleSup && style != StyleNone {
-		style = StyleMarkdown
+		return StyleMarkdown
 	}
-	idx := newIndex(sources)
+	return style
+}
+
+func renderBody(text string, idx *index, style Style) (body, fence string, refs []Ref) {
 	s := newScanner(text, idx.known)
-	body = render(s.scan(), func(nums []int) []int { return idx.cite(nums) }, style)
+	body = render(s.scan(), idx.cite, style)
 	body, fence = strip(body, false)
 	for _, d := range idx.cited {
 		refs = append(refs, Ref{Number: d.k, Title: d.title, URI: d.uri, Sources: slices.Clone(d.sources)})
@@ -206,6 +220,14 @@ func newIndex(sources []Source) *index {
 		slices.Sort(d.sources) // each doc is reached once per source; sorting twice is harmless
 	}
 	return idx
+}
+
+// reset forgets the reference numbers given by a previous render.
+func (idx *index) reset() {
+	for _, d := range idx.cited {
+		d.k = 0
+	}
+	idx.cited = idx.cited[:0]
 }
 
 func (idx *index) known(n int) bool {

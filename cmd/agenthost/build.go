@@ -1,0 +1,190 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/agenthost/agenthost/builtin"
+	"github.com/agenthost/agenthost/config"
+	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/llm"
+	"github.com/agenthost/agenthost/llm/openai"
+	"github.com/agenthost/agenthost/llm/testmodel"
+)
+
+// errFlagHelp is returned when -h was asked for: the usage was printed and the exit code is 0.
+var errFlagHelp = errors.New("help requested")
+
+// common holds the flags every configuration-reading command shares.
+type common struct {
+	configPath string
+	logLevel   string
+	model      string
+}
+
+func (c *common) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.configPath, "config", "agent.toml", "configuration `file`; when the default is missing, built-in defaults apply")
+	fs.StringVar(&c.logLevel, "log-level", "warn", "log `level`: debug, info, warn or error")
+	fs.StringVar(&c.model, "model", "", "model name to use instead of the configured one; \"test\" for the offline test model")
+}
+
+// parseFlags parses args into fs, mapping -h and bad flags to errFlagHelp and errUsage.
+func parseFlags(fs *flag.FlagSet, args []string, w io.Writer) error {
+	fs.SetOutput(w)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return errFlagHelp
+		}
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	return nil
+}
+
+// logger returns the stderr logger at the flag's level.
+func (c *common) logger(w io.Writer) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
+		return nil, fmt.Errorf("%w: -log-level: %v", errUsage, err)
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})), nil
+}
+
+// loadConfig reads the configuration. A missing file at the default path means the built-in defaults; a missing file
+// that was named explicitly is an error.
+func (c *common) loadConfig(fs *flag.FlagSet) (*config.Config, error) {
+	explicit := false
+	fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "config" })
+	cfg, err := config.Load(c.configPath)
+	if err != nil {
+		if !explicit && errors.Is(err, os.ErrNotExist) {
+			return config.Default(), nil
+		}
+		return nil, fmt.Errorf("%w: %w", errUsage, err)
+	}
+	return cfg, nil
+}
+
+// app is everything a command needs, built from the configuration.
+type app struct {
+	cfg    *config.Config
+	logger *slog.Logger
+	model  llm.Model
+	// provider is the provider actually used, after "auto" and -model were resolved.
+	provider string
+	tools    *host.ToolManager
+	orch     *host.Orchestrator
+}
+
+// build wires the configuration into a model, the tool sources and the orchestrator.
+func build(cfg *config.Config, modelFlag string, logger *slog.Logger, notices io.Writer) (*app, error) {
+	a := &app{cfg: cfg, logger: logger}
+	var err error
+	if a.model, a.provider, err = newModel(cfg, modelFlag, notices); err != nil {
+		return nil, err
+	}
+	builtins, err := builtin.New(cfg.Builtin.Tools, &builtin.Options{Logger: logger})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: builtin.tools: %w", errUsage, configName(cfg), err)
+	}
+	a.tools = host.NewToolManager([]host.Toolset{builtins}, &host.ToolManagerOptions{Policies: policies(cfg.Tools), Logger: logger})
+	a.orch = host.New(a.model, a.tools, &host.Options{
+		Instructions:  cfg.Agent.Instructions,
+		MaxIterations: cfg.Agent.MaxIterations,
+		MaxToolCalls:  cfg.Agent.MaxToolCalls,
+		ToolTimeout:   cfg.Agent.ToolTimeout.Duration,
+		Temperature:   cfg.Agent.Temperature,
+		MaxTokens:     cfg.Model.MaxTokens,
+		CitationStyle: host.CitationStyle(cfg.Agent.CitationStyle),
+		Limits:        host.Limits{Requests: cfg.Limits.Requests, TotalTokens: cfg.Limits.TotalTokens, ToolCalls: cfg.Limits.ToolCalls},
+		ContextTokens: cfg.Model.ContextTokens,
+		History:       host.NewHistory(&host.HistoryOptions{MaxConversations: cfg.Agent.MaxConversations, IdleTTL: cfg.Agent.ConversationTTL.Duration}),
+		Logger:        logger,
+	})
+	return a, nil
+}
+
+func configName(cfg *config.Config) string {
+	if cfg.Path == "" {
+		return "built-in defaults"
+	}
+	return cfg.Path
+}
+
+// policies converts the configuration's tool tables into host policies.
+func policies(tools map[string]config.ToolPolicy) map[string]host.ToolPolicy {
+	out := make(map[string]host.ToolPolicy, len(tools))
+	for name, p := range tools {
+		out[name] = host.ToolPolicy{
+			Disabled:        !p.IsEnabled(),
+			Exclusive:       p.Exclusive,
+			Forced:          p.Forced,
+			TakesControl:    p.TakesControl,
+			RequireApproval: p.RequireApproval,
+			Prompt:          p.Prompt,
+			FormatPrompt:    p.FormatPrompt,
+		}
+	}
+	return out
+}
+
+// newModel builds the configured model. modelFlag "test" selects the offline test model; any other value replaces
+// the configured model name.
+func newModel(cfg *config.Config, modelFlag string, notices io.Writer) (llm.Model, string, error) {
+	m := cfg.Model
+	provider := m.ResolveProvider(os.LookupEnv)
+	if modelFlag == "test" {
+		provider = "test"
+	} else if modelFlag != "" {
+		m.Model = modelFlag
+	}
+	switch provider {
+	case "test":
+		if m.Provider == "auto" && modelFlag != "test" {
+			fmt.Fprintf(notices, "agenthost: no model configured, using the offline test model (set %s, or [model] base_url and model in agent.toml, to use a real one)\n", orDefault(m.APIKeyEnv, "OPENAI_API_KEY"))
+		}
+		return testmodel.New(), provider, nil
+	case "scripted":
+		s, err := testmodel.LoadScript(m.Script)
+		if err != nil {
+			return nil, "", fmt.Errorf("%w: %s: model.script: %w", errUsage, configName(cfg), err)
+		}
+		return s, provider, nil
+	case "openai":
+		if m.Model == "" {
+			return nil, "", fmt.Errorf("%w: %s: model.model: a model name is required for provider openai (or pass -model)", errUsage, configName(cfg))
+		}
+		var key string
+		if m.APIKeyEnv != "" {
+			key = os.Getenv(m.APIKeyEnv)
+		}
+		retries := m.MaxRetries // the configuration's 0 means none; the adapter's means its default
+		if retries == 0 {
+			retries = -1
+		}
+		om, err := openai.New(&openai.Options{
+			BaseURL:        m.BaseURL,
+			APIKey:         key,
+			Model:          m.Model,
+			RequestTimeout: m.RequestTimeout.Duration,
+			MaxRetries:     retries,
+			IdleTimeout:    m.IdleTimeout.Duration,
+		})
+		if err != nil {
+			return nil, "", fmt.Errorf("%w: %w", errUsage, err)
+		}
+		return om, provider, nil
+	}
+	return nil, "", fmt.Errorf("%w: %s: model.provider: unknown provider %q", errUsage, configName(cfg), provider)
+}
+
+func orDefault(s, def string) string {
+	if strings.TrimSpace(s) == "" {
+		return def
+	}
+	return s
+}

@@ -1,0 +1,317 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"text/tabwriter"
+
+	"github.com/agenthost/agenthost/host"
+)
+
+// listFlag is a repeatable string flag.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+func (l *listFlag) Set(s string) error {
+	*l = append(*l, s)
+	return nil
+}
+
+func cmdRun(ctx context.Context, args []string, io *stdio) error {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	var c common
+	c.register(fs)
+	var tools, disabled listFlag
+	jsonOut := fs.Bool("json", false, "print the whole answer as JSON instead of streaming its text")
+	fs.Var(&tools, "tool", "restrict the run to this tool and force it on the first iteration (repeatable)")
+	fs.Var(&disabled, "disable", "do not offer this tool (repeatable)")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "Usage: agenthost run [flags] PROMPT\n\nWith no PROMPT, the prompt is read from stdin.\n\nFlags:")
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args, io.err); err != nil {
+		return err
+	}
+	prompt := strings.Join(fs.Args(), " ")
+	promptFromStdin := prompt == "" || prompt == "-"
+	if promptFromStdin {
+		b, err := readAll(io.in)
+		if err != nil {
+			return fmt.Errorf("reading the prompt from stdin: %w", err)
+		}
+		prompt = string(b)
+	}
+	if strings.TrimSpace(prompt) == "" {
+		return fmt.Errorf("%w: no prompt: pass it as an argument or on stdin", errUsage)
+	}
+	a, err := c.app(fs, io.err, io.err)
+	if err != nil {
+		return err
+	}
+
+	req := &host.Request{Prompt: prompt, Selection: host.Selection{ToolChoices: tools, DisabledTools: disabled}}
+	if !promptFromStdin && isTerminal(io.in) && isTerminal(io.err) {
+		req.Interactor = &terminal{in: bufio.NewReader(io.in), out: io.err}
+	}
+	progress := isTerminal(io.err)
+	out := &answerWriter{w: io.out}
+	ans, err := a.orch.Ask(ctx, req, func(ev *host.Event) {
+		if progress {
+			printProgress(io.err, ev)
+		}
+		if !*jsonOut {
+			out.event(ev)
+		}
+	})
+	if errors.Is(err, host.ErrInvalidRequest) {
+		return fmt.Errorf("%w: %w", errUsage, err)
+	}
+	if *jsonOut && ans != nil {
+		enc := json.NewEncoder(io.out)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(ans); err != nil {
+			return err
+		}
+	}
+	return err
+}
+
+// answerWriter streams the answer's text to stdout: the text of each iteration as it is generated, then whatever the
+// final answer adds to it (its list of sources, or the whole answer when it was not streamed).
+type answerWriter struct {
+	w        io.Writer
+	streamed strings.Builder // text written in the current iteration
+	any      bool            // whether anything was written at all
+}
+
+func (a *answerWriter) event(ev *host.Event) {
+	switch ev.Kind {
+	case host.EventIteration:
+		if a.streamed.Len() > 0 {
+			// Text that came with tool calls was the model thinking aloud; the answer starts on a new line.
+			fmt.Fprintln(a.w)
+		}
+		a.streamed.Reset()
+	case host.EventTextDelta:
+		a.streamed.WriteString(ev.Text)
+		a.any = true
+		fmt.Fprint(a.w, ev.Text)
+	case host.EventAnswer:
+		text := ev.Answer.Text
+		if rest, ok := strings.CutPrefix(text, a.streamed.String()); ok {
+			text = rest
+		} else if a.streamed.Len() > 0 {
+			text = "\n\n" + text
+		}
+		if !strings.HasSuffix(text, "\n") {
+			text += "\n"
+		}
+		fmt.Fprint(a.w, text)
+	}
+}
+
+// printProgress writes one line per step to the terminal.
+func printProgress(w io.Writer, ev *host.Event) {
+	switch ev.Kind {
+	case host.EventToolStart:
+		fmt.Fprintf(w, "· %s %s\n", ev.ToolCall.Name, truncate(string(ev.ToolCall.Arguments), 80))
+	case host.EventToolProgress:
+		p := ev.ToolCall.Progress
+		if p.Total > 0 {
+			fmt.Fprintf(w, "  %s: %.0f/%.0f %s\n", ev.ToolCall.Name, p.Progress, p.Total, p.Message)
+		} else {
+			fmt.Fprintf(w, "  %s: %s\n", ev.ToolCall.Name, p.Message)
+		}
+	case host.EventToolEnd:
+		info := ev.ToolCall.Info
+		if !info.OK {
+			fmt.Fprintf(w, "✗ %s: %s\n", info.Name, truncate(info.Error, 120))
+		}
+	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !isRuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// readAll reads at most 4 MiB: a prompt, not a file system.
+func readAll(r io.Reader) ([]byte, error) {
+	const max = 4 << 20
+	b, err := io.ReadAll(io.LimitReader(r, max+1))
+	if err == nil && len(b) > max {
+		err = fmt.Errorf("the prompt is larger than %d bytes", max)
+	}
+	return b, err
+}
+
+func isTerminal(v any) bool {
+	f, ok := v.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// terminal asks the person at the terminal for approvals and input. Tool calls may ask concurrently, so questions
+// are asked one at a time.
+type terminal struct {
+	mu  sync.Mutex
+	in  *bufio.Reader
+	out io.Writer
+}
+
+var _ host.Interactor = (*terminal)(nil)
+
+func (t *terminal) Approve(ctx context.Context, req *host.ApprovalRequest) (bool, error) {
+	line, err := t.ask(ctx, fmt.Sprintf("Allow %s (%s) with arguments %s? [y/N] ", req.Tool, req.Source, truncate(string(req.Arguments), 400)))
+	if err != nil {
+		return false, err
+	}
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return true, nil
+	}
+	return false, nil
+}
+
+func (t *terminal) Elicit(ctx context.Context, req *host.ElicitRequest) (*host.ElicitResult, error) {
+	q := fmt.Sprintf("%s asks: %s\nAnswer as a JSON object matching %s (empty line to decline): ", req.Source, req.Message, truncate(string(req.Schema), 400))
+	line, err := t.ask(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(line) == "" {
+		return &host.ElicitResult{Action: host.ElicitDecline}, nil
+	}
+	var content map[string]any
+	if err := json.Unmarshal([]byte(line), &content); err != nil {
+		return nil, fmt.Errorf("the answer is not a JSON object: %w", err)
+	}
+	return &host.ElicitResult{Action: host.ElicitAccept, Content: content}, nil
+}
+
+// ask writes q and reads one line, giving up when ctx ends. A reader goroutine left blocked on the terminal after
+// ctx ended is released when the process exits; the terminal has no way to cancel a read.
+func (t *terminal) ask(ctx context.Context, q string) (string, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	fmt.Fprint(t.out, q)
+	type reply struct {
+		line string
+		err  error
+	}
+	ch := make(chan reply, 1)
+	go func() {
+		line, err := t.in.ReadString('\n')
+		ch <- reply{line, err}
+	}()
+	select {
+	case r := <-ch:
+		if r.err != nil && r.line == "" {
+			return "", r.err
+		}
+		return r.line, nil
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+func cmdTools(ctx context.Context, args []string, io *stdio) error {
+	fs := flag.NewFlagSet("tools", flag.ContinueOnError)
+	var c common
+	c.register(fs)
+	if err := parseFlags(fs, args, io.err); err != nil {
+		return err
+	}
+	a, err := c.app(fs, io.err, nil)
+	if err != nil {
+		return err
+	}
+	tools, err := a.tools.Tools(ctx)
+	if err != nil {
+		return fmt.Errorf("%w: %w", errUsage, err)
+	}
+	tw := tabwriter.NewWriter(io.out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tSOURCE\tFLAGS\tDESCRIPTION")
+	for _, t := range tools {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Spec.Name, t.Source, flags(t.Policy), truncate(firstLine(t.Spec.Description), 80))
+	}
+	return tw.Flush()
+}
+
+func flags(p host.ToolPolicy) string {
+	var f []string
+	for _, x := range []struct {
+		on   bool
+		name string
+	}{{p.Disabled, "disabled"}, {p.Exclusive, "exclusive"}, {p.Forced, "forced"}, {p.TakesControl, "takes-control"}, {p.RequireApproval, "approval"}} {
+		if x.on {
+			f = append(f, x.name)
+		}
+	}
+	if len(f) == 0 {
+		return "-"
+	}
+	return strings.Join(f, ",")
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	return s
+}
+
+func cmdCheck(ctx context.Context, args []string, io *stdio) error {
+	fs := flag.NewFlagSet("check", flag.ContinueOnError)
+	var c common
+	c.register(fs)
+	if err := parseFlags(fs, args, io.err); err != nil {
+		return err
+	}
+	a, err := c.app(fs, io.err, nil)
+	if err != nil {
+		return err
+	}
+	tools, err := a.tools.Tools(ctx)
+	if err != nil {
+		return fmt.Errorf("%w: %w", errUsage, err)
+	}
+	for _, name := range a.tools.UnknownPolicies(tools) {
+		fmt.Fprintf(io.err, "agenthost: warning: %s: [tools.%q] matches no tool\n", configName(a.cfg), name)
+	}
+	fmt.Fprintf(io.out, "%s: ok (model provider %s, %d tools)\n", configName(a.cfg), a.provider, len(tools))
+	return nil
+}
+
+// app loads the configuration and builds the app. Logs go to stderr; notices, such as the one saying the offline
+// test model is used, go to notices when it is not nil.
+func (c *common) app(fs *flag.FlagSet, stderr, notices io.Writer) (*app, error) {
+	cfg, err := c.loadConfig(fs)
+	if err != nil {
+		return nil, err
+	}
+	logger, err := c.logger(stderr)
+	if err != nil {
+		return nil, err
+	}
+	if notices == nil {
+		notices = io.Discard
+	}
+	return build(cfg, c.model, logger, notices)
+}

@@ -1,0 +1,255 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/internal/fakellm"
+)
+
+// binary is the agenthost binary built once for the tests that run it as a child process.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "agenthost-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "agenthost")
+	if runtime.GOOS == "windows" {
+		binary += ".exe"
+	}
+	build := exec.Command("go", "build", "-o", binary, ".")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building agenthost:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// agenthost runs the binary in dir with stdin and extra environment variables; the environment is otherwise the
+// test's own without any API key, so a developer's key never reaches a test.
+func agenthost(t *testing.T, dir, stdin string, env []string, args ...string) result {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), binary, args...)
+	cmd.Dir = dir
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "OPENAI_API_KEY=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, env...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	code := 0
+	if exitErr, ok := errors.AsType[*exec.ExitError](err); ok {
+		code = exitErr.ExitCode()
+	} else if err != nil {
+		t.Fatalf("running agenthost: %v", err)
+	}
+	return result{out.String(), errOut.String(), code}
+}
+
+func writeFile(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestRunWithTheTestModel(t *testing.T) {
+	dir := t.TempDir()
+	r := agenthost(t, dir, "", nil, "run", "--model", "test", "What time is it?")
+	if r.code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stdout, "- current_time: ") || !strings.HasSuffix(r.stdout, "\n") {
+		t.Errorf("stdout = %q, want the test model's summary of current_time", r.stdout)
+	}
+	if strings.Contains(r.stderr, "offline test model") {
+		t.Errorf("the notice was printed although -model test was asked for: %q", r.stderr)
+	}
+
+	// With no configuration and no key, the defaults apply and say so on stderr, never on stdout.
+	r = agenthost(t, dir, "What day is it?", nil, "run")
+	if r.code != 0 || !strings.Contains(r.stdout, "current_time") {
+		t.Fatalf("prompt on stdin: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "using the offline test model (set OPENAI_API_KEY") || strings.Contains(r.stdout, "offline") {
+		t.Errorf("notice: stderr %q, stdout %q", r.stderr, r.stdout)
+	}
+}
+
+func TestRunJSON(t *testing.T) {
+	r := agenthost(t, t.TempDir(), "", nil, "run", "--json", "--model", "test", "--tool", "current_time", "time?")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	var ans host.Answer
+	if err := json.Unmarshal([]byte(r.stdout), &ans); err != nil {
+		t.Fatalf("stdout is not an Answer: %v\n%s", err, r.stdout)
+	}
+	if ans.StoppedBy != host.StopAnswered || ans.ConversationID == "" || len(ans.ToolCalls) != 1 || ans.ToolCalls[0].Name != "current_time" || ans.Iterations[0].Mode != "forced" {
+		t.Errorf("answer = %+v", ans)
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	bad := writeFile(t, dir, "bad.toml", "[agent]\nname = \"x\"\nmax_iterations = 500\n\n[model]\nprovder = \"openai\"\n")
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want []string
+	}{
+		{"no command", nil, 2, []string{"Usage:"}},
+		{"unknown command", []string{"frobnicate"}, 2, []string{`unknown command "frobnicate"`}},
+		{"bad flag", []string{"run", "--nope", "x"}, 2, []string{"flag provided but not defined: -nope"}},
+		{"no prompt", []string{"run", "--model", "test"}, 2, []string{"no prompt"}},
+		{"config errors with lines", []string{"check", "--config", bad}, 2, []string{"bad.toml:3: agent.max_iterations: must be between 1 and 100 (got 500)", `bad.toml:6: model.provder: unknown key`}},
+		{"missing explicit config", []string{"check", "--config", filepath.Join(dir, "none.toml")}, 2, []string{"none.toml"}},
+		{"unknown tool", []string{"run", "--model", "test", "--tool", "nope", "x"}, 2, []string{`tool_choices: unknown tool "nope"; available tools: current_time`}},
+		{"bad log level", []string{"tools", "--log-level", "loud"}, 2, []string{"-log-level"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := agenthost(t, dir, "", nil, tt.args...)
+			if r.code != tt.code {
+				t.Errorf("exit %d, want %d; stderr:\n%s", r.code, tt.code, r.stderr)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(r.stderr, w) {
+					t.Errorf("stderr does not contain %q:\n%s", w, r.stderr)
+				}
+			}
+			if r.stdout != "" {
+				t.Errorf("stdout = %q, want nothing", r.stdout)
+			}
+		})
+	}
+}
+
+func TestToolsCheckVersion(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeFile(t, dir, "agent.toml", `
+[builtin]
+tools = ["current_time"]
+
+[tools.current_time]
+require_approval = true
+forced = true
+
+[tools.not_a_tool]
+enabled = false
+`)
+	r := agenthost(t, dir, "", nil, "tools")
+	if r.code != 0 || !strings.Contains(r.stdout, "current_time  builtin  forced,approval  Returns the current date") {
+		t.Errorf("tools: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = agenthost(t, dir, "", nil, "check", "--config", cfg)
+	if r.code != 0 || !strings.Contains(r.stdout, "agent.toml: ok (model provider test, 1 tools)") || !strings.Contains(r.stderr, `[tools."not_a_tool"] matches no tool`) {
+		t.Errorf("check: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = agenthost(t, dir, "", nil, "version")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "agenthost ") {
+		t.Errorf("version: exit %d, %q", r.code, r.stdout)
+	}
+	// The repository's own example configuration is valid.
+	r = agenthost(t, dir, "", nil, "check", "--config", filepath.Join("..", "..", "agent.toml"))
+	if abs, _ := filepath.Abs(filepath.Join("..", "..", "agent.toml")); r.code != 0 {
+		r = agenthost(t, dir, "", nil, "check", "--config", abs)
+	}
+	if r.code != 0 {
+		t.Errorf("check of the example agent.toml: exit %d\n%s", r.code, r.stderr)
+	}
+}
+
+// TestRunOverTheOpenAIWire runs the binary against the scripted OpenAI-compatible server: the configuration's
+// base_url and key variable reach the model API, the tool runs, and the answer streams to stdout with its sources.
+func TestRunOverTheOpenAIWire(t *testing.T) {
+	srv := fakellm.New()
+	defer srv.Close()
+	srv.Enqueue(
+		fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "c1", Name: "current_time", Arguments: `{"timezone":"Asia/Tokyo"}`}}},
+		fakellm.Turn{Text: "It is evening in Tokyo.", ChunkSize: 4},
+	)
+	dir := t.TempDir()
+	writeFile(t, dir, "agent.toml", fmt.Sprintf(`
+[model]
+provider = "openai"
+model = "fake-model"
+base_url = %q
+api_key_env = "TEST_KEY"
+max_retries = 0
+`, srv.URL))
+	r := agenthost(t, dir, "", []string{"TEST_KEY=sk-from-env"}, "run", "What time is it in Tokyo?")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if r.stdout != "It is evening in Tokyo.\n" {
+		t.Errorf("stdout = %q", r.stdout)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 2 || reqs[0].Header.Get("Authorization") != "Bearer sk-from-env" || reqs[0].Model != "fake-model" {
+		t.Fatalf("%d requests; first: auth %q model %q", len(reqs), reqs[0].Header.Get("Authorization"), reqs[0].Model)
+	}
+	var toolMsg string
+	for _, m := range reqs[1].Messages {
+		if m.Role == "tool" {
+			toolMsg = m.Content
+		}
+	}
+	if !strings.Contains(toolMsg, "(Asia/Tokyo, ") {
+		t.Errorf("tool result sent to the model: %q", toolMsg)
+	}
+
+	// A model that keeps failing fails the run with exit code 1 and the provider's message.
+	srv.Enqueue(fakellm.Turn{Status: 500, ErrorMessage: "the model is overloaded"})
+	r = agenthost(t, dir, "", []string{"TEST_KEY=k"}, "run", "x")
+	if r.code != 1 || !strings.Contains(r.stderr, "the model is overloaded") {
+		t.Errorf("failing model: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+func TestRunScripted(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "script.jsonl", `# a tool call, then the answer
+{"tool_calls": [{"name": "current_time", "arguments": {"timezone": "Europe/Paris"}}]}
+{"text": "Scripted answer."}
+`)
+	writeFile(t, dir, "agent.toml", "[model]\nprovider = \"scripted\"\nscript = \"script.jsonl\"\n")
+	r := agenthost(t, dir, "", nil, "run", "--json", "x")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	var ans host.Answer
+	if err := json.Unmarshal([]byte(r.stdout), &ans); err != nil {
+		t.Fatal(err)
+	}
+	if ans.Text != "Scripted answer." || len(ans.ToolCalls) != 1 || !ans.ToolCalls[0].OK {
+		t.Errorf("answer = %+v", ans)
+	}
+}

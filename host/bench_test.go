@@ -1,0 +1,93 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agenthost/agenthost/llm"
+)
+
+// benchModel is an in-process model with no latency: it calls tools for a number of rounds, then answers. Its
+// responses are made once, so the benchmark measures the orchestrator, not the model.
+type benchModel struct {
+	rounds []*llm.Response
+	answer *llm.Response
+	deltas []llm.Delta
+}
+
+func newBenchModel(rounds, calls, tools int) *benchModel {
+	usage := llm.Usage{Requests: 1, PromptTokens: 1000, CompletionTokens: 50, TotalTokens: 1050}
+	m := &benchModel{}
+	for r := range rounds {
+		tc := make([]llm.ToolCall, calls)
+		for i := range tc {
+			tc[i] = llm.ToolCall{ID: fmt.Sprintf("call_%d_%d", r, i), Name: fmt.Sprintf("tool_%02d", (r*calls+i)%tools), Arguments: fmt.Sprintf(`{"query":"q%d","limit":%d}`, i, r)}
+		}
+		m.rounds = append(m.rounds, &llm.Response{Message: llm.Message{Role: llm.RoleAssistant, ToolCalls: tc}, Usage: usage, FinishReason: llm.FinishToolCalls})
+	}
+	text := "All done [source 1], see also [source 2]."
+	m.answer = &llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Content: text}, Usage: usage, FinishReason: llm.FinishStop}
+	for i := 0; i < len(text); i += 8 {
+		m.deltas = append(m.deltas, llm.Delta{Text: text[i:min(i+8, len(text))]})
+	}
+	return m
+}
+
+func (m *benchModel) Generate(_ context.Context, req *llm.Request, onDelta func(llm.Delta)) (*llm.Response, error) {
+	round := 0
+	for _, msg := range req.Messages {
+		if msg.Role == llm.RoleAssistant && len(msg.ToolCalls) > 0 {
+			round++
+		}
+	}
+	if round < len(m.rounds) {
+		return m.rounds[round], nil
+	}
+	if onDelta != nil {
+		for _, d := range m.deltas {
+			onDelta(d)
+		}
+	}
+	return m.answer, nil
+}
+
+// BenchmarkOrchestratorOverhead measures the loop's own cost: 50 tools offered, 10 tool calls per round, 3 rounds
+// and an answer (4 iterations), with a model and tools that take no time.
+func BenchmarkOrchestratorOverhead(b *testing.B) {
+	schema := json.RawMessage(`{"type":"object","properties":{"query":{"type":"string","description":"what to look for"},"limit":{"type":"integer"}},"required":["query"]}`)
+	var tools []Tool
+	for i := range 50 {
+		name := fmt.Sprintf("tool_%02d", i)
+		tools = append(tools, &funcTool{spec: ToolSpec{Name: name, Description: "Looks things up in source " + name + ".", InputSchema: schema},
+			fn: func(context.Context, json.RawMessage, *Call) (*Result, error) {
+				return &Result{Text: "result of " + name, References: []Reference{{Title: name, URI: "https://example.test/" + name, Content: "excerpt"}}}, nil
+			}})
+	}
+	const rounds, iterations = 3, 4
+	o := New(newBenchModel(rounds, 10, 50), NewToolManager([]Toolset{&staticSet{name: "bench", tools: tools}}, nil), nil)
+	ctx := context.Background()
+	b.ReportAllocs()
+	cpu0 := cpuTime()
+	for b.Loop() {
+		ans, err := o.Ask(ctx, &Request{Prompt: "benchmark the loop"}, func(*Event) {})
+		if err != nil || ans.StoppedBy != StopAnswered || len(ans.ToolCalls) != rounds*10 {
+			b.Fatalf("unexpected run: %v %+v", err, ans)
+		}
+	}
+	cpu := cpuTime() - cpu0
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/iterations, "ns/iteration")
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N)/iterations, "cpu-ns/iteration")
+}
+
+// cpuTime is the CPU time (user and system) the process has used, garbage collection included.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
