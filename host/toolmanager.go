@@ -52,7 +52,7 @@ type ToolManager struct {
 	schemas schemaCache
 
 	listMu   sync.Mutex
-	lastSets [][]Tool      // what each source returned last time
+	lastSets [][]Tool       // what each source returned last time
 	last     []*ManagedTool // the merged list built from lastSets
 	lastErr  error
 
