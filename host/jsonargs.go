@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 )
 
 // canonicalJSON returns a canonical text of a JSON value: object keys sorted, no insignificant whitespace, numbers
@@ -20,13 +23,70 @@ func canonicalJSON(raw []byte) (string, error) {
 	return canonicalValue(v)
 }
 
-// canonicalValue is canonicalJSON of a value decoded by decodeJSON.
+// canonicalValue is canonicalJSON of a value decoded by decodeJSON: object keys sorted, numbers as written, strings
+// escaped as encoding/json escapes them.
 func canonicalValue(v any) (string, error) {
-	out, err := json.Marshal(v) // maps marshal with sorted keys; json.Number keeps its text
-	if err != nil {
-		return "", err
+	b, err := appendCanonical(nil, v)
+	return string(b), err
+}
+
+func appendCanonical(b []byte, v any) ([]byte, error) {
+	switch v := v.(type) {
+	case nil:
+		return append(b, "null"...), nil
+	case bool:
+		return strconv.AppendBool(b, v), nil
+	case json.Number:
+		return append(b, v...), nil
+	case string:
+		return appendString(b, v), nil
+	case []any:
+		b = append(b, '[')
+		for i, x := range v {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			var err error
+			if b, err = appendCanonical(b, x); err != nil {
+				return nil, err
+			}
+		}
+		return append(b, ']'), nil
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		b = append(b, '{')
+		for i, k := range keys {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, k)
+			b = append(b, ':')
+			var err error
+			if b, err = appendCanonical(b, v[k]); err != nil {
+				return nil, err
+			}
+		}
+		return append(b, '}'), nil
 	}
-	return string(out), nil
+	return nil, fmt.Errorf("canonical JSON: unexpected %T", v)
+}
+
+// appendString appends s as a JSON string. Plain strings, the common case, are copied as they are; others are left
+// to encoding/json, so escaping (of control characters, HTML characters, invalid UTF-8) is exactly its own.
+func appendString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' || c >= utf8.RuneSelf {
+			q, _ := json.Marshal(s) // a string always marshals
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 // decodeJSON decodes exactly one JSON value, keeping numbers as json.Number.

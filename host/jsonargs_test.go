@@ -92,6 +92,7 @@ func FuzzArguments(f *testing.F) {
 	f.Add(`{"a":[1,2,{"b":null}]}`, `{"type":"object","properties":{"a":{"type":"array","items":{"type":"integer"}}},"required":["a"]}`)
 	f.Add(`{`, `{}`)
 	f.Add(`{"x":1e400}`, `{"properties":{"x":{"const":1}}}`)
+	f.Add(`{"s":"a\"b<c>\u0001 é \ud800","k":[true,null,-0.5e3]}`, `{}`)
 	f.Fuzz(func(t *testing.T, args, schema string) {
 		raw, obj, err := parseArguments(args)
 		if err != nil {
@@ -104,6 +105,11 @@ func FuzzArguments(f *testing.F) {
 		c2, err := canonicalJSON([]byte(c1))
 		if err != nil || c1 != c2 {
 			t.Fatalf("canonical form not stable: %q -> %q (%v)", c1, c2, err)
+		}
+		// The same as encoding/json's own output, which sorts keys and keeps json.Number's text.
+		v, _ := decodeJSON(raw)
+		if want, err := json.Marshal(v); err != nil || string(want) != c1 {
+			t.Fatalf("canonical form %q differs from encoding/json's %q (%v)", c1, want, err)
 		}
 		var cache schemaCache
 		validateArguments(cache.get(json.RawMessage(schema)), obj)

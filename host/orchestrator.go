@@ -129,34 +129,30 @@ type Request struct {
 // EventAnswer. A run that cannot start (bad request, unknown conversation) or fails (the model keeps failing)
 // yields an error instead; a cancelled run yields its partial answer (StoppedBy StopCancelled) and then an error
 // wrapping ctx.Err(). Stopping the iteration early cancels the run and waits for it to end.
+//
+// The loop runs on the consumer's goroutine: events are handed over without a goroutine switch, and the consumer
+// sees them one at a time, in order.
 func (o *Orchestrator) Run(ctx context.Context, req *Request) iter.Seq2[*Event, error] {
 	return func(yield func(*Event, error) bool) {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		type item struct {
-			ev  *Event
-			err error
+		stopped := false
+		r := &run{o: o, req: req}
+		r.emit = func(ev *Event) {
+			if !stopped && !yield(ev, nil) {
+				stopped = true
+				cancel() // the run unwinds promptly; its remaining events are dropped
+			}
 		}
-		// Buffered so the run rarely waits for the consumer: events keep their order either way.
-		items := make(chan item, 32)
-		go func() {
-			defer close(items)
-			r := &run{o: o, req: req, emit: func(ev *Event) { items <- item{ev: ev} }}
-			ans, err := r.run(ctx)
-			if ans != nil {
-				items <- item{ev: &Event{Kind: EventAnswer, Iteration: r.iteration, Answer: ans}}
-			}
-			if err != nil {
-				items <- item{err: err}
-			}
-		}()
-		for it := range items {
-			if !yield(it.ev, it.err) {
-				cancel()
-				for range items { // drain, so the run goroutine ends before Run returns
-				}
-				return
-			}
+		ans, err := r.run(ctx)
+		if stopped {
+			return
+		}
+		if ans != nil && !yield(&Event{Kind: EventAnswer, Iteration: r.iteration, Answer: ans}, nil) {
+			return
+		}
+		if err != nil {
+			yield(nil, err)
 		}
 	}
 }
@@ -183,7 +179,7 @@ func (o *Orchestrator) Ask(ctx context.Context, req *Request, onEvent func(*Even
 type run struct {
 	o    *Orchestrator
 	req  *Request
-	emit func(*Event) // safe from any goroutine: the consumer reads one at a time
+	emit func(*Event) // only on the run's goroutine; tools report progress through their round (see execute)
 
 	conv      *conversation
 	past      []llm.Message // the conversation before this run

@@ -111,12 +111,14 @@ func (r *run) round(ctx context.Context, iter int, off *offer, assistant llm.Mes
 	}
 
 	// 5. Ask the approvals, one question at a time in the model's order, then execute the rest concurrently.
+	progress := &progressRelay{events: make(chan *Event, 64), done: make(chan struct{})}
+	defer close(progress.done)
 	var run []*slot
 	for _, s := range distinct {
 		if s.problem != "" {
 			continue
 		}
-		s.callInfo = r.newCall(iter, s)
+		s.callInfo = r.newCall(iter, s, progress)
 		refusal, approval, err := o.tools.approve(ctx, s.tool, s.args, s.callInfo)
 		if err != nil {
 			break // ctx ended: handled below
@@ -129,7 +131,7 @@ func (r *run) round(ctx context.Context, iter int, off *offer, assistant llm.Mes
 		}
 		run = append(run, s)
 	}
-	r.execute(ctx, iter, run)
+	r.execute(ctx, iter, run, progress)
 	if err := ctx.Err(); err != nil {
 		// Keep the conversation well formed: every call gets its message, even when the run ends here.
 		for _, s := range distinct {
@@ -185,13 +187,27 @@ func (r *run) round(ctx context.Context, iter int, off *offer, assistant llm.Mes
 	return taker, nil
 }
 
-// newCall returns the Call handed to s's tool: progress goes to the event stream, questions to the run's
-// interactor.
-func (r *run) newCall(iter int, s *slot) *Call {
+// progressRelay carries progress events from a round's tools, on their goroutines, to the run's goroutine, which
+// emits them while it waits for the calls. Progress reported after the round ended (by an abandoned call) is dropped.
+type progressRelay struct {
+	events chan *Event
+	done   chan struct{} // closed when the round ends
+}
+
+func (p *progressRelay) send(ev *Event) {
+	select {
+	case p.events <- ev:
+	case <-p.done:
+	}
+}
+
+// newCall returns the Call handed to s's tool: progress goes to the event stream through the round's relay,
+// questions to the run's interactor.
+func (r *run) newCall(iter int, s *slot, relay *progressRelay) *Call {
 	t := s.tool
 	call := &Call{ID: s.call.ID, Tool: t.Spec.Name, Source: t.Source, interactor: r.req.Interactor}
 	call.progress = func(p Progress) {
-		r.emit(&Event{Kind: EventToolProgress, Iteration: iter, ToolCall: &ToolEvent{ID: s.call.ID, Name: t.Spec.Name, Source: t.Source, Progress: &p}})
+		relay.send(&Event{Kind: EventToolProgress, Iteration: iter, ToolCall: &ToolEvent{ID: s.call.ID, Name: t.Spec.Name, Source: t.Source, Progress: &p}})
 	}
 	return call
 }
@@ -207,7 +223,7 @@ type outcome struct {
 // execute runs the calls concurrently and records their outcomes in their slots. It returns when every call has
 // returned, or, for calls that do not return, once the tool timeout and then a grace period have passed, or the
 // grace period after ctx ended: such calls are abandoned with an error, and their late outcomes dropped.
-func (r *run) execute(ctx context.Context, iter int, slots []*slot) {
+func (r *run) execute(ctx context.Context, iter int, slots []*slot, progress *progressRelay) {
 	if len(slots) == 0 {
 		return
 	}
@@ -232,8 +248,21 @@ func (r *run) execute(ctx context.Context, iter int, slots []*slot) {
 	defer deadline.Stop()
 	var grace <-chan time.Time
 	done := ctx.Done()
+	defer func() {
+		// Progress sent before a call returned comes before its end.
+		for {
+			select {
+			case ev := <-progress.events:
+				r.emit(ev)
+			default:
+				return
+			}
+		}
+	}()
 	for pending := len(slots); pending > 0; {
 		select {
+		case ev := <-progress.events:
+			r.emit(ev)
 		case oc := <-outcomes:
 			oc.s.result, oc.s.err, oc.s.duration = oc.res, oc.err, oc.duration
 			if oc.err != nil {
