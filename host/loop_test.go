@@ -690,3 +690,100 @@ func TestEventsInOrder(t *testing.T) {
 		t.Errorf("streamed %q, answer %q", text.String(), ans.Text)
 	}
 }
+
+func TestCancelDuringModelStream(t *testing.T) {
+	h := newHarness(t, harnessConfig{})
+	h.srv.Enqueue(fakellm.Turn{Text: "this stream stops half way", HangAfter: 3})
+	ctx, cancel := context.WithCancel(t.Context())
+	ans, err := h.orch.Ask(ctx, &Request{Prompt: "x"}, func(ev *Event) {
+		if ev.Kind == EventTextDelta {
+			cancel() // the model is still "generating"
+		}
+	})
+	if !errors.Is(err, context.Canceled) || ans == nil || ans.StoppedBy != StopCancelled {
+		t.Errorf("err = %v, answer %+v; want a cancelled run", err, ans)
+	}
+}
+
+func TestConsumerStopsEarly(t *testing.T) {
+	var cancelled atomic.Int32
+	slow := func(name string) Tool {
+		return &funcTool{spec: ToolSpec{Name: name}, fn: func(ctx context.Context, _ json.RawMessage, _ *Call) (*Result, error) {
+			<-ctx.Done()
+			cancelled.Add(1)
+			return nil, ctx.Err()
+		}}
+	}
+	h := newHarness(t, harnessConfig{tools: []Tool{slow("s1"), slow("s2")}})
+	h.srv.Enqueue(fakellm.Turn{ToolCalls: []fakellm.ToolCall{call("1", "s1", `{}`), call("2", "s2", `{}`)}})
+	var seen []EventKind
+	for ev, err := range h.orch.Run(t.Context(), &Request{Prompt: "x"}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen = append(seen, ev.Kind)
+		if ev.Kind == EventToolStart && ev.ToolCall.Name == "s2" {
+			break
+		}
+	}
+	// Run returned: the run has ended, so both tools have already seen their cancellation.
+	if cancelled.Load() != 2 {
+		t.Errorf("%d tools cancelled when the consumer stopped, want 2 (events: %v)", cancelled.Load(), seen)
+	}
+}
+
+func TestContextBudgetInTheLoop(t *testing.T) {
+	big := &funcTool{spec: ToolSpec{Name: "big"}, fn: func(context.Context, json.RawMessage, *Call) (*Result, error) {
+		return &Result{Text: strings.Repeat("data ", 8000)}, nil // 40,000 characters, about 10,000 tokens
+	}}
+	h := newHarness(t, harnessConfig{tools: []Tool{big}, opts: Options{ContextTokens: 6000, MaxTokens: 500}})
+	h.srv.Enqueue(
+		fakellm.Turn{ToolCalls: []fakellm.ToolCall{call("b1", "big", `{}`)}},
+		fakellm.Turn{Text: "first"},
+	)
+	first := h.mustAsk(t, &Request{Prompt: "first question"})
+	sent := toolMessages(h.srv.Requests()[1])["b1"]
+	if !strings.Contains(sent, "characters cut to fit the context budget") || len(sent) >= 40000 || len(sent) < 1000 {
+		t.Errorf("tool result sent with %d characters; want it shortened and marked", len(sent))
+	}
+	if !first.ToolCalls[0].Truncated || first.Iterations[1].TruncatedResults != 1 {
+		t.Errorf("debug info: call %+v, iteration %+v", first.ToolCalls[0], first.Iterations[1])
+	}
+
+	// The next run of the conversation drops the old turn, whose result alone is over the budget.
+	h.srv.Enqueue(fakellm.Turn{Text: "second"})
+	second := h.mustAsk(t, &Request{Prompt: "second question", ConversationID: first.ConversationID})
+	msgs := h.srv.Requests()[2].Messages
+	if second.Iterations[0].DroppedMessages != 4 || len(msgs) != 2 || msgs[1].Content != "second question" {
+		t.Errorf("dropped %d messages; sent %d messages", second.Iterations[0].DroppedMessages, len(msgs))
+	}
+}
+
+func TestInvoke(t *testing.T) {
+	panics := &funcTool{spec: ToolSpec{Name: "panics"}, fn: func(context.Context, json.RawMessage, *Call) (*Result, error) { panic("boom") }}
+	slow := &funcTool{spec: ToolSpec{Name: "slow"}, fn: func(ctx context.Context, _ json.RawMessage, _ *Call) (*Result, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}}
+	guarded := &funcTool{spec: ToolSpec{Name: "guarded"}}
+	m := NewToolManager([]Toolset{&staticSet{name: "s", tools: []Tool{panics, slow, guarded}}}, &ToolManagerOptions{Policies: map[string]ToolPolicy{"guarded": {RequireApproval: true}}})
+	tools, err := m.Tools(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := m.Invoke(t.Context(), tools[0], nil, nil, 0); err == nil || err.Error() != "the tool crashed (panic: boom)" {
+		t.Errorf("panic: err = %v", err)
+	}
+	if _, _, err := m.Invoke(t.Context(), tools[1], nil, nil, 20*time.Millisecond); err == nil || err.Error() != "the tool did not finish within 20ms" {
+		t.Errorf("timeout: err = %v", err)
+	}
+	res, approval, err := m.Invoke(t.Context(), tools[2], json.RawMessage(`{}`), nil, 0)
+	if err != nil || !res.IsError || approval != "unavailable" {
+		t.Errorf("no approver: %+v %q %v", res, approval, err)
+	}
+	ok := &approver{allow: true}
+	res, approval, err = m.Invoke(t.Context(), tools[2], json.RawMessage(`{}`), NewCall("1", "guarded", "s", nil, ok), 0)
+	if err != nil || res.IsError || res.Text != "guarded ok" || approval != "approved" {
+		t.Errorf("approved: %+v %q %v", res, approval, err)
+	}
+}

@@ -22,7 +22,7 @@ type slot struct {
 	problem string          // why the call cannot run (bad arguments, unknown tool, a policy)
 	notRun  string          // debug: the kind of refusal
 
-	callInfo *Call
+	hostCall *Call
 	result   *Result
 	err      error
 	approval string
@@ -118,8 +118,8 @@ func (r *run) round(ctx context.Context, iter int, off *offer, assistant llm.Mes
 		if s.problem != "" {
 			continue
 		}
-		s.callInfo = r.newCall(iter, s, progress)
-		refusal, approval, err := o.tools.approve(ctx, s.tool, s.args, s.callInfo)
+		s.hostCall = r.newCall(iter, s, progress)
+		refusal, approval, err := o.tools.approve(ctx, s.tool, s.args, s.hostCall)
 		if err != nil {
 			break // ctx ended: handled below
 		}
@@ -160,7 +160,7 @@ func (r *run) round(ctx context.Context, iter int, off *offer, assistant llm.Mes
 			NotRun: p.notRun, Bytes: len(p.content), References: len(p.sources), Approval: p.approval,
 		}
 		if p.tool != nil {
-			info.Source = p.tool.Source
+			info.Source, info.Flags = p.tool.Source, p.tool.Policy.Flags()
 		}
 		info.OK = p.problem == "" && p.err == nil && p.result != nil && !p.result.IsError
 		switch {
@@ -237,7 +237,7 @@ func (r *run) execute(ctx context.Context, iter int, slots []*slot, progress *pr
 		r.emit(&Event{Kind: EventToolStart, Iteration: iter, ToolCall: &ToolEvent{ID: s.call.ID, Name: s.tool.Spec.Name, Source: s.tool.Source, Arguments: s.args}})
 		go func() {
 			start := time.Now()
-			res, err := r.o.tools.run(callCtx, s.tool, s.args, s.callInfo, 0)
+			res, err := r.o.tools.run(callCtx, s.tool, s.args, s.hostCall, 0)
 			if err != nil && ctx.Err() == nil && errors.Is(callCtx.Err(), context.DeadlineExceeded) {
 				err = timeoutError(timeout)
 			}

@@ -174,6 +174,7 @@ type ToolCallInfo struct {
 	ID         string         `json:"id"`
 	Name       string         `json:"name"`
 	Source     string         `json:"source,omitempty"`
+	Flags      []string       `json:"flags,omitempty"` // the tool's policy flags: exclusive, forced, takes_control, require_approval
 	Iteration  int            `json:"iteration"`
 	Duration   time.Duration  `json:"duration_ns"`
 	OK         bool           `json:"ok"`

@@ -33,6 +33,20 @@ type ToolPolicy struct {
 	FormatPrompt string
 }
 
+// Flags returns the names of the policy's flags that are set, in a fixed order.
+func (p ToolPolicy) Flags() []string {
+	var out []string
+	for _, f := range []struct {
+		on   bool
+		name string
+	}{{p.Disabled, "disabled"}, {p.Exclusive, "exclusive"}, {p.Forced, "forced"}, {p.TakesControl, "takes_control"}, {p.RequireApproval, "require_approval"}} {
+		if f.on {
+			out = append(out, f.name)
+		}
+	}
+	return out
+}
+
 // ToolManagerOptions configures a ToolManager. A nil *ToolManagerOptions means all defaults.
 type ToolManagerOptions struct {
 	// Policies maps final tool names to the admin's policy. A tool with no entry has the zero policy (enabled, no

@@ -257,19 +257,10 @@ func cmdTools(ctx context.Context, args []string, io *stdio) error {
 }
 
 func flags(p host.ToolPolicy) string {
-	var f []string
-	for _, x := range []struct {
-		on   bool
-		name string
-	}{{p.Disabled, "disabled"}, {p.Exclusive, "exclusive"}, {p.Forced, "forced"}, {p.TakesControl, "takes-control"}, {p.RequireApproval, "approval"}} {
-		if x.on {
-			f = append(f, x.name)
-		}
+	if f := p.Flags(); len(f) > 0 {
+		return strings.Join(f, ",")
 	}
-	if len(f) == 0 {
-		return "-"
-	}
-	return strings.Join(f, ",")
+	return "-"
 }
 
 func firstLine(s string) string {

@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/internal/fakellm"
@@ -166,7 +167,7 @@ forced = true
 enabled = false
 `)
 	r := agenthost(t, dir, "", nil, "tools")
-	if r.code != 0 || !strings.Contains(r.stdout, "current_time  builtin  forced,approval  Returns the current date") {
+	if r.code != 0 || !strings.Contains(r.stdout, "current_time  builtin  forced,require_approval  Returns the current date") {
 		t.Errorf("tools: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	r = agenthost(t, dir, "", nil, "check", "--config", cfg)
@@ -235,13 +236,11 @@ max_retries = 0
 }
 
 func TestRunScripted(t *testing.T) {
-	dir := t.TempDir()
-	writeFile(t, dir, "script.jsonl", `# a tool call, then the answer
-{"tool_calls": [{"name": "current_time", "arguments": {"timezone": "Europe/Paris"}}]}
-{"text": "Scripted answer."}
-`)
-	writeFile(t, dir, "agent.toml", "[model]\nprovider = \"scripted\"\nscript = \"script.jsonl\"\n")
-	r := agenthost(t, dir, "", nil, "run", "--json", "x")
+	config, err := filepath.Abs(filepath.Join("..", "..", "testdata", "scripted", "agent.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := agenthost(t, t.TempDir(), "", nil, "run", "--json", "--config", config, "What time is it in Paris?")
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
@@ -249,7 +248,51 @@ func TestRunScripted(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &ans); err != nil {
 		t.Fatal(err)
 	}
-	if ans.Text != "Scripted answer." || len(ans.ToolCalls) != 1 || !ans.ToolCalls[0].OK {
+	if ans.Text != "It is the time current_time gave for Paris." || len(ans.ToolCalls) != 1 || !ans.ToolCalls[0].OK {
 		t.Errorf("answer = %+v", ans)
+	}
+}
+
+func TestRunDisable(t *testing.T) {
+	r := agenthost(t, t.TempDir(), "", nil, "run", "--json", "--model", "test", "--disable", "current_time", "time?")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	var ans host.Answer
+	if err := json.Unmarshal([]byte(r.stdout), &ans); err != nil {
+		t.Fatal(err)
+	}
+	if len(ans.ToolCalls) != 0 || ans.Iterations[0].ToolsOffered != 0 {
+		t.Errorf("a disabled tool was offered or called: %+v", ans)
+	}
+}
+
+// TestInterrupt sends SIGINT to a run whose model stream hangs: the run is cancelled, the model connection closed,
+// and the process exits with code 1.
+func TestInterrupt(t *testing.T) {
+	srv := fakellm.New()
+	defer srv.Close()
+	srv.Enqueue(fakellm.Turn{Text: "never finished", HangAfter: 1})
+	dir := t.TempDir()
+	writeFile(t, dir, "agent.toml", fmt.Sprintf("[model]\nprovider = \"openai\"\nmodel = \"m\"\nbase_url = %q\n", srv.URL))
+	cmd := exec.CommandContext(t.Context(), binary, "run", "x")
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for srv.RequestCount() == 0 {
+		time.Sleep(10 * time.Millisecond) // bounded by the test's own timeout
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	if exitErr, ok := errors.AsType[*exec.ExitError](err); !ok || exitErr.ExitCode() != 1 {
+		t.Fatalf("exit: %v; stderr: %s", err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "run cancelled") {
+		t.Errorf("stderr = %q", stderr.String())
 	}
 }
