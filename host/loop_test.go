@@ -632,9 +632,12 @@ func TestModelFailures(t *testing.T) {
 	t.Run("hanging stream", func(t *testing.T) {
 		h := newHarness(t, harnessConfig{idle: 100 * time.Millisecond})
 		h.srv.Enqueue(fakellm.Turn{Text: "never finished", HangAfter: 2})
-		_, err := h.ask(t, &Request{Prompt: "x"})
+		ans, err := h.ask(t, &Request{Prompt: "x"})
 		if err == nil || !strings.Contains(err.Error(), "idle") {
 			t.Errorf("err = %v, want an idle-stream error", err)
+		}
+		if ans == nil || ans.StoppedBy != StopError || !strings.Contains(ans.Iterations[0].Note, "idle") {
+			t.Errorf("partial answer = %+v, want one stopped by the error with it in the debug info", ans)
 		}
 	})
 }

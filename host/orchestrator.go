@@ -126,9 +126,10 @@ type Request struct {
 }
 
 // Run runs the loop for req and returns its events. The last event of a run that ends with an answer has Kind
-// EventAnswer. A run that cannot start (bad request, unknown conversation) or fails (the model keeps failing)
-// yields an error instead; a cancelled run yields its partial answer (StoppedBy StopCancelled) and then an error
-// wrapping ctx.Err(). Stopping the iteration early cancels the run and waits for it to end.
+// EventAnswer. A run that cannot start (bad request, unknown conversation) yields only an error. A run that fails
+// (the model keeps failing) or is cancelled yields its partial answer (StoppedBy StopError or StopCancelled, with the
+// debug info of what ran) and then the error, which for cancellation wraps ctx.Err(). Stopping the iteration early
+// cancels the run and waits for it to end.
 //
 // The loop runs on the consumer's goroutine: events are handed over without a goroutine switch, and the consumer
 // sees them one at a time, in order.
@@ -213,9 +214,14 @@ func (r *run) run(ctx context.Context) (*Answer, error) {
 	r.messages = []llm.Message{{Role: llm.RoleUser, Content: r.req.Prompt}}
 
 	ans, err := r.loop(ctx, tools)
-	if ans == nil && err != nil && ctx.Err() != nil {
+	switch {
+	case ans != nil || err == nil:
+	case ctx.Err() != nil:
 		ans = r.stop(StopCancelled, "The request was cancelled before an answer was ready.")
 		err = fmt.Errorf("run cancelled: %w", context.Cause(ctx))
+	default:
+		// The model failed for good: the partial answer keeps the debug info of what did run.
+		ans = r.stop(StopError, "The run failed: "+err.Error())
 	}
 	if ans != nil {
 		ans.ConversationID = conv.id

@@ -300,7 +300,7 @@ func (r *run) finish(s *slot) {
 		return
 	}
 	res := s.result
-	if !slices.Contains(r.used, s.tool.Spec.Name) {
+	if s.notRun == "" && !slices.Contains(r.used, s.tool.Spec.Name) { // refused at approval: not used
 		r.used = append(r.used, s.tool.Spec.Name)
 	}
 	var sources []sourceJSON

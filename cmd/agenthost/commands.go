@@ -105,6 +105,13 @@ func (a *answerWriter) event(ev *host.Event) {
 		a.any = true
 		fmt.Fprint(a.w, ev.Text)
 	case host.EventAnswer:
+		if s := ev.Answer.StoppedBy; s == host.StopError || s == host.StopCancelled {
+			// The error goes to stderr; stdout only ends the line of what was streamed.
+			if a.streamed.Len() > 0 {
+				fmt.Fprintln(a.w)
+			}
+			return
+		}
 		text := ev.Answer.Text
 		if rest, ok := strings.CutPrefix(text, a.streamed.String()); ok {
 			text = rest
@@ -234,19 +241,9 @@ func (t *terminal) ask(ctx context.Context, q string) (string, error) {
 }
 
 func cmdTools(ctx context.Context, args []string, io *stdio) error {
-	fs := flag.NewFlagSet("tools", flag.ContinueOnError)
-	var c common
-	c.register(fs)
-	if err := parseFlags(fs, args, io.err); err != nil {
-		return err
-	}
-	a, err := c.app(fs, io.err, nil)
+	_, tools, err := loadTools(ctx, "tools", args, io)
 	if err != nil {
 		return err
-	}
-	tools, err := a.tools.Tools(ctx)
-	if err != nil {
-		return fmt.Errorf("%w: %w", errUsage, err)
 	}
 	tw := tabwriter.NewWriter(io.out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tSOURCE\tFLAGS\tDESCRIPTION")
@@ -254,6 +251,26 @@ func cmdTools(ctx context.Context, args []string, io *stdio) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Spec.Name, t.Source, flags(t.Policy), truncate(firstLine(t.Spec.Description), 80))
 	}
 	return tw.Flush()
+}
+
+// loadTools parses the common flags of command name, builds the app and lists its tools. A problem with the tools
+// (two with one name, a source that cannot list them) is the configuration's.
+func loadTools(ctx context.Context, name string, args []string, io *stdio) (*app, []*host.ManagedTool, error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	var c common
+	c.register(fs)
+	if err := parseFlags(fs, args, io.err); err != nil {
+		return nil, nil, err
+	}
+	a, err := c.app(fs, io.err, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	tools, err := a.tools.Tools(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", errUsage, err)
+	}
+	return a, tools, nil
 }
 
 func flags(p host.ToolPolicy) string {
@@ -269,19 +286,9 @@ func firstLine(s string) string {
 }
 
 func cmdCheck(ctx context.Context, args []string, io *stdio) error {
-	fs := flag.NewFlagSet("check", flag.ContinueOnError)
-	var c common
-	c.register(fs)
-	if err := parseFlags(fs, args, io.err); err != nil {
-		return err
-	}
-	a, err := c.app(fs, io.err, nil)
+	a, tools, err := loadTools(ctx, "check", args, io)
 	if err != nil {
 		return err
-	}
-	tools, err := a.tools.Tools(ctx)
-	if err != nil {
-		return fmt.Errorf("%w: %w", errUsage, err)
 	}
 	for _, name := range a.tools.UnknownPolicies(tools) {
 		fmt.Fprintf(io.err, "agenthost: warning: %s: [tools.%q] matches no tool\n", configName(a.cfg), name)

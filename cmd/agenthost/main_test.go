@@ -230,8 +230,15 @@ max_retries = 0
 	// A model that keeps failing fails the run with exit code 1 and the provider's message.
 	srv.Enqueue(fakellm.Turn{Status: 500, ErrorMessage: "the model is overloaded"})
 	r = agenthost(t, dir, "", []string{"TEST_KEY=k"}, "run", "x")
-	if r.code != 1 || !strings.Contains(r.stderr, "the model is overloaded") {
-		t.Errorf("failing model: exit %d, stderr %q", r.code, r.stderr)
+	if r.code != 1 || !strings.Contains(r.stderr, "the model is overloaded") || r.stdout != "" {
+		t.Errorf("failing model: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	// With --json, the partial answer says why the run stopped.
+	srv.Enqueue(fakellm.Turn{Status: 500, ErrorMessage: "the model is overloaded"})
+	r = agenthost(t, dir, "", []string{"TEST_KEY=k"}, "run", "--json", "x")
+	var ans host.Answer
+	if err := json.Unmarshal([]byte(r.stdout), &ans); r.code != 1 || err != nil || ans.StoppedBy != host.StopError || !strings.Contains(ans.Iterations[0].Note, "overloaded") {
+		t.Errorf("failing model, --json: exit %d, answer %+v (%v)", r.code, ans, err)
 	}
 }
 
