@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"github.com/agenthost/agenthost/llm"
 	"github.com/agenthost/agenthost/llm/openai"
 	"github.com/agenthost/agenthost/llm/testmodel"
+	"github.com/agenthost/agenthost/mcpclients"
 )
 
 // errFlagHelp is returned when -h was asked for: the usage was printed and the exit code is 0.
@@ -76,12 +78,51 @@ type app struct {
 	model  llm.Model
 	// provider is the provider actually used, after "auto" and -model were resolved.
 	provider string
+	mcp      *mcpclients.Client
 	tools    *host.ToolManager
 	orch     *host.Orchestrator
 }
 
-// build wires the configuration into a model, the tool sources and the orchestrator.
-func build(cfg *config.Config, modelFlag string, logger *slog.Logger, notices io.Writer) (*app, error) {
+// close stops what build started: MCP sessions and child processes.
+func (a *app) close() {
+	if a.mcp != nil {
+		a.mcp.Close()
+	}
+}
+
+// mcpServers converts the configured MCP servers, in file order. With honourRequired false, no server is required.
+func mcpServers(cfg *config.Config, honourRequired bool) []mcpclients.ServerConfig {
+	var out []mcpclients.ServerConfig
+	for _, name := range cfg.MCP.Order {
+		s := cfg.MCP.Servers[name]
+		out = append(out, mcpclients.ServerConfig{
+			Name:              name,
+			Transport:         s.EffectiveTransport(),
+			Command:           s.Command,
+			Args:              s.Args,
+			Env:               s.Env,
+			Cwd:               s.Cwd,
+			URL:               s.URL,
+			Headers:           s.Headers,
+			ProtocolVersion:   s.ProtocolVersion,
+			ConnectTimeout:    s.ConnectTimeout.Duration,
+			Required:          s.Required && honourRequired,
+			Include:           s.Include,
+			Exclude:           s.Exclude,
+			Prefix:            s.PrefixOrName(name),
+			UseInstructions:   s.InstructionsEnabled(),
+			AllowSampling:     s.SamplingAllowed(),
+			SamplingMaxTokens: s.SamplingMaxTokens,
+		})
+	}
+	return out
+}
+
+// build wires the configuration into a model, the tool sources and the orchestrator. It connects the MCP servers: a
+// required one that cannot be reached fails it, unless optionalOnly is set (check reports every server instead).
+// The app must be closed.
+func build(ctx context.Context, cfg *config.Config, modelFlag string, logger *slog.Logger, notices io.Writer, optionalOnly bool) (*app, error) {
+	allRequired := !optionalOnly
 	a := &app{cfg: cfg, logger: logger}
 	var err error
 	if a.model, a.provider, err = newModel(cfg, modelFlag, notices); err != nil {
@@ -91,7 +132,13 @@ func build(cfg *config.Config, modelFlag string, logger *slog.Logger, notices io
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: builtin.tools: %w", errUsage, configName(cfg), err)
 	}
-	a.tools = host.NewToolManager([]host.Toolset{builtins}, &host.ToolManagerOptions{Policies: policies(cfg.Tools), Logger: logger})
+	// Tool sources in DESIGN's order: built-ins, then MCP servers in configuration order.
+	a.mcp, err = mcpclients.Connect(ctx, mcpServers(cfg, allRequired), &mcpclients.Options{Logger: logger, Sampler: a.model, ClientName: "agenthost", ClientVersion: version})
+	if err != nil {
+		return nil, err
+	}
+	sets := append([]host.Toolset{builtins}, a.mcp.Toolsets()...)
+	a.tools = host.NewToolManager(sets, &host.ToolManagerOptions{Policies: policies(cfg.Tools), Logger: logger})
 	a.orch = host.New(a.model, a.tools, &host.Options{
 		Instructions:  cfg.Agent.Instructions,
 		MaxIterations: cfg.Agent.MaxIterations,

@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/mcpclients"
 )
 
 // listFlag is a repeatable string flag.
@@ -52,10 +53,11 @@ func cmdRun(ctx context.Context, args []string, io *stdio) error {
 	if strings.TrimSpace(prompt) == "" {
 		return fmt.Errorf("%w: no prompt: pass it as an argument or on stdin", errUsage)
 	}
-	a, err := c.app(fs, io.err, io.err)
+	a, err := c.app(ctx, fs, io.err, io.err, false)
 	if err != nil {
 		return err
 	}
+	defer a.close()
 
 	req := &host.Request{Prompt: prompt, Selection: host.Selection{ToolChoices: tools, DisabledTools: disabled}}
 	if !promptFromStdin && isTerminal(io.in) && isTerminal(io.err) {
@@ -241,10 +243,11 @@ func (t *terminal) ask(ctx context.Context, q string) (string, error) {
 }
 
 func cmdTools(ctx context.Context, args []string, io *stdio) error {
-	_, tools, err := loadTools(ctx, "tools", args, io)
+	a, tools, err := loadTools(ctx, "tools", args, io)
 	if err != nil {
 		return err
 	}
+	defer a.close()
 	tw := tabwriter.NewWriter(io.out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tSOURCE\tFLAGS\tDESCRIPTION")
 	for _, t := range tools {
@@ -262,12 +265,13 @@ func loadTools(ctx context.Context, name string, args []string, io *stdio) (*app
 	if err := parseFlags(fs, args, io.err); err != nil {
 		return nil, nil, err
 	}
-	a, err := c.app(fs, io.err, nil)
+	a, err := c.app(ctx, fs, io.err, nil, name == "check")
 	if err != nil {
 		return nil, nil, err
 	}
 	tools, err := a.tools.Tools(ctx)
 	if err != nil {
+		a.close()
 		return nil, nil, fmt.Errorf("%w: %w", errUsage, err)
 	}
 	return a, tools, nil
@@ -290,16 +294,34 @@ func cmdCheck(ctx context.Context, args []string, io *stdio) error {
 	if err != nil {
 		return err
 	}
+	defer a.close()
 	for _, name := range a.tools.UnknownPolicies(tools) {
 		fmt.Fprintf(io.err, "agenthost: warning: %s: [tools.%q] matches no tool\n", configName(a.cfg), name)
 	}
+	var failed []string
+	if servers := a.mcp.Status(); len(servers) > 0 {
+		tw := tabwriter.NewWriter(io.out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "SERVER\tTRANSPORT\tSTATUS\tPROTOCOL\tTOOLS\tERROR")
+		for _, st := range servers {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", st.Name, st.Transport, st.State, orDefault(st.ProtocolVersion, "-"), st.Tools, orDefault(truncate(st.Error, 100), "-"))
+			if st.State != mcpclients.StateConnected {
+				failed = append(failed, st.Name)
+			}
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
 	fmt.Fprintf(io.out, "%s: ok (model provider %s, %d tools)\n", configName(a.cfg), a.provider, len(tools))
+	if len(failed) > 0 {
+		return fmt.Errorf("MCP servers not reachable: %s", strings.Join(failed, ", "))
+	}
 	return nil
 }
 
-// app loads the configuration and builds the app. Logs go to stderr; notices, such as the one saying the offline
-// test model is used, go to notices when it is not nil.
-func (c *common) app(fs *flag.FlagSet, stderr, notices io.Writer) (*app, error) {
+// app loads the configuration and builds the app, which must be closed. Logs go to stderr; notices, such as the one
+// saying the offline test model is used, go to notices when it is not nil.
+func (c *common) app(ctx context.Context, fs *flag.FlagSet, stderr, notices io.Writer, check bool) (*app, error) {
 	cfg, err := c.loadConfig(fs)
 	if err != nil {
 		return nil, err
@@ -311,5 +333,5 @@ func (c *common) app(fs *flag.FlagSet, stderr, notices io.Writer) (*app, error) 
 	if notices == nil {
 		notices = io.Discard
 	}
-	return build(cfg, c.model, logger, notices)
+	return build(ctx, cfg, c.model, logger, notices, check)
 }

@@ -1,0 +1,37 @@
+# agenthost build and test entry points (GNU make).
+#
+#   make test    the one test command: installs the npm peers when needed, then runs every Go test with -race
+#   make peers   installs the npm peers pinned in testdata/peers (npm ci), only when they are missing or stale
+#   make check   gofmt and go vet
+#   make bench   the benchmarks (BENCH=regexp, BENCHCOUNT=n)
+
+GO  ?= go
+NPM ?= npm
+
+PEERS       := testdata/peers
+# npm ci deletes node_modules before installing, so the stamp exists only after an install that succeeded.
+PEERS_STAMP := $(PEERS)/node_modules/.agenthost-installed
+
+BENCH      ?= .
+BENCHCOUNT ?= 10
+
+.PHONY: test peers check bench
+
+test: $(PEERS_STAMP)
+	$(GO) test -race -count=1 ./...
+
+peers: $(PEERS_STAMP)
+
+$(PEERS_STAMP): $(PEERS)/package.json $(PEERS)/package-lock.json $(PEERS)/.npmrc
+	@command -v $(NPM) >/dev/null 2>&1 || { echo "make: $(NPM) not found: the tests need Node 20 or later with npm" >&2; exit 1; }
+	$(NPM) ci --prefix $(PEERS) --no-audit --no-fund
+	@touch $@
+
+check:
+	@files=$$(find . -path ./$(PEERS)/node_modules -prune -o -name '*.go' -print); \
+	unformatted=$$(gofmt -l $$files); \
+	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet ./...
+
+bench: $(PEERS_STAMP)
+	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count $(BENCHCOUNT) ./...

@@ -1,0 +1,168 @@
+package mcpclients
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/llm"
+)
+
+// Transports.
+const (
+	TransportStdio = "stdio"
+	TransportHTTP  = "http" // streamable HTTP
+	TransportSSE   = "sse"  // the legacy HTTP+SSE transport
+)
+
+// ServerConfig is one MCP server to connect.
+type ServerConfig struct {
+	// Name identifies the server in tool sources ("mcp:<name>"), logs and errors.
+	Name string
+	// Transport is TransportStdio, TransportHTTP or TransportSSE.
+	Transport string
+	// Command, Args, Env (added to agenthost's environment) and Cwd start a stdio server.
+	Command string
+	Args    []string
+	Env     map[string]string
+	Cwd     string
+	// URL and Headers (sent on every request) reach an HTTP or SSE server.
+	URL     string
+	Headers map[string]string
+	// ProtocolVersion, when set, is the MCP protocol version asked for; empty asks for the latest.
+	ProtocolVersion string
+	// ConnectTimeout bounds connecting and listing the tools; 0 means 30 seconds.
+	ConnectTimeout time.Duration
+	// Required makes a failure to connect at start-up fail Connect; otherwise the server is skipped.
+	Required bool
+	// Include and Exclude are path.Match patterns on the server's own tool names: an empty Include keeps every tool,
+	// Exclude applies after it.
+	Include, Exclude []string
+	// Prefix goes before each tool's name as "<prefix>_<tool>"; empty keeps the bare names.
+	Prefix string
+	// UseInstructions adds the server's instructions to the system prompt.
+	UseInstructions bool
+	// AllowSampling lets the server ask the host's model for completions.
+	AllowSampling bool
+	// SamplingMaxTokens caps the completions the server gets; 0 means its own request's maxTokens.
+	SamplingMaxTokens int
+}
+
+// Options configures Connect. A nil *Options means all defaults.
+type Options struct {
+	// Logger receives connection events and the stdio servers' stderr; nil discards them.
+	Logger *slog.Logger
+	// Sampler answers the servers' sampling requests; nil refuses them.
+	Sampler llm.Model
+	// ClientName and ClientVersion identify agenthost to the servers; empty means "agenthost" and "dev".
+	ClientName, ClientVersion string
+	// MinBackoff and MaxBackoff bound the delay between reconnection attempts; 0 means 500ms and 30s.
+	MinBackoff, MaxBackoff time.Duration
+
+	// dial, when set, replaces the configured transport: tests connect in-memory servers with it. It is called for
+	// every connection, reconnections included.
+	dial func(ServerConfig) (mcp.Transport, error)
+}
+
+// Client is the set of configured MCP servers.
+type Client struct {
+	servers []*Server // in configuration order, failed ones included
+}
+
+// Connect connects every server concurrently, each under its own ConnectTimeout, and returns when all have
+// connected or failed. A server that fails is logged and skipped, unless it is Required: then Connect fails with its
+// reason (and closes the others). The returned Client must be closed.
+func Connect(ctx context.Context, configs []ServerConfig, opts *Options) (*Client, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	c := &Client{}
+	for _, cfg := range configs {
+		c.servers = append(c.servers, newServer(cfg, opts))
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(c.servers))
+	for i, s := range c.servers {
+		wg.Go(func() { errs[i] = s.start(ctx) })
+	}
+	wg.Wait()
+	var required []error
+	for i, s := range c.servers {
+		if errs[i] == nil {
+			continue
+		}
+		if s.cfg.Required {
+			required = append(required, fmt.Errorf("mcpclients: required server %q: %w", s.cfg.Name, errs[i]))
+		} else {
+			s.logger.Warn("MCP server skipped: it could not be reached at start-up", "err", errs[i])
+		}
+	}
+	if len(required) > 0 {
+		c.Close()
+		return nil, errors.Join(required...)
+	}
+	return c, nil
+}
+
+// Toolsets returns the connected servers as tool sources, in configuration order.
+func (c *Client) Toolsets() []host.Toolset {
+	var out []host.Toolset
+	for _, s := range c.servers {
+		if s.started() {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Servers returns every configured server, connected or not, in configuration order.
+func (c *Client) Servers() []*Server {
+	return append([]*Server(nil), c.servers...)
+}
+
+// Status returns the state of every configured server, in configuration order.
+func (c *Client) Status() []Status {
+	out := make([]Status, len(c.servers))
+	for i, s := range c.servers {
+		out[i] = s.Status()
+	}
+	return out
+}
+
+// Close closes every session and stops every child process, and waits for the servers' goroutines. It is safe to
+// call more than once.
+func (c *Client) Close() error {
+	var wg sync.WaitGroup
+	for _, s := range c.servers {
+		wg.Go(s.close)
+	}
+	wg.Wait()
+	return nil
+}
+
+// State is a server's connection state.
+type State string
+
+const (
+	StateConnected    State = "connected"
+	StateReconnecting State = "reconnecting" // it was connected and went away; calls fail until it is back
+	StateFailed       State = "failed"       // it could not be reached at start-up and was skipped
+	StateClosed       State = "closed"
+)
+
+// Status describes a server for `agenthost check` and health endpoints. It holds no secrets: no headers, no
+// environment.
+type Status struct {
+	Name            string `json:"name"`
+	Transport       string `json:"transport"`
+	State           State  `json:"state"`
+	ProtocolVersion string `json:"protocol_version,omitempty"`
+	Tools           int    `json:"tools"`
+	Error           string `json:"error,omitempty"`
+}

@@ -1,0 +1,447 @@
+package mcpclients
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os/exec"
+	"path"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agenthost/agenthost/host"
+)
+
+const (
+	defaultConnectTimeout = 30 * time.Second
+	defaultMinBackoff     = 500 * time.Millisecond
+	defaultMaxBackoff     = 30 * time.Second
+	maxListedResources    = 20 // resources named in the read_resource tool's description
+)
+
+// Server is one configured MCP server: a host.Toolset whose tools call it. While it is connected, a supervisor
+// goroutine waits for its session to end; when it ends unexpectedly (the child exited, the HTTP session was lost),
+// the supervisor reconnects with exponential backoff and lists the tools again. Calls made while it is down fail at
+// once with an error result.
+type Server struct {
+	cfg        ServerConfig
+	opts       *Options
+	logger     *slog.Logger
+	client     *mcp.Client
+	minBackoff time.Duration
+	maxBackoff time.Duration
+
+	ctx    context.Context // ends at close; owns the supervisor
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu           sync.Mutex
+	session      *mcp.ClientSession // nil while down
+	cmd          *exec.Cmd          // the current child, for stdio
+	state        State
+	lastErr      error
+	protocol     string
+	instructions string
+	tools        []host.Tool // a new slice whenever the list changes (see host.Toolset)
+	refresh      chan struct{}
+
+	callsMu sync.Mutex
+	calls   map[string]*host.Call // in flight, by progress token
+	order   []string              // progress tokens of calls in flight, oldest first
+	nextID  uint64
+}
+
+var (
+	_ host.Toolset    = (*Server)(nil)
+	_ host.Instructor = (*Server)(nil)
+)
+
+func newServer(cfg ServerConfig, opts *Options) *Server {
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.ConnectTimeout <= 0 {
+		cfg.ConnectTimeout = defaultConnectTimeout
+	}
+	s := &Server{
+		cfg: cfg, opts: opts, logger: logger.With("server", cfg.Name),
+		minBackoff: opts.MinBackoff, maxBackoff: opts.MaxBackoff,
+		state: StateFailed, calls: map[string]*host.Call{}, refresh: make(chan struct{}, 1),
+	}
+	if s.minBackoff <= 0 {
+		s.minBackoff = defaultMinBackoff
+	}
+	if s.maxBackoff <= 0 {
+		s.maxBackoff = defaultMaxBackoff
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	name, version := opts.ClientName, opts.ClientVersion
+	if name == "" {
+		name = "agenthost"
+	}
+	if version == "" {
+		version = "dev"
+	}
+	copts := &mcp.ClientOptions{
+		Logger:                      nil, // the SDK's own logging is too chatty for ours
+		ElicitationHandler:          s.handleElicitation,
+		ProgressNotificationHandler: s.handleProgress,
+		ToolListChangedHandler:      func(context.Context, *mcp.ToolListChangedRequest) { s.requestRefresh() },
+		ResourceListChangedHandler:  func(context.Context, *mcp.ResourceListChangedRequest) { s.requestRefresh() },
+		Capabilities:                &mcp.ClientCapabilities{}, // no roots: agenthost has none to offer
+	}
+	if opts.Sampler != nil {
+		copts.CreateMessageHandler = s.handleSampling
+	}
+	s.client = mcp.NewClient(&mcp.Implementation{Name: name, Version: version}, copts)
+	return s
+}
+
+// Name implements host.Toolset.
+func (s *Server) Name() string { return "mcp:" + s.cfg.Name }
+
+// Tools implements host.Toolset: the tools of the last listing, also while the server is reconnecting (their calls
+// then fail at once, which tells the model more than tools that vanish).
+func (s *Server) Tools(context.Context) ([]host.Tool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tools, nil
+}
+
+// Instructions implements host.Instructor.
+func (s *Server) Instructions() string {
+	if !s.cfg.UseInstructions {
+		return ""
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.instructions
+}
+
+// Status returns the server's state.
+func (s *Server) Status() Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := Status{Name: s.cfg.Name, Transport: s.cfg.Transport, State: s.state, ProtocolVersion: s.protocol, Tools: len(s.tools)}
+	if s.lastErr != nil && s.state != StateConnected {
+		st.Error = s.lastErr.Error()
+	}
+	return st
+}
+
+func (s *Server) started() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state != StateFailed
+}
+
+// start makes the first connection, under ConnectTimeout, and starts the supervisor.
+func (s *Server) start(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.ConnectTimeout)
+	defer cancel()
+	if err := s.connect(ctx); err != nil {
+		s.mu.Lock()
+		s.lastErr = err
+		s.mu.Unlock()
+		return err
+	}
+	s.wg.Go(s.supervise)
+	return nil
+}
+
+// connect opens a session, lists the tools (and resources) and makes them current.
+func (s *Server) connect(ctx context.Context) error {
+	t, cmd, err := s.transport()
+	if err != nil {
+		return err
+	}
+	session, err := s.client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: s.cfg.ProtocolVersion})
+	if err != nil {
+		killProcessGroup(cmd)
+		return fmt.Errorf("connect: %w", err)
+	}
+	tools, err := s.list(ctx, session)
+	if err != nil {
+		_ = session.Close()
+		killProcessGroup(cmd)
+		return err
+	}
+	init := session.InitializeResult()
+	s.mu.Lock()
+	s.session, s.cmd, s.tools, s.state, s.lastErr = session, cmd, tools, StateConnected, nil
+	if init != nil {
+		s.protocol, s.instructions = init.ProtocolVersion, init.Instructions
+	}
+	s.mu.Unlock()
+	s.logger.Info("MCP server connected", "transport", s.cfg.Transport, "protocol", s.protocol, "tools", len(tools))
+	return nil
+}
+
+// list returns the server's tools as host tools, filtered and named, plus read_resource when it has resources.
+func (s *Server) list(ctx context.Context, session *mcp.ClientSession) ([]host.Tool, error) {
+	var tools []host.Tool
+	for t, err := range session.Tools(ctx, nil) {
+		if err != nil {
+			return nil, fmt.Errorf("list tools: %w", err)
+		}
+		if !s.keep(t.Name) {
+			continue
+		}
+		spec, err := toolSpec(host.ToolName(s.cfg.Prefix, t.Name), t)
+		if err != nil {
+			s.logger.Warn("tool skipped: its definition cannot be used", "tool", t.Name, "err", err)
+			continue
+		}
+		tools = append(tools, &tool{server: s, name: t.Name, spec: spec})
+	}
+	if init := session.InitializeResult(); init != nil && init.Capabilities != nil && init.Capabilities.Resources != nil {
+		rt, err := s.resourceTool(ctx, session)
+		if err != nil {
+			// A server may declare resources and fail to list them: its tools still work.
+			s.logger.Warn("resources could not be listed", "err", err)
+		} else {
+			tools = append(tools, rt)
+		}
+	}
+	return tools, nil
+}
+
+// keep applies the include and exclude patterns to a tool's own name.
+func (s *Server) keep(name string) bool {
+	match := func(patterns []string) bool {
+		for _, p := range patterns {
+			if ok, _ := path.Match(p, name); ok {
+				return true
+			}
+		}
+		return false
+	}
+	return (len(s.cfg.Include) == 0 || match(s.cfg.Include)) && !match(s.cfg.Exclude)
+}
+
+// supervise waits for the session to end and reconnects, and lists the tools again when the server says they
+// changed. It runs until close.
+func (s *Server) supervise() {
+	for {
+		s.mu.Lock()
+		session := s.session
+		s.mu.Unlock()
+		ended := make(chan error, 1)
+		s.wg.Go(func() { ended <- session.Wait() }) // returns once the session is closed, at the latest by close
+	waiting:
+		for {
+			select {
+			case <-s.ctx.Done():
+				return
+			case err := <-ended:
+				s.lost(session, err)
+				break waiting
+			case <-s.refresh:
+				s.refreshTools(session)
+			}
+		}
+		if !s.reconnect() {
+			return
+		}
+	}
+}
+
+// lost marks session as gone, if it is still the current one, and stops what is left of its child. It is called by
+// the supervisor when the session ends, and by a call that saw the connection fail.
+func (s *Server) lost(session *mcp.ClientSession, err error) {
+	s.mu.Lock()
+	if s.session != session || s.session == nil {
+		s.mu.Unlock()
+		return
+	}
+	cmd := s.cmd
+	s.session, s.cmd, s.state = nil, nil, StateReconnecting
+	if err == nil {
+		err = errors.New("the connection closed")
+	}
+	s.lastErr = err
+	s.mu.Unlock()
+	if s.ctx.Err() != nil {
+		return
+	}
+	s.logger.Warn("MCP server went away; reconnecting", "err", err)
+	_ = session.Close()
+	killProcessGroup(cmd)
+}
+
+// reconnect tries to connect until it succeeds or the server is closed, waiting longer after each failure (doubling
+// from MinBackoff up to MaxBackoff, with jitter). It reports whether it reconnected.
+func (s *Server) reconnect() bool {
+	delay := s.minBackoff
+	for attempt := 1; ; attempt++ {
+		jittered := delay/2 + rand.N(delay/2+1) // between half and all of the delay
+		select {
+		case <-s.ctx.Done():
+			return false
+		case <-time.After(jittered):
+		}
+		ctx, cancel := context.WithTimeout(s.ctx, s.cfg.ConnectTimeout)
+		err := s.connect(ctx)
+		cancel()
+		if err == nil {
+			s.logger.Info("MCP server reconnected", "attempt", attempt)
+			return true
+		}
+		if s.ctx.Err() != nil {
+			return false
+		}
+		s.mu.Lock()
+		s.lastErr = err
+		s.mu.Unlock()
+		s.logger.Warn("MCP server reconnection failed", "attempt", attempt, "retry_in", min(delay*2, s.maxBackoff), "err", err)
+		delay = min(delay*2, s.maxBackoff)
+	}
+}
+
+// requestRefresh asks the supervisor to list the tools again. Notification handlers must not block on a request to
+// the same server, so the listing happens on the supervisor's goroutine.
+func (s *Server) requestRefresh() {
+	select {
+	case s.refresh <- struct{}{}:
+	default: // a refresh is already pending
+	}
+}
+
+func (s *Server) refreshTools(session *mcp.ClientSession) {
+	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.ConnectTimeout)
+	defer cancel()
+	tools, err := s.list(ctx, session)
+	if err != nil {
+		s.logger.Warn("tools could not be listed again after list_changed", "err", err)
+		return
+	}
+	s.mu.Lock()
+	if s.session == session {
+		s.tools = tools
+	}
+	s.mu.Unlock()
+	s.logger.Info("MCP server's tools changed", "tools", len(tools))
+}
+
+// current returns the session to call, or an error saying why there is none.
+func (s *Server) current() (*mcp.ClientSession, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.session != nil {
+		return s.session, nil
+	}
+	switch s.state {
+	case StateClosed:
+		return nil, fmt.Errorf("MCP server %q is shut down", s.cfg.Name)
+	default:
+		return nil, fmt.Errorf("MCP server %q is not connected (it went away: %v); it is reconnecting, try again shortly", s.cfg.Name, s.lastErr)
+	}
+}
+
+// close ends the session, stops the child and the supervisor. It is safe to call more than once.
+func (s *Server) close() {
+	s.cancel()
+	s.mu.Lock()
+	session, cmd := s.session, s.cmd
+	s.session, s.cmd = nil, nil
+	if s.state != StateFailed {
+		s.state = StateClosed
+	}
+	s.mu.Unlock()
+	if session != nil {
+		_ = session.Close() // closes stdin, waits for the child, signals it if it lingers
+	}
+	killProcessGroup(cmd)
+	s.wg.Wait()
+}
+
+// track registers a call in flight and returns its progress token and a function that ends the registration.
+func (s *Server) track(call *host.Call) (token string, done func()) {
+	s.callsMu.Lock()
+	s.nextID++
+	token = s.cfg.Name + "-" + strconv.FormatUint(s.nextID, 10)
+	s.calls[token] = call
+	s.order = append(s.order, token)
+	s.callsMu.Unlock()
+	return token, func() {
+		s.callsMu.Lock()
+		delete(s.calls, token)
+		for i, t := range s.order {
+			if t == token {
+				s.order = append(s.order[:i], s.order[i+1:]...)
+				break
+			}
+		}
+		s.callsMu.Unlock()
+	}
+}
+
+// handleProgress relays a progress notification to the call it belongs to.
+func (s *Server) handleProgress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+	token := fmt.Sprint(req.Params.ProgressToken)
+	s.callsMu.Lock()
+	call := s.calls[token]
+	s.callsMu.Unlock()
+	call.ReportProgress(host.Progress{Progress: req.Params.Progress, Total: req.Params.Total, Message: req.Params.Message})
+}
+
+// callKey carries the host.Call of a tool call in the context of its request, for SDK callbacks that run with it.
+type callKey struct{}
+
+// interactor finds who to ask for a server's request: the call whose context the request runs in, else the most
+// recent call in flight to this server (a server asks while handling a call), else nobody.
+func (s *Server) interactor(ctx context.Context) host.Interactor {
+	if call, ok := ctx.Value(callKey{}).(*host.Call); ok && call.Interactor() != nil {
+		return call.Interactor()
+	}
+	s.callsMu.Lock()
+	defer s.callsMu.Unlock()
+	for i := len(s.order) - 1; i >= 0; i-- {
+		if ia := s.calls[s.order[i]].Interactor(); ia != nil {
+			return ia
+		}
+	}
+	return nil
+}
+
+// handleElicitation forwards a server's elicitation to whoever called the orchestrator; with nobody to ask, it is
+// declined.
+func (s *Server) handleElicitation(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+	ia := s.interactor(ctx)
+	if ia == nil {
+		s.logger.Info("elicitation declined: nobody to ask", "message", req.Params.Message)
+		return &mcp.ElicitResult{Action: string(host.ElicitDecline)}, nil
+	}
+	res, err := ia.Elicit(ctx, elicitRequest(req.Params, s.Name()))
+	if err != nil {
+		return nil, fmt.Errorf("asking the user: %w", err)
+	}
+	return elicitResult(res), nil
+}
+
+// handleSampling answers a server's sampling request with the host's model.
+func (s *Server) handleSampling(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	if !s.cfg.AllowSampling {
+		return nil, fmt.Errorf("sampling is not allowed for MCP server %q (allow_sampling = false in agent.toml)", s.cfg.Name)
+	}
+	lreq, err := samplingRequest(req.Params, s.cfg.SamplingMaxTokens)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := s.opts.Sampler.Generate(ctx, lreq, nil)
+	if err != nil {
+		return nil, fmt.Errorf("the host's model failed: %w", err)
+	}
+	model := resp.Model
+	if model == "" {
+		model = "agenthost"
+	}
+	s.logger.Info("sampling request answered", "tokens", resp.Usage.TotalTokens)
+	return samplingResult(resp, model), nil
+}

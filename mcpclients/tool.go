@@ -1,0 +1,145 @@
+package mcpclients
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agenthost/agenthost/host"
+)
+
+// tool is one tool of an MCP server.
+type tool struct {
+	server *Server
+	name   string // the server's own name for it
+	spec   host.ToolSpec
+}
+
+var _ host.Tool = (*tool)(nil)
+
+func (t *tool) Spec() host.ToolSpec { return t.spec }
+
+// Call calls the tool with the arguments as the model wrote them. Its progress reaches the run; cancelling ctx makes
+// the SDK send notifications/cancelled to the server.
+func (t *tool) Call(ctx context.Context, args json.RawMessage, call *host.Call) (*host.Result, error) {
+	params := &mcp.CallToolParams{Name: t.name, Arguments: args}
+	return t.server.do(ctx, call, params, func(ctx context.Context, session *mcp.ClientSession) (*host.Result, error) {
+		res, err := session.CallTool(ctx, params)
+		if err != nil {
+			return nil, err
+		}
+		return toolResult(res), nil
+	})
+}
+
+// progressParams is a request's params that can carry a progress token.
+type progressParams interface{ SetProgressToken(any) }
+
+// do runs one request to the server for a call: it fails at once when the server is down, registers the call for
+// its progress and the server's questions, and turns failures into results the model can read. A failure of the
+// connection itself (not an error the server answered with) marks the server as lost, so it reconnects.
+func (s *Server) do(ctx context.Context, call *host.Call, params progressParams, f func(context.Context, *mcp.ClientSession) (*host.Result, error)) (*host.Result, error) {
+	session, err := s.current()
+	if err != nil {
+		return &host.Result{Text: err.Error(), IsError: true}, nil
+	}
+	token, done := s.track(call)
+	defer done()
+	params.SetProgressToken(token)
+	res, err := f(context.WithValue(ctx, callKey{}, call), session)
+	switch {
+	case err == nil:
+		return res, nil
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	case isServerError(err):
+		return &host.Result{Text: fmt.Sprintf("MCP server %q returned an error: %v", s.cfg.Name, err), IsError: true}, nil
+	default:
+		s.lost(session, err)
+		return &host.Result{Text: fmt.Sprintf("MCP server %q failed during the call (%v); it is reconnecting, try again shortly", s.cfg.Name, err), IsError: true}, nil
+	}
+}
+
+// isServerError reports whether err is an error the server answered with, as opposed to a failed connection.
+func isServerError(err error) bool {
+	var wire *jsonrpc.Error
+	return errors.As(err, &wire)
+}
+
+// resourceTool returns the tool that reads one of the server's resources. Its description names up to
+// maxListedResources of them, so the model knows what there is.
+func (s *Server) resourceTool(ctx context.Context, session *mcp.ClientSession) (*resourceReader, error) {
+	names := map[string]string{}
+	var listed []string
+	total := 0
+	for r, err := range session.Resources(ctx, nil) {
+		if err != nil {
+			return nil, err
+		}
+		total++
+		names[r.URI] = r.Name
+		if len(listed) < maxListedResources {
+			line := "- " + r.URI
+			if r.Name != "" && r.Name != r.URI {
+				line += " — " + r.Name
+			}
+			if r.Description != "" {
+				line += ": " + firstLine(r.Description)
+			}
+			listed = append(listed, line)
+		}
+	}
+	desc := fmt.Sprintf("Reads a resource of the MCP server %q by its URI and returns its content.", s.cfg.Name)
+	if len(listed) > 0 {
+		desc += " Resources:\n" + strings.Join(listed, "\n")
+		if total > len(listed) {
+			desc += fmt.Sprintf("\n(and %d more)", total-len(listed))
+		}
+	}
+	return &resourceReader{server: s, names: names, spec: host.ToolSpec{
+		Name:        host.ToolName(s.cfg.Prefix, "read_resource"),
+		Description: desc,
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"uri":{"type":"string","description":"the URI of the resource to read"}},"required":["uri"]}`),
+		Annotations: &host.ToolAnnotations{ReadOnlyHint: ptr(true)},
+	}}, nil
+}
+
+// resourceReader is the read_resource tool of a server.
+type resourceReader struct {
+	server *Server
+	names  map[string]string // resource names by URI, for references' titles
+	spec   host.ToolSpec
+}
+
+var _ host.Tool = (*resourceReader)(nil)
+
+func (r *resourceReader) Spec() host.ToolSpec { return r.spec }
+
+func (r *resourceReader) Call(ctx context.Context, args json.RawMessage, call *host.Call) (*host.Result, error) {
+	var in struct {
+		URI string `json:"uri"`
+	}
+	if err := json.Unmarshal(args, &in); err != nil || in.URI == "" {
+		return &host.Result{Text: `read_resource needs {"uri": "<the resource's URI>"}`, IsError: true}, nil
+	}
+	params := &mcp.ReadResourceParams{URI: in.URI}
+	return r.server.do(ctx, call, params, func(ctx context.Context, session *mcp.ClientSession) (*host.Result, error) {
+		res, err := session.ReadResource(ctx, params)
+		if err != nil {
+			return nil, err
+		}
+		return readResourceResult(in.URI, r.names[in.URI], res), nil
+	})
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	return s
+}

@@ -1,0 +1,109 @@
+package mcpclients
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// transport makes a new connection to the server each time it is called: a fresh child process for stdio.
+func (s *Server) transport() (mcp.Transport, *exec.Cmd, error) {
+	c := s.cfg
+	if s.opts.dial != nil {
+		t, err := s.opts.dial(c)
+		return t, nil, err
+	}
+	switch c.Transport {
+	case TransportStdio:
+		cmd := exec.Command(c.Command, c.Args...)
+		cmd.Dir = c.Cwd
+		cmd.Env = os.Environ()
+		for _, k := range slices.Sorted(maps.Keys(c.Env)) {
+			cmd.Env = append(cmd.Env, k+"="+c.Env[k])
+		}
+		// The child's stderr is its log: it goes to ours, line by line and tagged, never to stdout (which may be
+		// agenthost's own MCP channel).
+		cmd.Stderr = newLineLogger(s.logger.With("server", c.Name), "stderr")
+		ownProcessGroup(cmd)
+		return &mcp.CommandTransport{Command: cmd, TerminateDuration: terminateDuration}, cmd, nil
+	case TransportHTTP:
+		return &mcp.StreamableClientTransport{Endpoint: c.URL, HTTPClient: s.httpClient(), MaxRetries: -1}, nil, nil
+	case TransportSSE:
+		return &mcp.SSEClientTransport{Endpoint: c.URL, HTTPClient: s.httpClient()}, nil, nil
+	}
+	return nil, nil, fmt.Errorf("unknown transport %q", c.Transport)
+}
+
+// terminateDuration is how long a stdio server has to exit after its stdin is closed, before it is signalled.
+const terminateDuration = 2 * time.Second
+
+func (s *Server) httpClient() *http.Client {
+	if len(s.cfg.Headers) == 0 {
+		return http.DefaultClient
+	}
+	return &http.Client{Transport: &headerTransport{headers: s.cfg.Headers, base: http.DefaultTransport}}
+}
+
+// headerTransport adds the configured headers to every request.
+type headerTransport struct {
+	headers map[string]string
+	base    http.RoundTripper
+}
+
+func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	for k, v := range t.headers {
+		req.Header.Set(k, v)
+	}
+	return t.base.RoundTrip(req)
+}
+
+// lineLogger is an io.Writer that logs each complete line it is given.
+type lineLogger struct {
+	mu     sync.Mutex
+	logger *slog.Logger
+	stream string
+	buf    []byte
+}
+
+func newLineLogger(logger *slog.Logger, stream string) *lineLogger {
+	return &lineLogger{logger: logger, stream: stream}
+}
+
+const maxLogLine = 8 << 10
+
+func (l *lineLogger) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf = append(l.buf, p...)
+	for {
+		i := strings.IndexByte(string(l.buf), '\n')
+		if i < 0 {
+			if len(l.buf) > maxLogLine { // a runaway line is logged in pieces, not kept
+				l.emit(l.buf)
+				l.buf = l.buf[:0]
+			}
+			return len(p), nil
+		}
+		l.emit(l.buf[:i])
+		l.buf = l.buf[i+1:]
+	}
+}
+
+func (l *lineLogger) emit(line []byte) {
+	if text := strings.TrimRight(string(line), "\r"); text != "" {
+		l.logger.Info(text, "stream", l.stream)
+	}
+}
+
+var _ io.Writer = (*lineLogger)(nil)
