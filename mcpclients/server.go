@@ -232,6 +232,9 @@ func (s *Server) supervise() {
 		s.mu.Lock()
 		session := s.session
 		s.mu.Unlock()
+		if session == nil {
+			return // closed before the supervisor got to it
+		}
 		ended := make(chan error, 1)
 		s.wg.Go(func() { ended <- session.Wait() }) // returns once the session is closed, at the latest by close
 	waiting:

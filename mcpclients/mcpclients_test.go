@@ -1,0 +1,496 @@
+package mcpclients
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/internal/fakellm"
+	"github.com/agenthost/agenthost/llm/openai"
+)
+
+// memServers serves go-sdk servers over in-memory transports: each connection (reconnections included) gets a new
+// pair, and the test can cut the current one as a crashed server would.
+type memServers struct {
+	mu       sync.Mutex
+	servers  map[string]*mcp.Server
+	sessions map[string]*mcp.ServerSession
+	refuse   map[string]bool
+	dials    map[string]int
+}
+
+func newMemServers() *memServers {
+	return &memServers{servers: map[string]*mcp.Server{}, sessions: map[string]*mcp.ServerSession{}, refuse: map[string]bool{}, dials: map[string]int{}}
+}
+
+func (m *memServers) dial(cfg ServerConfig) (mcp.Transport, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.dials[cfg.Name]++
+	srv := m.servers[cfg.Name]
+	if srv == nil || m.refuse[cfg.Name] {
+		return nil, errors.New("connection refused")
+	}
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(context.Background(), st, nil)
+	if err != nil {
+		return nil, err
+	}
+	m.sessions[cfg.Name] = ss
+	return ct, nil
+}
+
+// cut closes the server side of the current connection.
+func (m *memServers) cut(name string) {
+	m.mu.Lock()
+	ss := m.sessions[name]
+	m.mu.Unlock()
+	ss.Close()
+}
+
+func (m *memServers) setRefuse(name string, refuse bool) {
+	m.mu.Lock()
+	m.refuse[name] = refuse
+	m.mu.Unlock()
+}
+
+func (m *memServers) dialCount(name string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.dials[name]
+}
+
+func connect(t *testing.T, m *memServers, opts *Options, cfgs ...ServerConfig) *Client {
+	t.Helper()
+	if opts == nil {
+		opts = &Options{}
+	}
+	opts.dial = m.dial
+	if opts.MinBackoff == 0 {
+		opts.MinBackoff, opts.MaxBackoff = 10*time.Millisecond, 50*time.Millisecond
+	}
+	for i := range cfgs {
+		if cfgs[i].Transport == "" {
+			cfgs[i].Transport = TransportStdio
+		}
+	}
+	c, err := Connect(t.Context(), cfgs, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func textTool(name string, h func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error)) (*mcp.Tool, mcp.ToolHandler) {
+	return &mcp.Tool{Name: name, Description: "tool " + name, InputSchema: json.RawMessage(`{"type":"object"}`)}, h
+}
+
+func text(s string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+}
+
+func echoServer(names ...string) *mcp.Server {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "echo", Version: "1"}, &mcp.ServerOptions{PageSize: 2, Instructions: "Use the echo tools."})
+	for _, n := range names {
+		srv.AddTool(textTool(n, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return text(n + ":" + string(req.Params.Arguments)), nil
+		}))
+	}
+	return srv
+}
+
+func toolNames(t *testing.T, set host.Toolset) []string {
+	t.Helper()
+	tools, err := set.Tools(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, tl := range tools {
+		out = append(out, tl.Spec().Name)
+	}
+	return out
+}
+
+func findTool(t *testing.T, set host.Toolset, name string) host.Tool {
+	t.Helper()
+	tools, _ := set.Tools(t.Context())
+	for _, tl := range tools {
+		if tl.Spec().Name == name {
+			return tl
+		}
+	}
+	t.Fatalf("no tool %q in %v", name, toolNames(t, set))
+	return nil
+}
+
+// eventually polls cond until it holds or a generous deadline passes. It is for state that settles asynchronously
+// (a reconnection, a refreshed list), never for timing claims.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestListingFilteringNaming(t *testing.T) {
+	m := newMemServers()
+	m.servers["fs"] = echoServer("read_file", "write_file", "list.dir", "stat", "delete_file")
+	m.servers["bare"] = echoServer("ping")
+	c := connect(t, m, nil,
+		ServerConfig{Name: "fs", Prefix: "fs", Include: []string{"*_file", "list*", "stat"}, Exclude: []string{"delete_*"}, UseInstructions: true},
+		ServerConfig{Name: "bare", Prefix: ""},
+	)
+	sets := c.Toolsets()
+	if len(sets) != 2 || sets[0].Name() != "mcp:fs" || sets[1].Name() != "mcp:bare" {
+		t.Fatalf("toolsets %v", sets)
+	}
+	// Five tools over pages of two: all listed (in the server's order, which the go-sdk sorts), filtered, prefixed
+	// and sanitised.
+	if got, want := toolNames(t, sets[0]), []string{"fs_list_dir", "fs_read_file", "fs_stat", "fs_write_file"}; !slices.Equal(got, want) {
+		t.Errorf("fs tools %v, want %v", got, want)
+	}
+	if got := toolNames(t, sets[1]); !slices.Equal(got, []string{"ping"}) {
+		t.Errorf("bare tools %v", got)
+	}
+	if got := sets[0].(host.Instructor).Instructions(); got != "Use the echo tools." {
+		t.Errorf("instructions %q", got)
+	}
+	if got := sets[1].(host.Instructor).Instructions(); got != "" {
+		t.Errorf("instructions of a server with use_instructions off: %q", got)
+	}
+	// The tool is called by its own name, with the arguments as the model wrote them.
+	res, err := findTool(t, sets[0], "fs_list_dir").Call(t.Context(), json.RawMessage(`{"path":"/tmp"}`), nil)
+	if err != nil || res.Text != `list.dir:{"path":"/tmp"}` {
+		t.Errorf("call: %+v, %v", res, err)
+	}
+	st := c.Status()
+	if st[0].State != StateConnected || st[0].Tools != 4 || st[0].ProtocolVersion == "" || st[0].Transport != TransportStdio {
+		t.Errorf("status %+v", st[0])
+	}
+}
+
+func TestNameCollisionAcrossServers(t *testing.T) {
+	m := newMemServers()
+	m.servers["a"] = echoServer("search")
+	m.servers["b"] = echoServer("search")
+	c := connect(t, m, nil, ServerConfig{Name: "a", Prefix: "web"}, ServerConfig{Name: "b", Prefix: "web"})
+	_, err := host.NewToolManager(c.Toolsets(), nil).Tools(t.Context())
+	if err == nil || !strings.Contains(err.Error(), `tool name "web_search" is used by both mcp:a and mcp:b`) {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func TestRequiredAndOptionalServers(t *testing.T) {
+	m := newMemServers()
+	m.servers["up"] = echoServer("x")
+	opts := &Options{dial: m.dial}
+	c, err := Connect(t.Context(), []ServerConfig{{Name: "up", Transport: TransportStdio}, {Name: "down", Transport: TransportStdio}}, opts)
+	if err != nil {
+		t.Fatalf("an optional server that fails must not fail Connect: %v", err)
+	}
+	defer c.Close()
+	if sets := c.Toolsets(); len(sets) != 1 || sets[0].Name() != "mcp:up" {
+		t.Errorf("toolsets %v, want only the server that connected", sets)
+	}
+	if st := c.Status()[1]; st.State != StateFailed || !strings.Contains(st.Error, "connection refused") {
+		t.Errorf("status of the failed server %+v", st)
+	}
+
+	_, err = Connect(t.Context(), []ServerConfig{{Name: "up", Transport: TransportStdio}, {Name: "down", Transport: TransportStdio, Required: true}}, opts)
+	if err == nil || !strings.Contains(err.Error(), `required server "down"`) || !strings.Contains(err.Error(), "connection refused") {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func TestListChanged(t *testing.T) {
+	m := newMemServers()
+	srv := echoServer("first")
+	m.servers["s"] = srv
+	c := connect(t, m, nil, ServerConfig{Name: "s", Prefix: "s"})
+	set := c.Toolsets()[0]
+	before, _ := set.Tools(t.Context())
+	srv.AddTool(textTool("second", func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return text("2"), nil }))
+	eventually(t, "the new tool is listed", func() bool { return len(toolNames(t, set)) == 2 })
+	after, _ := set.Tools(t.Context())
+	if &before[0] == &after[0] {
+		t.Error("a changed list must be a new slice (host.Toolset's contract)")
+	}
+	srv.RemoveTools("first")
+	eventually(t, "the removed tool is gone", func() bool { return slices.Equal(toolNames(t, set), []string{"s_second"}) })
+}
+
+func TestProgressAndCancellation(t *testing.T) {
+	m := newMemServers()
+	srv := mcp.NewServer(&mcp.Implementation{Name: "slow", Version: "1"}, nil)
+	handlerCancelled := make(chan error, 1)
+	started := make(chan struct{})
+	relayed := make(chan struct{})
+	srv.AddTool(textTool("work", func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		token := req.Params.GetProgressToken()
+		for i := 1; i <= 3; i++ {
+			if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: float64(i), Total: 3, Message: "step"}); err != nil {
+				return nil, err
+			}
+		}
+		// Notifications and the result travel independently: wait until the client relayed all three, so the test
+		// does not race the result against the last of them.
+		select {
+		case <-relayed:
+		case <-time.After(10 * time.Second):
+			return nil, errors.New("the progress was not relayed")
+		}
+		return text("done"), nil
+	}))
+	srv.AddTool(textTool("block", func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		close(started)
+		<-ctx.Done()
+		handlerCancelled <- ctx.Err()
+		return nil, ctx.Err()
+	}))
+	m.servers["s"] = srv
+	c := connect(t, m, nil, ServerConfig{Name: "s", Prefix: "s"})
+	set := c.Toolsets()[0]
+
+	var mu sync.Mutex
+	var got []host.Progress
+	call := host.NewCall("c1", "s_work", "mcp:s", func(p host.Progress) {
+		mu.Lock()
+		got = append(got, p)
+		if len(got) == 3 {
+			close(relayed)
+		}
+		mu.Unlock()
+	}, nil)
+	res, err := findTool(t, set, "s_work").Call(t.Context(), json.RawMessage(`{}`), call)
+	if err != nil || res.Text != "done" {
+		t.Fatalf("call: %+v, %v", res, err)
+	}
+	mu.Lock()
+	if len(got) != 3 || got[2] != (host.Progress{Progress: 3, Total: 3, Message: "step"}) {
+		t.Errorf("progress %+v", got)
+	}
+	mu.Unlock()
+
+	// Cancelling the call cancels the server's handler: the SDK sends notifications/cancelled.
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() {
+		<-started
+		cancel()
+	}()
+	_, err = findTool(t, set, "s_block").Call(ctx, json.RawMessage(`{}`), nil)
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled call: err = %v", err)
+	}
+	select {
+	case err := <-handlerCancelled:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("the server's handler ended with %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server's handler never saw the cancellation")
+	}
+}
+
+// asker answers elicitations with fixed content and records what it was asked.
+type asker struct {
+	mu    sync.Mutex
+	asked []*host.ElicitRequest
+}
+
+func (a *asker) Approve(context.Context, *host.ApprovalRequest) (bool, error) { return true, nil }
+func (a *asker) Elicit(_ context.Context, req *host.ElicitRequest) (*host.ElicitResult, error) {
+	a.mu.Lock()
+	a.asked = append(a.asked, req)
+	a.mu.Unlock()
+	return &host.ElicitResult{Action: host.ElicitAccept, Content: map[string]any{"name": "Ada"}}, nil
+}
+
+func TestSamplingAndElicitation(t *testing.T) {
+	llmSrv := fakellm.New()
+	defer llmSrv.Close()
+	model, err := openai.New(&openai.Options{BaseURL: llmSrv.URL, Model: "fake", MaxRetries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newMemServers()
+	srv := mcp.NewServer(&mcp.Implementation{Name: "asks", Version: "1"}, nil)
+	srv.AddTool(textTool("summarise", func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		res, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{
+			SystemPrompt: "Be short.",
+			Messages:     []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "Summarise MCP."}}},
+			MaxTokens:    5000,
+		})
+		if err != nil {
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}, nil
+		}
+		return text("model said: " + res.Content.(*mcp.TextContent).Text), nil
+	}))
+	srv.AddTool(textTool("greet", func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{
+			Message:         "What is your name?",
+			RequestedSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`),
+		})
+		if err != nil {
+			return nil, err
+		}
+		if res.Action != "accept" {
+			return text("declined"), nil
+		}
+		return text("hello " + res.Content["name"].(string)), nil
+	}))
+	m.servers["s"] = srv
+	m.servers["nosampling"] = srv
+	// On protocol 2026-07-28 a server asks through input requests in its result instead of requests of its own;
+	// the real servers of today, and these, use the classic flow, pinned here.
+	const classic = "2025-11-25"
+	c := connect(t, m, &Options{Sampler: model},
+		ServerConfig{Name: "s", Prefix: "s", AllowSampling: true, SamplingMaxTokens: 100, ProtocolVersion: classic},
+		ServerConfig{Name: "nosampling", Prefix: "n", AllowSampling: false, ProtocolVersion: classic},
+	)
+	sets := c.Toolsets()
+	if got := c.Status()[0].ProtocolVersion; got != classic {
+		t.Errorf("protocol version %q, want the pinned %q", got, classic)
+	}
+
+	llmSrv.Enqueue(fakellm.Turn{Text: "A protocol for tools."})
+	res, err := findTool(t, sets[0], "s_summarise").Call(t.Context(), json.RawMessage(`{}`), nil)
+	if err != nil || res.IsError || res.Text != "model said: A protocol for tools." {
+		t.Fatalf("sampling: %+v, %v", res, err)
+	}
+	req := llmSrv.LastRequest()
+	if req.Messages[0].Content != "Be short." || req.Messages[1].Content != "Summarise MCP." || req.MaxTokens == nil || *req.MaxTokens != 100 {
+		t.Errorf("the model got %+v (max tokens %v), want the server's messages capped at 100 tokens", req.Messages, req.MaxTokens)
+	}
+	res, _ = findTool(t, sets[1], "n_summarise").Call(t.Context(), json.RawMessage(`{}`), nil)
+	if !res.IsError || !strings.Contains(res.Text, `sampling is not allowed for MCP server "nosampling"`) {
+		t.Errorf("refused sampling: %+v", res)
+	}
+	if llmSrv.RequestCount() != 1 {
+		t.Errorf("the model was called %d times, want 1", llmSrv.RequestCount())
+	}
+
+	// Elicitation goes to the interactor of the call that is running; with none, it is declined.
+	a := &asker{}
+	res, err = findTool(t, sets[0], "s_greet").Call(t.Context(), json.RawMessage(`{}`), host.NewCall("g", "s_greet", "mcp:s", nil, a))
+	if err != nil || res.Text != "hello Ada" {
+		t.Fatalf("elicitation: %+v, %v", res, err)
+	}
+	if len(a.asked) != 1 || a.asked[0].Message != "What is your name?" || a.asked[0].Source != "mcp:s" || !strings.Contains(string(a.asked[0].Schema), `"name"`) {
+		t.Errorf("asked %+v", a.asked)
+	}
+	res, err = findTool(t, sets[0], "s_greet").Call(t.Context(), json.RawMessage(`{}`), nil)
+	if err != nil || res.Text != "declined" {
+		t.Errorf("elicitation with nobody to ask: %+v, %v", res, err)
+	}
+}
+
+func TestResources(t *testing.T) {
+	m := newMemServers()
+	srv := echoServer("x")
+	for _, r := range []struct{ uri, name, text string }{
+		{"file:///docs/a.md", "Doc A", "# A\nAbout a."},
+		{"file:///docs/b.md", "Doc B", "# B"},
+	} {
+		srv.AddResource(&mcp.Resource{URI: r.uri, Name: r.name, MIMEType: "text/markdown"}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.uri, MIMEType: "text/markdown", Text: r.text}}}, nil
+		})
+	}
+	m.servers["docs"] = srv
+	m.servers["plain"] = echoServer("y")
+	c := connect(t, m, nil, ServerConfig{Name: "docs", Prefix: "docs"}, ServerConfig{Name: "plain", Prefix: "plain"})
+	reader := findTool(t, c.Toolsets()[0], "docs_read_resource")
+	if d := reader.Spec().Description; !strings.Contains(d, "- file:///docs/a.md — Doc A") || !strings.Contains(d, "- file:///docs/b.md — Doc B") {
+		t.Errorf("description %q", d)
+	}
+	res, err := reader.Call(t.Context(), json.RawMessage(`{"uri":"file:///docs/a.md"}`), nil)
+	if err != nil || len(res.References) != 1 || res.References[0].URI != "file:///docs/a.md" || res.References[0].Title != "Doc A" || !strings.Contains(res.Text, "About a.") {
+		t.Errorf("read: %+v, %v", res, err)
+	}
+	if got := toolNames(t, c.Toolsets()[1]); !slices.Equal(got, []string{"plain_y"}) {
+		t.Errorf("a server without resources got %v", got)
+	}
+}
+
+func TestReconnect(t *testing.T) {
+	m := newMemServers()
+	srv := echoServer("ping")
+	block := make(chan struct{})
+	srv.AddTool(textTool("hang", func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		close(block)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}))
+	m.servers["s"] = srv
+	c := connect(t, m, nil, ServerConfig{Name: "s", Prefix: "s"})
+	set := c.Toolsets()[0]
+
+	// The connection dies while a call is in flight: the call returns an error result naming the server.
+	m.setRefuse("s", true)
+	go func() {
+		<-block
+		m.cut("s")
+	}()
+	res, err := findTool(t, set, "s_hang").Call(t.Context(), json.RawMessage(`{}`), nil)
+	if err != nil || !res.IsError || !strings.Contains(res.Text, `MCP server "s"`) {
+		t.Fatalf("call in flight when the server died: %+v, %v", res, err)
+	}
+	eventually(t, "the server is marked as reconnecting", func() bool { return c.Status()[0].State == StateReconnecting })
+	// While it is down, a call fails at once, and the tools stay listed.
+	res, err = findTool(t, set, "s_ping").Call(t.Context(), json.RawMessage(`{}`), nil)
+	if err != nil || !res.IsError || !strings.Contains(res.Text, "is not connected") {
+		t.Errorf("call while down: %+v, %v", res, err)
+	}
+	eventually(t, "a few reconnection attempts", func() bool { return m.dialCount("s") >= 3 })
+
+	// Once it can be reached again, it reconnects and the next call works.
+	m.setRefuse("s", false)
+	eventually(t, "the server is back", func() bool { return c.Status()[0].State == StateConnected })
+	res, err = findTool(t, set, "s_ping").Call(t.Context(), json.RawMessage(`{"n":1}`), nil)
+	if err != nil || res.Text != `ping:{"n":1}` {
+		t.Errorf("call after reconnecting: %+v, %v", res, err)
+	}
+}
+
+func TestServerErrorIsNotAConnectionFailure(t *testing.T) {
+	m := newMemServers()
+	m.servers["s"] = echoServer("ping")
+	c := connect(t, m, nil, ServerConfig{Name: "s", Prefix: "s"})
+	missing := &tool{server: c.servers[0], name: "no_such_tool", spec: host.ToolSpec{Name: "s_no_such_tool"}}
+	res, err := missing.Call(t.Context(), json.RawMessage(`{}`), nil)
+	if err != nil || !res.IsError || !strings.Contains(res.Text, "no_such_tool") {
+		t.Errorf("unknown tool: %+v, %v", res, err)
+	}
+	if st := c.Status()[0]; st.State != StateConnected {
+		t.Errorf("an error answered by the server made the client reconnect: %+v", st)
+	}
+}
+
+func TestCloseIsIdempotent(t *testing.T) {
+	m := newMemServers()
+	m.servers["s"] = echoServer("ping")
+	c := connect(t, m, nil, ServerConfig{Name: "s", Prefix: "s"})
+	tl := findTool(t, c.Toolsets()[0], "s_ping")
+	c.Close()
+	c.Close()
+	res, err := tl.Call(t.Context(), json.RawMessage(`{}`), nil)
+	if err != nil || !res.IsError || !strings.Contains(res.Text, "shut down") {
+		t.Errorf("call after Close: %+v, %v", res, err)
+	}
+	if st := c.Status()[0]; st.State != StateClosed {
+		t.Errorf("state after Close: %s", st.State)
+	}
+}
