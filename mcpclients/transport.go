@@ -33,7 +33,7 @@ func (s *Server) transport() (mcp.Transport, *exec.Cmd, error) {
 		}
 		// The child's stderr is its log: it goes to ours, line by line and tagged, never to stdout (which may be
 		// agenthost's own MCP channel).
-		cmd.Stderr = newLineLogger(s.logger.With("server", c.Name), "stderr")
+		cmd.Stderr = newLineLogger(s.logger, "stderr") // s.logger is tagged with the server's name
 		ownProcessGroup(cmd)
 		return &mcp.CommandTransport{Command: cmd, TerminateDuration: terminateDuration}, cmd, nil
 	case TransportHTTP:

@@ -1,0 +1,87 @@
+package mcpclients
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"testing"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	mcpgoserver "github.com/mark3labs/mcp-go/server"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// serverEnv makes the test binary run as one of the stdio servers below instead of the tests: the binary
+// re-executes itself as a real child process.
+const serverEnv = "MCPCLIENTS_TEST_SERVER"
+
+func TestMain(m *testing.M) {
+	switch os.Getenv(serverEnv) {
+	case "":
+		os.Exit(m.Run())
+	case "mcp-go":
+		os.Exit(serveMCPGo())
+	case "family":
+		os.Exit(serveFamily())
+	default:
+		fmt.Fprintln(os.Stderr, "unknown test server", os.Getenv(serverEnv))
+		os.Exit(2)
+	}
+}
+
+// selfServer returns the configuration of a stdio server that is this test binary running as the named server.
+func selfServer(t *testing.T, name, server string) ServerConfig {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ServerConfig{Name: name, Prefix: name, Transport: TransportStdio, Command: exe, Env: map[string]string{serverEnv: server}}
+}
+
+// serveMCPGo is a server written with another SDK, github.com/mark3labs/mcp-go.
+func serveMCPGo() int {
+	s := mcpgoserver.NewMCPServer("mcp-go-fixture", "1.0.0", mcpgoserver.WithToolCapabilities(true), mcpgoserver.WithInstructions("Numbers only."))
+	s.AddTool(mcpgo.NewTool("add",
+		mcpgo.WithDescription("Adds two numbers."),
+		mcpgo.WithNumber("a", mcpgo.Required()),
+		mcpgo.WithNumber("b", mcpgo.Required()),
+	), func(_ context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+		a, err := req.RequireFloat("a")
+		if err != nil {
+			return mcpgo.NewToolResultError(err.Error()), nil
+		}
+		b, err := req.RequireFloat("b")
+		if err != nil {
+			return mcpgo.NewToolResultError(err.Error()), nil
+		}
+		return mcpgo.NewToolResultText(strconv.FormatFloat(a+b, 'f', -1, 64)), nil
+	})
+	if err := mcpgoserver.ServeStdio(s); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// serveFamily is a stdio server that starts a process of its own (as servers run through npx do) and talks on
+// stderr: shutdown must stop both, and the stderr lines must reach the log.
+func serveFamily() int {
+	sleeper := exec.Command("sleep", "300")
+	if err := sleeper.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Fprintln(os.Stderr, "family server starting")
+	srv := mcp.NewServer(&mcp.Implementation{Name: "family", Version: "1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "pids", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%d %d", os.Getpid(), sleeper.Process.Pid)}}}, nil
+	})
+	if err := srv.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
