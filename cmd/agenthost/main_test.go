@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/internal/fakellm"
 )
@@ -20,7 +23,14 @@ import (
 // binary is the agenthost binary built once for the tests that run it as a child process.
 var binary string
 
+// fixtureEnv makes the test binary run as a small stdio MCP server instead of the tests, for configurations that
+// name it as a server.
+const fixtureEnv = "AGENTHOST_TEST_MCP_SERVER"
+
 func TestMain(m *testing.M) {
+	if os.Getenv(fixtureEnv) != "" {
+		os.Exit(serveFixture())
+	}
 	dir, err := os.MkdirTemp("", "agenthost-test")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -301,5 +311,79 @@ func TestInterrupt(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "run cancelled") {
 		t.Errorf("stderr = %q", stderr.String())
+	}
+}
+
+// serveFixture is a stdio MCP server with one tool, shout, that upper-cases its text.
+func serveFixture() int {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "fixture", Version: "1"}, nil)
+	type in struct {
+		Text string `json:"text"`
+	}
+	mcp.AddTool(srv, &mcp.Tool{Name: "shout", Description: "Upper-cases text."}, func(_ context.Context, _ *mcp.CallToolRequest, args in) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.ToUpper(args.Text)}}}, nil, nil
+	})
+	if err := srv.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// TestMCPServers runs check, tools and run with a configuration naming a stdio MCP server (this test binary) and one
+// that cannot be reached.
+func TestMCPServers(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	writeFile(t, dir, "script.jsonl", `{"tool_calls": [{"name": "fx_shout", "arguments": {"text": "hello"}}]}
+{"text": "It shouted."}
+`)
+	writeFile(t, dir, "agent.toml", fmt.Sprintf(`
+[model]
+provider = "scripted"
+script = "script.jsonl"
+
+[mcp.servers.fixture]
+command = %q
+env = { %s = "1" }
+prefix = "fx"
+
+[mcp.servers.gone]
+command = %q
+connect_timeout = "5s"
+`, self, fixtureEnv, filepath.Join(dir, "no-such-program")))
+
+	r := agenthost(t, dir, "", nil, "check")
+	if r.code != 1 || !strings.Contains(r.stderr, "MCP servers not reachable: gone") {
+		t.Errorf("check: exit %d, stderr %q", r.code, r.stderr)
+	}
+	for _, want := range []string{"SERVER   TRANSPORT  STATUS", "fixture  stdio      connected", "gone     stdio      failed", "no-such-program"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("check output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+
+	r = agenthost(t, dir, "", nil, "tools")
+	if r.code != 0 || !strings.Contains(r.stdout, "fx_shout      mcp:fixture  -      Upper-cases text.") {
+		t.Errorf("tools: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+
+	r = agenthost(t, dir, "", nil, "run", "--json", "shout hello")
+	var ans host.Answer
+	if err := json.Unmarshal([]byte(r.stdout), &ans); r.code != 0 || err != nil {
+		t.Fatalf("run: exit %d, %v\n%s", r.code, err, r.stderr)
+	}
+	if ans.Text != "It shouted." || len(ans.ToolCalls) != 1 || !ans.ToolCalls[0].OK || ans.ToolCalls[0].Source != "mcp:fixture" {
+		t.Errorf("answer %+v", ans)
+	}
+
+	// A required server that cannot be reached stops start-up.
+	writeFile(t, dir, "agent.toml", fmt.Sprintf("[mcp.servers.gone]\ncommand = %q\nrequired = true\n", filepath.Join(dir, "no-such-program")))
+	r = agenthost(t, dir, "", nil, "run", "--model", "test", "x")
+	if r.code == 0 || !strings.Contains(r.stderr, `required server "gone"`) {
+		t.Errorf("required server: exit %d, stderr %q", r.code, r.stderr)
 	}
 }
