@@ -37,12 +37,19 @@ func (s *Server) transport() (mcp.Transport, *exec.Cmd, error) {
 		ownProcessGroup(cmd)
 		return &mcp.CommandTransport{Command: cmd, TerminateDuration: terminateDuration}, cmd, nil
 	case TransportHTTP:
-		return &mcp.StreamableClientTransport{Endpoint: c.URL, HTTPClient: s.httpClient(), MaxRetries: -1}, nil, nil
+		return &mcp.StreamableClientTransport{Endpoint: c.URL, HTTPClient: s.httpClient(), MaxRetries: streamRetries}, nil, nil
 	case TransportSSE:
 		return &mcp.SSEClientTransport{Endpoint: c.URL, HTTPClient: s.httpClient()}, nil, nil
 	}
 	return nil, nil, fmt.Errorf("unknown transport %q", c.Transport)
 }
+
+// streamRetries is how many times the SDK tries to resume an SSE stream that ended before its response came: a GET
+// with Last-Event-ID, after the delay the server set with its retry field (SEP-1699) or 1 to 3 seconds of backoff.
+// Resuming keeps a call alive when a server ends its stream early, as the spec lets it. Beyond these attempts the SDK
+// ends the session, within about 5 seconds of a server going away, and the supervisor's reconnection takes over
+// with a new session.
+const streamRetries = 2
 
 // terminateDuration is how long a stdio server has to exit after its stdin is closed, before it is signalled.
 const terminateDuration = 2 * time.Second
