@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -160,7 +161,7 @@ func toolResult(res *mcp.CallToolResult) *host.Result {
 			r.Structured = s
 		}
 	}
-	if r.Text != "" && r.Structured != nil && !sameJSON(r.Text, r.Structured) {
+	if r.Text != "" && r.Structured != nil && !sameJSON(r.Text, r.Structured) && !coveredBy(r.Text, r.Structured) {
 		r.Text += "\n\n" + string(r.Structured)
 	}
 
@@ -375,6 +376,51 @@ func encodeJSON(v any) (json.RawMessage, error) {
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
+
+// coveredBy reports whether every value in structured (every string, number and boolean, at any depth) already
+// appears in text: then the structured content adds nothing for the model, and showing it would repeat the text (a
+// server that returns a file as text and as {"content": "<the same text>"} would send the model every file twice).
+func coveredBy(text string, structured json.RawMessage) bool {
+	dec := json.NewDecoder(bytes.NewReader(structured))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil {
+		return false
+	}
+	leaves := 0
+	var covered func(v any) bool
+	covered = func(v any) bool {
+		if leaves++; leaves > maxCoveredLeaves {
+			return false // too large to be sure: show it
+		}
+		switch v := v.(type) {
+		case map[string]any:
+			for _, x := range v {
+				if !covered(x) {
+					return false
+				}
+			}
+			return true
+		case []any:
+			for _, x := range v {
+				if !covered(x) {
+					return false
+				}
+			}
+			return true
+		case string:
+			return strings.Contains(text, strings.TrimSpace(v))
+		case json.Number:
+			return strings.Contains(text, v.String())
+		case bool:
+			return strings.Contains(text, strconv.FormatBool(v))
+		}
+		return true // null
+	}
+	return covered(v)
+}
+
+const maxCoveredLeaves = 1000
 
 // sameJSON reports whether text is JSON equal to structured, ignoring key order and spacing.
 func sameJSON(text string, structured json.RawMessage) bool {

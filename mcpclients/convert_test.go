@@ -298,6 +298,19 @@ func TestToolResult(t *testing.T) {
 			want: host.Result{Text: `{"n": 2}`, Structured: json.RawMessage(`{"n":2}`)},
 		},
 		{
+			name: "structured content that repeats the text is not shown again",
+			res:  `{"content":[{"type":"text","text":"The launch code is 1234.\n"}],"structuredContent":{"content":"The launch code is 1234.\n"}}`,
+			want: host.Result{Text: "The launch code is 1234.\n", Structured: json.RawMessage(`{"content":"The launch code is 1234.\n"}`)},
+		},
+		{
+			name: "structured content with a value the text lacks is shown",
+			res:  `{"content":[{"type":"text","text":"Sunny, 22 degrees."}],"structuredContent":{"temp":22,"sky":"sunny","wind":true}}`,
+			want: host.Result{
+				Text:       "Sunny, 22 degrees.\n\n" + `{"sky":"sunny","temp":22,"wind":true}`,
+				Structured: json.RawMessage(`{"sky":"sunny","temp":22,"wind":true}`),
+			},
+		},
+		{
 			name: "structured array",
 			res:  `{"content":[],"structuredContent":[1,"a"]}`,
 			want: host.Result{Structured: json.RawMessage(`[1,"a"]`)},
