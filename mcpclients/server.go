@@ -42,6 +42,7 @@ type Server struct {
 
 	mu           sync.Mutex
 	session      *mcp.ClientSession // nil while down
+	stop         context.CancelFunc // ends the session's connection context
 	cmd          *exec.Cmd          // the current child, for stdio
 	state        State
 	lastErr      error
@@ -155,13 +156,14 @@ func (s *Server) start(ctx context.Context) error {
 	return nil
 }
 
-// connect opens a session, lists the tools (and resources) and makes them current.
+// connect opens a session, lists the tools (and resources) and makes them current. ctx bounds the attempt; the
+// connection itself lives until the server is closed or lost.
 func (s *Server) connect(ctx context.Context) error {
 	t, cmd, err := s.transport()
 	if err != nil {
 		return err
 	}
-	session, err := s.client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: s.cfg.ProtocolVersion})
+	session, stop, err := s.dial(ctx, t)
 	if err != nil {
 		killProcessGroup(cmd)
 		return fmt.Errorf("connect: %w", err)
@@ -169,18 +171,50 @@ func (s *Server) connect(ctx context.Context) error {
 	tools, err := s.list(ctx, session)
 	if err != nil {
 		_ = session.Close()
+		stop()
 		killProcessGroup(cmd)
 		return err
 	}
 	init := session.InitializeResult()
 	s.mu.Lock()
-	s.session, s.cmd, s.tools, s.state, s.lastErr = session, cmd, tools, StateConnected, nil
+	s.session, s.stop, s.cmd, s.tools, s.state, s.lastErr = session, stop, cmd, tools, StateConnected, nil
 	if init != nil {
 		s.protocol, s.instructions = init.ProtocolVersion, init.Instructions
 	}
 	s.mu.Unlock()
 	s.logger.Info("MCP server connected", "transport", s.cfg.Transport, "protocol", s.protocol, "tools", len(tools))
 	return nil
+}
+
+// dial connects t. The SDK ties a transport's long-lived streams (the SSE stream of the legacy transport) to the
+// context given to Connect, so that context is derived from the server's own, and ctx only bounds the wait: when it
+// ends first, the attempt is cancelled and waited for. On success, stop ends the connection's context; it is called
+// when the session is lost or closed.
+func (s *Server) dial(ctx context.Context, t mcp.Transport) (session *mcp.ClientSession, stop context.CancelFunc, err error) {
+	type dialed struct {
+		session *mcp.ClientSession
+		err     error
+	}
+	attempt, cancel := context.WithCancel(s.ctx)
+	done := make(chan dialed, 1)
+	go func() {
+		session, err := s.client.Connect(attempt, t, &mcp.ClientSessionOptions{ProtocolVersion: s.cfg.ProtocolVersion})
+		done <- dialed{session, err}
+	}()
+	select {
+	case d := <-done:
+		if d.err != nil {
+			cancel()
+			return nil, nil, d.err
+		}
+		return d.session, cancel, nil
+	case <-ctx.Done():
+		cancel()
+		if d := <-done; d.err == nil {
+			_ = d.session.Close()
+		}
+		return nil, nil, ctx.Err()
+	}
 }
 
 // list returns the server's tools as host tools, filtered and named, plus read_resource when it has resources.
@@ -263,18 +297,20 @@ func (s *Server) lost(session *mcp.ClientSession, err error) {
 		s.mu.Unlock()
 		return
 	}
-	cmd := s.cmd
-	s.session, s.cmd, s.state = nil, nil, StateReconnecting
+	cmd, stop := s.cmd, s.stop
+	s.session, s.stop, s.cmd, s.state = nil, nil, nil, StateReconnecting
 	if err == nil {
 		err = errors.New("the connection closed")
 	}
 	s.lastErr = err
 	s.mu.Unlock()
 	if s.ctx.Err() != nil {
+		stop()
 		return
 	}
 	s.logger.Warn("MCP server went away; reconnecting", "err", err)
 	_ = session.Close()
+	stop()
 	killProcessGroup(cmd)
 }
 
@@ -352,7 +388,7 @@ func (s *Server) close() {
 	s.cancel()
 	s.mu.Lock()
 	session, cmd := s.session, s.cmd
-	s.session, s.cmd = nil, nil
+	s.session, s.stop, s.cmd = nil, nil, nil // s.cancel above ended every connection's context
 	if s.state != StateFailed {
 		s.state = StateClosed
 	}

@@ -68,8 +68,12 @@ func (s *Server) do(ctx context.Context, call *host.Call, params progressParams,
 // isServerError reports whether err is an error the server answered with, as opposed to a failed connection.
 func isServerError(err error) bool {
 	var wire *jsonrpc.Error
-	return errors.As(err, &wire)
+	return errors.As(err, &wire) && wire.Code != codeRejectedByTransport
 }
+
+// codeRejectedByTransport is the code of the SDK's error for a request its transport could not deliver (an HTTP
+// error status, a session the server no longer knows): a connection failure, though it is a JSON-RPC error.
+const codeRejectedByTransport = -32005
 
 // resourceTool returns the tool that reads one of the server's resources. Its description names up to
 // maxListedResources of them, so the model knows what there is.
