@@ -1,16 +1,17 @@
 package mcpclients_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -21,40 +22,42 @@ import (
 // These benchmarks start real child processes: the slowstart fixture, built once per test binary, the first time a
 // benchmark needs it. No test uses it, so `go test` without -bench neither builds nor starts anything.
 //
-// The build directory is left in the temporary directory: removing it needs a TestMain, and this package's tests
-// may want their own.
+// The build directory (one binary) is left in the temporary directory: only a TestMain could remove it after the
+// last benchmark, and the package's TestMain belongs to the stdio tests.
 
-const fixturePackage = "github.com/agenthost/agenthost/internal/testservers/slowstart"
+const slowstartPackage = "github.com/agenthost/agenthost/internal/testservers/slowstart"
 
-// fixture builds the slowstart server and returns the path of its binary.
-var fixture = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "agenthost-slowstart-")
-	if err != nil {
+// buildSlowstart builds the slowstart server, once per test binary, and returns the path of its binary. It is built
+// into one fixed directory under the temporary directory, overwritten by every benchmark run, so runs leave at most
+// one copy behind.
+var buildSlowstart = sync.OnceValues(func() (string, error) {
+	dir := filepath.Join(os.TempDir(), "agenthost-bench-slowstart")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
 	bin := filepath.Join(dir, "slowstart")
 	if runtime.GOOS == "windows" {
 		bin += ".exe"
 	}
-	out, err := exec.Command("go", "build", "-o", bin, fixturePackage).CombinedOutput()
+	out, err := exec.Command("go", "build", "-o", bin, slowstartPackage).CombinedOutput()
 	if err != nil {
-		return "", fmt.Errorf("go build %s: %w\n%s", fixturePackage, err, out)
+		return "", fmt.Errorf("go build %s: %w\n%s", slowstartPackage, err, out)
 	}
 	return bin, nil
 })
 
-func fixtureBinary(b *testing.B) string {
+func slowstartBinary(b *testing.B) string {
 	b.Helper()
-	bin, err := fixture()
+	bin, err := buildSlowstart()
 	if err != nil {
 		b.Fatal(err)
 	}
 	return bin
 }
 
-// fixtureConfigs returns n stdio servers that each wait delay before serving. Every one is required, so a server
+// slowstartConfigs returns n stdio servers that each wait delay before serving. Every one is required, so a server
 // that fails to start fails Connect instead of being skipped.
-func fixtureConfigs(bin string, n int, delay string) []mcpclients.ServerConfig {
+func slowstartConfigs(bin string, n int, delay string) []mcpclients.ServerConfig {
 	cfgs := make([]mcpclients.ServerConfig, n)
 	for i := range cfgs {
 		name := "s" + strconv.Itoa(i)
@@ -72,14 +75,15 @@ func fixtureConfigs(bin string, n int, delay string) []mcpclients.ServerConfig {
 
 // BenchmarkStartup measures Connect, from the first child started to the last server's tools listed, with one
 // server and with 20, each a child process that waits 200ms before it serves. The connections run concurrently, so
-// 20 servers should take about as long as one: the servers=20 case reports its time as a multiple of the servers=1
-// case of the same run ("x-one-server"), when both ran. Close and the checks after it are not timed.
+// 20 servers should take about as long as one: the servers=20 case reports its time as a multiple of the latest
+// servers=1 measurement in the same process ("x-one-server"), when there is one; with -count, every servers=1 round
+// runs before the first servers=20 round. Close and the checks after it are not timed.
 func BenchmarkStartup(b *testing.B) {
-	bin := fixtureBinary(b)
-	var oneServer float64 // ns/op of servers=1 in this run; 0 until it ran
+	bin := slowstartBinary(b)
+	var oneServer float64 // ns/op of the latest servers=1 round; 0 until one ran
 	for _, n := range []int{1, 20} {
 		b.Run("servers="+strconv.Itoa(n), func(b *testing.B) {
-			cfgs := fixtureConfigs(bin, n, "200ms")
+			cfgs := slowstartConfigs(bin, n, "200ms")
 			for b.Loop() {
 				c, err := mcpclients.Connect(b.Context(), cfgs, nil)
 				if err != nil {
@@ -92,7 +96,7 @@ func BenchmarkStartup(b *testing.B) {
 					}
 				}
 				c.Close()
-				assertNoChildren(b)
+				benchNoChildren(b)
 				b.StartTimer()
 			}
 			perOp := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
@@ -106,84 +110,136 @@ func BenchmarkStartup(b *testing.B) {
 	}
 }
 
-// echoArgs are the arguments of every benchmarked call: the same bytes on both paths.
-var echoArgs = json.RawMessage(`{"text":"hello"}`)
+// benchEchoArgs are the arguments of every benchmarked call: the same bytes on both paths.
+var benchEchoArgs = json.RawMessage(`{"text":"hello"}`)
 
 // BenchmarkCallOverhead measures one tool call to a stdio server that is already connected, directly with the
 // go-sdk and through mcpclients, each to its own child process of the same fixture. Both include the round trip
 // through the child; the difference is what mcpclients adds: finding the session, the progress token and call
-// registration, the context value, and the conversion of the result. The mcpclients case reports it as
-// "overhead-ns/op" and "overhead-allocs/op" against the direct case of the same run, when both ran.
+// registration, the context value, and the conversion of the result.
+//
+// path=direct and path=mcpclients run one after the other; the second reports its allocations beyond the first's
+// ("overhead-allocs/op"), when both ran. Their times are too far apart in time to subtract: the round trip is
+// hundreds of microseconds and drifts more than the difference on a shared machine. path=alternating makes one call
+// of each kind per op, in alternating order, and times every call, so that both paths meet the same conditions. It
+// reports the median call on each path and, as "overhead-ns/call", the median of the differences within an op:
+// medians, because a garbage collection or a descheduled process adds milliseconds to a few calls.
 func BenchmarkCallOverhead(b *testing.B) {
-	bin := fixtureBinary(b)
-	var direct callCost // of the direct case in this run; zero until it ran
+	bin := slowstartBinary(b)
+	var direct benchCost // of path=direct in this run; zero until it ran
 
 	b.Run("path=direct", func(b *testing.B) {
 		b.ReportAllocs()
-		client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "dev"}, nil)
-		session, err := client.Connect(b.Context(), &mcp.CommandTransport{Command: exec.Command(bin, "-delay", "0")}, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		direct = measure(b, func() {
-			res, err := session.CallTool(b.Context(), &mcp.CallToolParams{Name: "echo", Arguments: echoArgs})
-			if err != nil || res.IsError {
-				b.Fatalf("echo: %v %+v", err, res)
-			}
-		})
-		if err := session.Close(); err != nil {
-			b.Fatal(err)
-		}
-		assertNoChildren(b)
+		b.Cleanup(func() { benchNoChildren(b) }) // registered first, so it runs after the closing
+		call := benchDirectCall(b, bin)
+		direct = benchLoop(b, call)
 	})
 
 	b.Run("path=mcpclients", func(b *testing.B) {
 		b.ReportAllocs()
-		c, err := mcpclients.Connect(b.Context(), fixtureConfigs(bin, 1, "0s"), nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		set := c.Toolsets()[0]
-		echo := findTool(b, set, "s0_echo")
-		call := host.NewCall("call-1", "s0_echo", set.Name(), nil, nil)
-		cost := measure(b, func() {
-			res, err := echo.Call(b.Context(), echoArgs, call)
-			if err != nil || res.IsError || res.Text != "hello" {
-				b.Fatalf("echo: %v %+v", err, res)
-			}
-		})
-		c.Close()
-		assertNoChildren(b)
+		b.Cleanup(func() { benchNoChildren(b) })
+		call := benchMCPClientsCall(b, bin)
+		cost := benchLoop(b, call)
 		if direct.n > 0 {
-			b.ReportMetric(cost.nsPerOp()-direct.nsPerOp(), "overhead-ns/op")
 			b.ReportMetric(cost.allocsPerOp()-direct.allocsPerOp(), "overhead-allocs/op")
 		}
 	})
+
+	b.Run("path=alternating", func(b *testing.B) {
+		b.Cleanup(func() { benchNoChildren(b) })
+		calls := [2]func(){benchDirectCall(b, bin), benchMCPClientsCall(b, bin)}
+		var direct, through, overhead []time.Duration
+		i := 0
+		for b.Loop() {
+			var took [2]time.Duration
+			for j := range 2 {
+				k := (i + j) % 2
+				start := time.Now()
+				calls[k]()
+				took[k] = time.Since(start)
+			}
+			direct, through, overhead = append(direct, took[0]), append(through, took[1]), append(overhead, took[1]-took[0])
+			i++
+		}
+		b.ReportMetric(benchMedian(direct), "direct-ns/call")
+		b.ReportMetric(benchMedian(through), "mcpclients-ns/call")
+		b.ReportMetric(benchMedian(overhead), "overhead-ns/call")
+	})
 }
 
-// callCost is what one b.Loop took, as the testing package counts it.
-type callCost struct {
+// benchMedian returns the median of ds in nanoseconds. It sorts ds.
+func benchMedian(ds []time.Duration) float64 {
+	slices.Sort(ds)
+	n := len(ds)
+	if n%2 == 1 {
+		return float64(ds[n/2].Nanoseconds())
+	}
+	return float64((ds[n/2-1] + ds[n/2]).Nanoseconds()) / 2
+}
+
+// benchDirectCall starts the fixture with no delay and connects a bare go-sdk client to it. It returns one echo call;
+// the session is closed when b ends.
+func benchDirectCall(b *testing.B, bin string) (call func()) {
+	b.Helper()
+	client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "dev"}, nil)
+	session, err := client.Connect(b.Context(), &mcp.CommandTransport{Command: exec.Command(bin, "-delay", "0")}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		if err := session.Close(); err != nil {
+			b.Error(err)
+		}
+	})
+	return func() {
+		res, err := session.CallTool(b.Context(), &mcp.CallToolParams{Name: "echo", Arguments: benchEchoArgs})
+		if err != nil || res.IsError {
+			b.Fatalf("echo: %v %+v", err, res)
+		}
+	}
+}
+
+// benchMCPClientsCall starts the fixture with no delay through mcpclients. It returns one call of its echo tool, the
+// host.Tool's Call with a host.Call as the loop makes it; the client is closed when b ends.
+func benchMCPClientsCall(b *testing.B, bin string) (call func()) {
+	b.Helper()
+	c, err := mcpclients.Connect(b.Context(), slowstartConfigs(bin, 1, "0s"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { c.Close() })
+	set := c.Toolsets()[0]
+	echo := benchTool(b, set, "s0_echo")
+	hc := host.NewCall("call-1", "s0_echo", set.Name(), nil, nil)
+	return func() {
+		res, err := echo.Call(b.Context(), benchEchoArgs, hc)
+		if err != nil || res.IsError || res.Text != "hello" {
+			b.Fatalf("echo: %v %+v", err, res)
+		}
+	}
+}
+
+// benchCost is what one b.Loop took.
+type benchCost struct {
 	n      int
-	ns     int64
 	allocs uint64
 }
 
-func (c callCost) nsPerOp() float64     { return float64(c.ns) / float64(c.n) }
-func (c callCost) allocsPerOp() float64 { return float64(c.allocs) / float64(c.n) }
+func (c benchCost) allocsPerOp() float64 { return float64(c.allocs) / float64(c.n) }
 
-// measure runs op in a b.Loop and returns its cost. The allocations are counted as the testing package counts
+// benchLoop runs op in a b.Loop and returns its cost. The allocations are counted as the testing package counts
 // them, over the whole process, so the SDK's reading goroutines are included on both paths.
-func measure(b *testing.B, op func()) callCost {
+func benchLoop(b *testing.B, op func()) benchCost {
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	for b.Loop() {
 		op()
 	}
 	runtime.ReadMemStats(&after)
-	return callCost{n: b.N, ns: b.Elapsed().Nanoseconds(), allocs: after.Mallocs - before.Mallocs}
+	return benchCost{n: b.N, allocs: after.Mallocs - before.Mallocs}
 }
 
-func findTool(b *testing.B, set host.Toolset, name string) host.Tool {
+func benchTool(b *testing.B, set host.Toolset, name string) host.Tool {
 	b.Helper()
 	tools, err := set.Tools(b.Context())
 	if err != nil {
@@ -198,28 +254,11 @@ func findTool(b *testing.B, set host.Toolset, name string) host.Tool {
 	return nil
 }
 
-// assertNoChildren fails when this process still has a child: Close must have stopped and reaped every server.
-// It reads /proc, so it checks nothing where there is none.
-func assertNoChildren(b *testing.B) {
+// benchNoChildren fails b when this process still has a live child: Close must have stopped every server. It does
+// not stop b, so that it can run in a cleanup. Where there is no /proc, it checks nothing.
+func benchNoChildren(b *testing.B) {
 	b.Helper()
-	stats, err := filepath.Glob("/proc/[0-9]*/stat")
-	if err != nil || len(stats) == 0 {
-		return
-	}
-	self := strconv.Itoa(os.Getpid())
-	for _, path := range stats {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			continue // it ended meanwhile
-		}
-		// The fields after the command, which is in parentheses and may hold anything, are: state, parent pid.
-		i := bytes.LastIndexByte(data, ')')
-		if i < 0 {
-			continue
-		}
-		fields := bytes.Fields(data[i+1:])
-		if len(fields) >= 2 && string(fields[1]) == self {
-			b.Fatalf("a child is left after Close: %s", bytes.TrimSpace(data))
-		}
+	if pids := childProcesses(func([]string) bool { return true }); len(pids) > 0 {
+		b.Errorf("children left after Close: %v", pids)
 	}
 }
