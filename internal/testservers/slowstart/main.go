@@ -1,5 +1,6 @@
-// Command slowstart is an MCP stdio server for benchmarks and tests: it waits a given delay before it reads its
-// first message, as a server does that loads something at start-up, then serves a few cheap tools.
+// Command slowstart is an MCP stdio server for benchmarks and tests: it sets itself up, then waits a given delay
+// before it reads its first message, as a server does that loads something at start-up, then serves a few cheap
+// tools.
 //
 //	slowstart [-delay 200ms]
 //
@@ -56,13 +57,6 @@ type addOut struct {
 }
 
 func run(ctx context.Context, delay time.Duration) error {
-	// The client's first messages wait in the pipe meanwhile, so connecting takes at least the delay.
-	select {
-	case <-ctx.Done():
-		return nil
-	case <-time.After(delay):
-	}
-
 	server := mcp.NewServer(&mcp.Implementation{Name: "slowstart", Version: "1.0.0"}, nil)
 	mcp.AddTool(server, &mcp.Tool{Name: "echo", Description: "Returns the text it is given."},
 		func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
@@ -74,6 +68,14 @@ func run(ctx context.Context, delay time.Duration) error {
 			text := strconv.FormatFloat(sum, 'g', -1, 64)
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, addOut{Sum: sum}, nil
 		})
+
+	// The server is set up first: the delay stands for all of a slow server's start-up, after which it only has
+	// to answer. The client's first messages wait in the pipe meanwhile, so connecting takes at least the delay.
+	select {
+	case <-ctx.Done():
+		return nil
+	case <-time.After(delay):
+	}
 
 	err := server.Run(ctx, &mcp.StdioTransport{})
 	if err == nil || errors.Is(err, io.EOF) || ctx.Err() != nil {
