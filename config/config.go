@@ -22,11 +22,13 @@ type Config struct {
 	Tools map[string]ToolPolicy
 	MCP   MCP
 	A2A   A2A
+	Serve Serve
 }
 
 // Agent is the [agent] table: who the agent is and how its loop runs.
 type Agent struct {
-	// Name is the agent's name, also the name of the tool it offers; default "agenthost".
+	// Name is the agent's name; default "agenthost". The tool that `agenthost serve` offers is named after it
+	// unless Serve.ToolName is set.
 	Name string
 	// Description tells callers what the agent does; default DefaultDescription.
 	Description string
@@ -50,7 +52,8 @@ type Agent struct {
 
 // Model is the [model] table: the chat model the loop calls.
 type Model struct {
-	// Provider is "auto" (default), "openai", "test" or "scripted". See Model.ResolveProvider for "auto".
+	// Provider is "auto" (default), "openai", "test", "scripted" or "sampling" (the loop runs on the model of
+	// the MCP client that calls `agenthost serve`, through MCP sampling). See Model.ResolveProvider for "auto".
 	Provider string
 	// Model is the model name, e.g. "gpt-4o-mini"; required when the provider is (or resolves to) "openai".
 	Model string
@@ -208,6 +211,38 @@ type A2APeer struct {
 	ProtocolVersion string
 }
 
+// Serve is the [serve] table: how `agenthost serve` offers the agent as an MCP server, over stdio or
+// streamable HTTP. The HTTP fields matter only with --http.
+type Serve struct {
+	// ToolName is the name of the agent's tool; "" means "ask_" and the agent's name, which the command
+	// computes (and shortens to a valid tool name). When set it must match ^[a-zA-Z0-9_-]{1,64}$.
+	ToolName string
+	// HTTP is the default listen address of `agenthost serve --http`, host:port with a port from 0 to 65535
+	// (0 picks a free port); default "127.0.0.1:8765".
+	HTTP string
+	// Path is the MCP endpoint's URL path: it starts with "/" and is not "/healthz"; default "/mcp".
+	Path string
+	// Stateless serves HTTP without sessions, so that any instance behind a load balancer can answer any
+	// request; default false.
+	Stateless bool
+	// AuthTokenEnv names the environment variable that holds the bearer token HTTP requests must carry; ""
+	// (default) requires none. Only the name is checked here: the command reads the variable.
+	AuthTokenEnv string
+	// AllowedHosts lists Host header values accepted besides the loopback names (localhost, 127.0.0.1, [::1])
+	// and the listen address: host or host:port, no scheme. Default none.
+	AllowedHosts []string
+	// AllowedOrigins lists Origin header values accepted, as scheme://host[:port] with scheme http or https.
+	// Default none: only requests without an Origin, or from a loopback origin, are accepted.
+	AllowedOrigins []string
+	// MaxBodyBytes caps the body of one HTTP request: 1024..1<<30, default 4 MiB.
+	MaxBodyBytes int64
+	// ExposeTools also offers every merged tool besides the agent's tool (gateway mode); default false.
+	ExposeTools bool
+	// ProgressInterval is the least time between two progress notifications that carry streamed text:
+	// positive, default 250ms.
+	ProgressInterval Duration
+}
+
 // Duration is a time.Duration written in TOML as a string such as "30s", "2m" or "1h30m".
 type Duration struct{ time.Duration }
 
@@ -230,6 +265,7 @@ const (
 	ProviderOpenAI   = "openai"
 	ProviderTest     = "test"
 	ProviderScripted = "scripted"
+	ProviderSampling = "sampling"
 
 	CitationMarkdown = "markdown"
 	CitationSup      = "sup"
@@ -269,6 +305,12 @@ func Default() *Config {
 		Tools:   map[string]ToolPolicy{},
 		MCP:     MCP{Servers: map[string]MCPServer{}},
 		A2A:     A2A{Peers: map[string]A2APeer{}},
+		Serve: Serve{
+			HTTP:             "127.0.0.1:8765",
+			Path:             "/mcp",
+			MaxBodyBytes:     4 << 20,
+			ProgressInterval: Duration{250 * time.Millisecond},
+		},
 	}
 }
 

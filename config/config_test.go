@@ -48,6 +48,9 @@ func TestDefault(t *testing.T) {
 		{"Tools", c.Tools, map[string]ToolPolicy{}},
 		{"MCP", c.MCP, MCP{Servers: map[string]MCPServer{}}},
 		{"A2A", c.A2A, A2A{Peers: map[string]A2APeer{}}},
+		{"Serve", c.Serve, Serve{
+			HTTP: "127.0.0.1:8765", Path: "/mcp", MaxBodyBytes: 4194304, ProgressInterval: Duration{250 * time.Millisecond},
+		}},
 		{"DefaultMCPServer", DefaultMCPServer(), MCPServer{ConnectTimeout: Duration{30 * time.Second}, SamplingMaxTokens: 1024}},
 		{"DefaultA2APeer", DefaultA2APeer(), A2APeer{Timeout: Duration{5 * time.Minute}}},
 	}
@@ -63,7 +66,7 @@ func TestDefault(t *testing.T) {
 
 // TestParseEmptyIsDefault checks that an empty file and Default agree, so the defaults live in one place.
 func TestParseEmptyIsDefault(t *testing.T) {
-	for _, src := range []string{"", "# only a comment\n", "[agent]\n[model]\n[limits]\n[builtin]\n[mcp]\n[a2a]\n"} {
+	for _, src := range []string{"", "# only a comment\n", "[agent]\n[model]\n[limits]\n[builtin]\n[mcp]\n[a2a]\n[serve]\n"} {
 		got, err := Parse("agent.toml", []byte(src), envOf(nil))
 		if err != nil {
 			t.Fatalf("Parse(%q): %v", src, err)
@@ -177,6 +180,18 @@ mcp.servers.fs.connect_timeout: must be positive (got "0s")
 mcp.servers.fs.sampling_max_tokens: must be at least 1 (got 0)`
 	if err == nil || err.Error() != want {
 		t.Fatalf("Validate() =\n%v\nwant\n%s", err, want)
+	}
+
+	// A Serve built in code gets no defaults either.
+	c = Default()
+	c.Serve = Serve{}
+	err = c.Validate()
+	want = `serve.http: must be a listen address host:port such as "127.0.0.1:8765" (got "")
+serve.path: must be a URL path such as "/mcp": starting with "/", without spaces, ?, #, { or } (got "")
+serve.max_body_bytes: must be between 1024 and 1073741824 (got 0)
+serve.progress_interval: must be positive (got "0s")`
+	if err == nil || err.Error() != want {
+		t.Fatalf("Validate() with a zero Serve =\n%v\nwant\n%s", err, want)
 	}
 
 	c = Default()

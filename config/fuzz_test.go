@@ -19,6 +19,7 @@ func FuzzParse(f *testing.F) {
 		"[agent]\ninstructions = \"\"\"\n[x]\ny = 1\n\"\"\"\n[[a2a.peers]]\n",
 		"[tools.\"a\\u0062\"]\nforced = \"${F}\"\n",
 		"a.'b'.\"c\" = [ { d = 1 }, [2, '3'] ] # c\r\n",
+		"[serve]\nhttp = \"[::1]:0\"\nallowed_hosts = [\"[::1]\", \"a:1\"]\nallowed_origins = [\"http://[::1]:1\"]\n",
 	} {
 		f.Add([]byte(s))
 	}

@@ -194,6 +194,7 @@ func (d *decoder) config(c *Config, tree map[string]any) {
 				})
 			}})
 		},
+		"serve": func(p []string, v any) { d.serve(p, v, &c.Serve) },
 	})
 }
 
@@ -276,6 +277,21 @@ func (d *decoder) a2aPeer(path []string, v any, p *A2APeer) {
 		"timeout":          d.duration(&p.Timeout),
 		"required":         d.boolean(&p.Required),
 		"protocol_version": d.str(&p.ProtocolVersion),
+	})
+}
+
+func (d *decoder) serve(path []string, v any, s *Serve) {
+	d.table(path, v, map[string]fieldFunc{
+		"tool_name":         d.str(&s.ToolName),
+		"http":              d.str(&s.HTTP),
+		"path":              d.str(&s.Path),
+		"stateless":         d.boolean(&s.Stateless),
+		"auth_token_env":    d.str(&s.AuthTokenEnv),
+		"allowed_hosts":     d.strList(&s.AllowedHosts),
+		"allowed_origins":   d.strList(&s.AllowedOrigins),
+		"max_body_bytes":    d.int64(&s.MaxBodyBytes),
+		"expose_tools":      d.boolean(&s.ExposeTools),
+		"progress_interval": d.duration(&s.ProgressInterval),
 	})
 }
 

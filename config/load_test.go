@@ -83,6 +83,18 @@ headers = { X-Key = "k" }
 timeout = "1m"
 required = true
 protocol_version = "0.3"
+
+[serve]
+tool_name = "ask_helper"
+http = "0.0.0.0:9000"
+path = "/agent/mcp"
+stateless = true
+auth_token_env = "SERVE_TOKEN"
+allowed_hosts = ["agent.example.com", "agent.example.com:9000", "[::1]:9000"]
+allowed_origins = ["https://app.example.com", "http://localhost:3000"]
+max_body_bytes = 1048576
+expose_tools = true
+progress_interval = "1s"
 `
 	got, err := Parse("/etc/agenthost/agent.toml", []byte(src), envOf(nil))
 	if err != nil {
@@ -128,6 +140,12 @@ protocol_version = "0.3"
 				Timeout: Duration{time.Minute}, Required: true, ProtocolVersion: "0.3",
 			}},
 			Order: []string{"researcher"},
+		},
+		Serve: Serve{
+			ToolName: "ask_helper", HTTP: "0.0.0.0:9000", Path: "/agent/mcp", Stateless: true, AuthTokenEnv: "SERVE_TOKEN",
+			AllowedHosts:   []string{"agent.example.com", "agent.example.com:9000", "[::1]:9000"},
+			AllowedOrigins: []string{"https://app.example.com", "http://localhost:3000"},
+			MaxBodyBytes:   1 << 20, ExposeTools: true, ProgressInterval: Duration{time.Second},
 		},
 	}
 	if !reflect.DeepEqual(got, want) {
@@ -203,7 +221,7 @@ func TestParseErrors(t *testing.T) {
 		{"citation style", "[agent]\ncitation_style = \"footnote\"\n", nil,
 			`agent.toml:2: agent.citation_style: must be one of "markdown", "sup", "none" (got "footnote")`},
 		{"provider", "[model]\nprovider = \"anthropic\"\n", nil,
-			`agent.toml:2: model.provider: must be one of "auto", "openai", "test", "scripted" (got "anthropic")`},
+			`agent.toml:2: model.provider: must be one of "auto", "openai", "test", "scripted", "sampling" (got "anthropic")`},
 		{"openai needs model", "[model]\nprovider = \"openai\"\n", nil,
 			`agent.toml:1: model.model: required when provider is "openai"`},
 		{"auto resolving to openai needs model", "[model]\napi_key_env = \"K\"\n", map[string]string{"K": "sk"},
@@ -280,6 +298,50 @@ func TestParseErrors(t *testing.T) {
 			`agent.toml:3: a2a.peers.p.timeout: must be positive (got "0s")`},
 		{"peer name", "[a2a.peers.\"a.b\"]\nurl = \"http://x\"\n", nil,
 			`agent.toml:1: a2a.peers."a.b": peer name must match ^[a-zA-Z0-9_-]{1,64}$, as it names the peer's tool`},
+		{"script with sampling", "[model]\nprovider = \"sampling\"\nscript = \"s.jsonl\"\n", nil,
+			`agent.toml:3: model.script: only used with provider "scripted" (provider is "sampling")`},
+		{"unknown serve key", "[serve]\nhttp = \"127.0.0.1:1\"\nexpose_tool = true\n", nil,
+			`agent.toml:3: serve.expose_tool: unknown key (did you mean "expose_tools"?)`},
+		{"serve tool_name", "[serve]\ntool_name = \"ask agent\"\n", nil,
+			`agent.toml:2: serve.tool_name: must match ^[a-zA-Z0-9_-]{1,64}$, or be "" for "ask_<agent name>" (got "ask agent")`},
+		{"serve http without port", "[serve]\nhttp = \"127.0.0.1\"\n", nil,
+			`agent.toml:2: serve.http: must be a listen address host:port such as "127.0.0.1:8765" (got "127.0.0.1")`},
+		{"serve http empty", "[serve]\nhttp = \"\"\n", nil,
+			`agent.toml:2: serve.http: must be a listen address host:port such as "127.0.0.1:8765" (got "")`},
+		{"serve http port", "[serve]\nhttp = \"localhost:65536\"\n", nil,
+			`agent.toml:2: serve.http: port must be a number between 0 and 65535, 0 for any free port (got "localhost:65536")`},
+		{"serve http named port", "[serve]\nhttp = \":http\"\n", nil,
+			`agent.toml:2: serve.http: port must be a number between 0 and 65535, 0 for any free port (got ":http")`},
+		{"serve path relative", "[serve]\npath = \"mcp\"\n", nil,
+			`agent.toml:2: serve.path: must be a URL path such as "/mcp": starting with "/", without spaces, ?, #, { or } (got "mcp")`},
+		{"serve path with a query", "[serve]\npath = \"/mcp?x=1\"\n", nil,
+			`agent.toml:2: serve.path: must be a URL path such as "/mcp": starting with "/", without spaces, ?, #, { or } (got "/mcp?x=1")`},
+		{"serve path healthz", "[serve]\npath = \"/healthz\"\n", nil,
+			`agent.toml:2: serve.path: "/healthz" is the health check's path`},
+		{"serve auth_token_env", "[serve]\nauth_token_env = \"TOKEN-1\"\n", nil,
+			`agent.toml:2: serve.auth_token_env: must be the name of an environment variable (got "TOKEN-1")`},
+		{"serve allowed_hosts", "[serve]\nallowed_hosts = [\"ok.example\", \"https://x.example\", \"::1\", \"x:0\", \"\"]\n", nil,
+			"agent.toml:2: serve.allowed_hosts[1]: must be a host or host:port such as \"agent.example.com\" or \"[::1]:8765\", without a scheme (got \"https://x.example\")\n" +
+				"agent.toml:2: serve.allowed_hosts[2]: must be a host or host:port such as \"agent.example.com\" or \"[::1]:8765\", without a scheme (got \"::1\")\n" +
+				"agent.toml:2: serve.allowed_hosts[3]: must be a host or host:port such as \"agent.example.com\" or \"[::1]:8765\", without a scheme (got \"x:0\")\n" +
+				"agent.toml:2: serve.allowed_hosts[4]: must be a host or host:port such as \"agent.example.com\" or \"[::1]:8765\", without a scheme (got \"\")"},
+		{"serve allowed_origins", "[serve]\nallowed_origins = [\n  \"https://ok.example\",\n  \"https://x.example/\",\n  \"ftp://x.example\",\n  \"x.example\",\n  \"http://x.example:\",\n]\n", nil,
+			"agent.toml:2: serve.allowed_origins[1]: must be an origin such as \"https://app.example.com\": http or https, a host, an optional port and no path (got \"https://x.example/\")\n" +
+				"agent.toml:2: serve.allowed_origins[2]: must be an origin such as \"https://app.example.com\": http or https, a host, an optional port and no path (got \"ftp://x.example\")\n" +
+				"agent.toml:2: serve.allowed_origins[3]: must be an origin such as \"https://app.example.com\": http or https, a host, an optional port and no path (got \"x.example\")\n" +
+				"agent.toml:2: serve.allowed_origins[4]: must be an origin such as \"https://app.example.com\": http or https, a host, an optional port and no path (got \"http://x.example:\")"},
+		{"serve allowed_hosts type", "[serve]\nallowed_hosts = \"a.example\"\n", nil,
+			`agent.toml:2: serve.allowed_hosts: must be an array of strings (got string "a.example")`},
+		{"serve max_body_bytes small", "[serve]\nmax_body_bytes = 1023\n", nil,
+			`agent.toml:2: serve.max_body_bytes: must be between 1024 and 1073741824 (got 1023)`},
+		{"serve max_body_bytes big", "[serve]\nmax_body_bytes = 1073741825\n", nil,
+			`agent.toml:2: serve.max_body_bytes: must be between 1024 and 1073741824 (got 1073741825)`},
+		{"serve progress_interval", "[serve]\nprogress_interval = \"0s\"\n", nil,
+			`agent.toml:2: serve.progress_interval: must be positive (got "0s")`},
+		{"serve stateless type", "[serve]\nstateless = 1\n", nil,
+			`agent.toml:2: serve.stateless: must be a boolean (got integer 1)`},
+		{"serve not a table", "serve = \"stdio\"\n", nil,
+			`agent.toml:1: serve: must be a table (got string "stdio")`},
 		{"unset variable", "[model]\nmodel = \"m\"\nbase_url = \"${BASE}/v1\"\n", nil,
 			`agent.toml:3: model.base_url: environment variable BASE is not set`},
 		{"unset variable in multi-line string", "[agent]\ninstructions = \"\"\"\nHello\n${WHO}\n\"\"\"\n", nil,
@@ -319,6 +381,58 @@ func TestParseErrors(t *testing.T) {
 				t.Errorf("got\n%v\nwant\n%s", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestParseServeAccepts checks the edge values of [serve] that must load, so that the checks are not stricter
+// than documented.
+func TestParseServeAccepts(t *testing.T) {
+	tests := []struct {
+		name string
+		src  string
+		env  map[string]string
+		want func(Serve) bool
+	}{
+		{"any free port on all interfaces", `http = ":0"`, nil, func(s Serve) bool { return s.HTTP == ":0" }},
+		{"IPv6 listen address", `http = "[::1]:65535"`, nil, func(s Serve) bool { return s.HTTP == "[::1]:65535" }},
+		{"host name listen address", `http = "localhost:8765"`, nil, func(s Serve) bool { return s.HTTP == "localhost:8765" }},
+		{"root path", `path = "/"`, nil, func(s Serve) bool { return s.Path == "/" }},
+		{"path below healthz", `path = "/healthz/mcp"`, nil, func(s Serve) bool { return s.Path == "/healthz/mcp" }},
+		{"hosts", `allowed_hosts = ["[::1]", "10.0.0.1", "10.0.0.1:1", "Agent.Example.COM", "my_host"]`, nil,
+			func(s Serve) bool { return len(s.AllowedHosts) == 5 }},
+		{"origins", `allowed_origins = ["http://[::1]:8080", "HTTPS://App.Example.com", "http://localhost:65535"]`, nil,
+			func(s Serve) bool { return len(s.AllowedOrigins) == 3 }},
+		{"body bounds", "max_body_bytes = 1024", nil, func(s Serve) bool { return s.MaxBodyBytes == 1024 }},
+		{"body from a variable", `max_body_bytes = "${MAX}"`, map[string]string{"MAX": "1073741824"},
+			func(s Serve) bool { return s.MaxBodyBytes == 1<<30 }},
+		{"token variable set or not", `auth_token_env = "UNSET_TOKEN"`, nil,
+			func(s Serve) bool { return s.AuthTokenEnv == "UNSET_TOKEN" }},
+		{"tool name of 64 characters", `tool_name = "` + strings.Repeat("a", 64) + `"`, nil,
+			func(s Serve) bool { return len(s.ToolName) == 64 }},
+		{"short progress interval", `progress_interval = "1ns"`, nil,
+			func(s Serve) bool { return s.ProgressInterval.Duration == time.Nanosecond }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Parse("agent.toml", []byte("[serve]\n"+tc.src+"\n"), envOf(tc.env))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tc.want(c.Serve) {
+				t.Errorf("Serve = %+v", c.Serve)
+			}
+		})
+	}
+}
+
+func TestParseSamplingProvider(t *testing.T) {
+	// No model name and no API key: the caller's model is used.
+	c, err := Parse("agent.toml", []byte("[model]\nprovider = \"sampling\"\n"), envOf(map[string]string{"OPENAI_API_KEY": "sk"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Model.Provider != ProviderSampling || c.Model.ResolveProvider(nil) != ProviderSampling {
+		t.Errorf("provider %q resolves to %q", c.Model.Provider, c.Model.ResolveProvider(nil))
 	}
 }
 
@@ -551,7 +665,7 @@ func TestExampleFileDocumentsEveryKey(t *testing.T) {
 	text := string(data)
 	for _, typ := range []reflect.Type{
 		reflect.TypeFor[Agent](), reflect.TypeFor[Model](), reflect.TypeFor[Limits](), reflect.TypeFor[Builtin](),
-		reflect.TypeFor[ToolPolicy](), reflect.TypeFor[MCPServer](), reflect.TypeFor[A2APeer](),
+		reflect.TypeFor[ToolPolicy](), reflect.TypeFor[MCPServer](), reflect.TypeFor[A2APeer](), reflect.TypeFor[Serve](),
 	} {
 		for f := range typ.Fields() {
 			key := snake(f.Name)
@@ -564,7 +678,7 @@ func TestExampleFileDocumentsEveryKey(t *testing.T) {
 
 // snake turns a Go field name into its TOML key: MaxToolCalls → max_tool_calls, BaseURL → base_url.
 func snake(name string) string {
-	for _, r := range []struct{ from, to string }{{"URL", "Url"}, {"APIKey", "ApiKey"}, {"MCP", "Mcp"}, {"TTL", "Ttl"}} {
+	for _, r := range []struct{ from, to string }{{"URL", "Url"}, {"APIKey", "ApiKey"}, {"MCP", "Mcp"}, {"TTL", "Ttl"}, {"HTTP", "Http"}} {
 		name = strings.ReplaceAll(name, r.from, r.to)
 	}
 	var b strings.Builder

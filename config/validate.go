@@ -3,10 +3,12 @@ package config
 import (
 	"fmt"
 	"math"
+	"net"
 	"net/url"
 	"path"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -20,7 +22,7 @@ func (c *Config) Validate() error {
 
 // Enumerated values, in the order messages list them.
 var (
-	providers      = []string{ProviderAuto, ProviderOpenAI, ProviderTest, ProviderScripted}
+	providers      = []string{ProviderAuto, ProviderOpenAI, ProviderTest, ProviderScripted, ProviderSampling}
 	citationStyles = []string{CitationMarkdown, CitationSup, CitationNone}
 	transports     = []string{TransportStdio, TransportHTTP, TransportSSE}
 	a2aVersions    = []string{"", "1.0", "0.3"}
@@ -85,6 +87,7 @@ func (c *Config) check() issues {
 	for _, name := range sortedKeys(c.A2A.Peers) {
 		checkPeer(&is, []string{"a2a", "peers", name}, name, c.A2A.Peers[name])
 	}
+	checkServe(&is, &c.Serve)
 	return is
 }
 
@@ -231,7 +234,107 @@ func checkPeer(is *issues, p []string, name string, peer A2APeer) {
 	checkEnum(is, k("protocol_version"), peer.ProtocolVersion, a2aVersions)
 }
 
-func checkRange(is *issues, p []string, n, lo, hi int) {
+// healthPath is the URL path of the health check of `agenthost serve --http`, which serve.path must leave free.
+const healthPath = "/healthz"
+
+func checkServe(is *issues, s *Serve) {
+	p := func(key string) []string { return []string{"serve", key} }
+	if s.ToolName != "" && !validName(s.ToolName) {
+		is.add(p("tool_name"), "must match %s, or be \"\" for \"ask_<agent name>\" (got %q)", namePattern, s.ToolName)
+	}
+	if _, port, err := net.SplitHostPort(s.HTTP); err != nil {
+		is.add(p("http"), "must be a listen address host:port such as \"127.0.0.1:8765\" (got %q)", s.HTTP)
+	} else if _, ok := parsePort(port); !ok {
+		is.add(p("http"), "port must be a number between 0 and 65535, 0 for any free port (got %q)", s.HTTP)
+	}
+	switch {
+	case !validURLPath(s.Path):
+		is.add(p("path"), "must be a URL path such as \"/mcp\": starting with \"/\", without spaces, ?, #, { or } (got %q)", s.Path)
+	case s.Path == healthPath:
+		is.add(p("path"), "%q is the health check's path", healthPath)
+	}
+	if s.AuthTokenEnv != "" && !validEnvName(s.AuthTokenEnv) {
+		is.add(p("auth_token_env"), "must be the name of an environment variable (got %q)", s.AuthTokenEnv)
+	}
+	for i, h := range s.AllowedHosts {
+		if !validHostHeader(h) {
+			is.addKey(p("allowed_hosts"), fmt.Sprintf("serve.allowed_hosts[%d]", i),
+				"must be a host or host:port such as \"agent.example.com\" or \"[::1]:8765\", without a scheme (got %q)", h)
+		}
+	}
+	for i, o := range s.AllowedOrigins {
+		if !validOrigin(o) {
+			is.addKey(p("allowed_origins"), fmt.Sprintf("serve.allowed_origins[%d]", i),
+				"must be an origin such as \"https://app.example.com\": http or https, a host, an optional port and no path (got %q)", o)
+		}
+	}
+	checkRange(is, p("max_body_bytes"), s.MaxBodyBytes, 1024, 1<<30)
+	checkPositive(is, p("progress_interval"), s.ProgressInterval)
+}
+
+// parsePort parses a decimal TCP port, 0..65535.
+func parsePort(s string) (uint16, bool) {
+	n, err := strconv.ParseUint(s, 10, 16)
+	return uint16(n), err == nil
+}
+
+// validURLPath reports whether p can name an HTTP endpoint: an absolute path without the characters that would
+// make it a different URL (?, #), a ServeMux wildcard ({, }) or not one token (spaces, control characters).
+func validURLPath(p string) bool {
+	if !strings.HasPrefix(p, "/") {
+		return false
+	}
+	return strings.IndexFunc(p, func(r rune) bool { return r <= ' ' || r == 0x7f || strings.ContainsRune("?#{}", r) }) < 0
+}
+
+// validHostHeader reports whether h is a value of the Host header: a host name, an IPv4 address or an IPv6
+// address in brackets, optionally followed by a port from 1 to 65535.
+func validHostHeader(h string) bool {
+	if host, port, err := net.SplitHostPort(h); err == nil {
+		n, ok := parsePort(port)
+		return ok && n > 0 && validHost(host)
+	}
+	if inner, ok := strings.CutPrefix(h, "["); ok {
+		inner, ok = strings.CutSuffix(inner, "]")
+		return ok && strings.Contains(inner, ":") && validHost(inner)
+	}
+	return !strings.Contains(h, ":") && validHost(h)
+}
+
+// validHost reports whether h is a host name, an IPv4 address or an IPv6 address without brackets.
+func validHost(h string) bool {
+	if strings.Contains(h, ":") {
+		return net.ParseIP(h) != nil
+	}
+	if h == "" {
+		return false
+	}
+	for i := 0; i < len(h); i++ {
+		c := h[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// validOrigin reports whether o is a value of the Origin header: scheme://host[:port] with scheme http or https.
+func validOrigin(o string) bool {
+	u, err := url.Parse(o)
+	if err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Opaque != "" || u.User != nil ||
+		u.Path != "" || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.HasSuffix(o, "#") ||
+		strings.HasSuffix(u.Host, ":") {
+		return false
+	}
+	if port := u.Port(); port != "" {
+		if n, ok := parsePort(port); !ok || n == 0 {
+			return false
+		}
+	}
+	return validHost(u.Hostname())
+}
+
+func checkRange[T int | int64](is *issues, p []string, n, lo, hi T) {
 	if n < lo || n > hi {
 		is.add(p, "must be between %d and %d (got %d)", lo, hi, n)
 	}

@@ -226,6 +226,9 @@ func newModel(cfg *config.Config, modelFlag string, notices io.Writer) (llm.Mode
 		}
 		return om, provider, nil
 	}
+	if provider == config.ProviderSampling {
+		return nil, "", fmt.Errorf("%w: %s: model.provider: \"sampling\" (the calling MCP client's model) is not available in this version; use \"openai\" or \"test\"", errUsage, configName(cfg))
+	}
 	return nil, "", fmt.Errorf("%w: %s: model.provider: unknown provider %q", errUsage, configName(cfg), provider)
 }
 

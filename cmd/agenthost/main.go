@@ -43,6 +43,7 @@ Usage:
   agenthost run [flags] PROMPT   answer PROMPT (or the prompt on stdin), streaming the answer to stdout
   agenthost tools [flags]        list the tools the agent offers
   agenthost check [flags]        validate the configuration and report every problem
+  agenthost serve [flags]        serve the agent as an MCP server over stdio, or --http ADDR
   agenthost version              print the version
 
 Run "agenthost COMMAND -h" for the flags of a command.
@@ -64,6 +65,8 @@ func run(ctx context.Context, args []string, io *stdio) int {
 		err = cmdTools(ctx, rest, io)
 	case "check":
 		err = cmdCheck(ctx, rest, io)
+	case "serve":
+		err = cmdServe(ctx, rest, io)
 	case "version", "-version", "--version":
 		fmt.Fprintln(io.out, "agenthost", version)
 	case "help", "-h", "-help", "--help":

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/agenthost/agenthost/mcpserver"
+)
+
+// httpFlag is --http: alone it serves HTTP on the configured address, with a value (--http=ADDR, or --http ADDR
+// as the one argument that follows) on that address.
+type httpFlag struct {
+	set  bool
+	addr string
+}
+
+func (f *httpFlag) String() string   { return f.addr }
+func (f *httpFlag) IsBoolFlag() bool { return true }
+func (f *httpFlag) Set(s string) error {
+	f.set = true
+	if s != "true" {
+		f.addr = s
+	}
+	return nil
+}
+
+func cmdServe(ctx context.Context, args []string, io *stdio) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	var c common
+	c.register(fs)
+	var httpAddr httpFlag
+	fs.Var(&httpAddr, "http", "serve streamable HTTP instead of stdio, on `ADDR` or on [serve] http (default 127.0.0.1:8765)")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "Usage: agenthost serve [flags]\n       agenthost serve --http [ADDR] [flags]\n\nServes the agent as an MCP server: over stdio (what Claude Desktop and IDEs start), or over\nstreamable HTTP at [serve] path (default /mcp).\n\nFlags:")
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args, io.err); err != nil {
+		return err
+	}
+	switch rest := fs.Args(); {
+	case len(rest) == 1 && httpAddr.set && httpAddr.addr == "":
+		httpAddr.addr = rest[0]
+	case len(rest) > 0:
+		return fmt.Errorf("%w: serve takes no arguments (got %q)", errUsage, rest)
+	}
+	a, err := c.app(ctx, fs, io.err, io.err, false)
+	if err != nil {
+		return err
+	}
+	defer a.close()
+	sc := a.cfg.Serve
+	srv, err := mcpserver.New(ctx, a.orch, &mcpserver.Options{
+		Name:             a.cfg.Agent.Name,
+		Version:          version,
+		ToolName:         sc.ToolName,
+		Description:      a.cfg.Agent.Description,
+		ProgressInterval: sc.ProgressInterval.Duration,
+		Logger:           a.logger,
+	})
+	if err != nil {
+		return fmt.Errorf("%w: %w", errUsage, err)
+	}
+	if !httpAddr.set {
+		a.logger.Info("serving MCP over stdio", "tool", srv.ToolName())
+		return srv.ServeStdio(ctx, io.stdinCloser(), io.stdoutCloser())
+	}
+	addr := httpAddr.addr
+	if addr == "" {
+		addr = sc.HTTP
+	}
+	var token string
+	if sc.AuthTokenEnv != "" {
+		if token = os.Getenv(sc.AuthTokenEnv); token == "" {
+			return fmt.Errorf("%w: %s: serve.auth_token_env names %s, which is not set", errUsage, configName(a.cfg), sc.AuthTokenEnv)
+		}
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("%w: serve --http %s: %w", errUsage, addr, err)
+	}
+	if !isLoopback(ln.Addr()) && token == "" {
+		a.logger.Warn("serving beyond loopback without a token: anyone who can reach this address can use the agent and its tools; set [serve] auth_token_env", "addr", ln.Addr().String())
+	}
+	handler := srv.Handler(&mcpserver.HTTPOptions{
+		Path:           sc.Path,
+		Stateless:      sc.Stateless,
+		Token:          token,
+		ListenAddr:     ln.Addr().String(),
+		AllowedHosts:   sc.AllowedHosts,
+		AllowedOrigins: sc.AllowedOrigins,
+		MaxBodyBytes:   sc.MaxBodyBytes,
+		Health:         func() any { return a.mcp.Status() },
+	})
+	fmt.Fprintf(io.err, "agenthost: serving MCP at http://%s%s (tool %s)\n", ln.Addr(), orDefault(sc.Path, "/mcp"), srv.ToolName())
+	return serveHTTP(ctx, ln, handler)
+}
+
+// serveHTTP serves until ctx ends, then cancels the runs in flight and drains: requests get a few seconds to finish
+// (a cancelled run ends promptly), then the rest are cut.
+func serveHTTP(ctx context.Context, ln net.Listener, handler http.Handler) error {
+	runs, cancelRuns := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelRuns()
+	hs := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return runs },
+	}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	cancelRuns()
+	drain, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(drain); err != nil {
+		hs.Close()
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+func isLoopback(addr net.Addr) bool {
+	tcp, ok := addr.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
+}
+
+// stdinCloser and stdoutCloser give the MCP stdio transport the streams it closes at the end.
+func (s *stdio) stdinCloser() io.ReadCloser {
+	if rc, ok := s.in.(io.ReadCloser); ok {
+		return rc
+	}
+	return io.NopCloser(s.in)
+}
+
+func (s *stdio) stdoutCloser() io.WriteCloser {
+	if wc, ok := s.out.(io.WriteCloser); ok {
+		return wc
+	}
+	return nopWriteCloser{s.out}
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }

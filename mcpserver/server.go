@@ -1,0 +1,426 @@
+// Package mcpserver offers the orchestrator as an MCP server: one tool, the agent, that runs the loop on a prompt and
+// answers with the result, its references and debug info, over stdio (for Claude Desktop and IDEs) or streamable
+// HTTP (for remote callers, another agenthost among them).
+//
+// It owns the agent tool's schemas, the translation of the run's events into progress notifications, cancellation,
+// approvals asked through elicitation, and the HTTP edge: bearer-token auth, Host and Origin checks, body limits and
+// a health endpoint. MCP SDK types stop here. It imports host and the MCP SDK; it must not import config, mcpclients,
+// a2a, builtin or a model SDK.
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agenthost/agenthost/host"
+)
+
+// Options configures a Server. A nil *Options means all defaults.
+type Options struct {
+	// Name and Version identify the server to its clients; "" means "agenthost" and "dev".
+	Name, Version string
+	// ToolName is the agent tool's name; "" means "ask_<Name>", sanitised.
+	ToolName string
+	// Description opens the agent tool's description; a line listing the tools the agent can use follows it.
+	Description string
+	// ProgressInterval is the least time between two progress notifications that carry streamed answer text; 0
+	// means 250ms. Notifications of steps (iterations, tool calls) are not held back.
+	ProgressInterval time.Duration
+	// Logger receives the server's log lines; nil discards them.
+	Logger *slog.Logger
+}
+
+// Server is the agent as an MCP server.
+type Server struct {
+	orch     *host.Orchestrator
+	opts     Options
+	logger   *slog.Logger
+	toolName string
+	mcp      *mcp.Server
+}
+
+// New returns a Server for orch. It reads the orchestrator's tools once, for the agent tool's schema and description.
+func New(ctx context.Context, orch *host.Orchestrator, opts *Options) (*Server, error) {
+	s := &Server{orch: orch}
+	if opts != nil {
+		s.opts = *opts
+	}
+	if s.opts.Name == "" {
+		s.opts.Name = "agenthost"
+	}
+	if s.opts.Version == "" {
+		s.opts.Version = "dev"
+	}
+	if s.opts.ProgressInterval <= 0 {
+		s.opts.ProgressInterval = 250 * time.Millisecond
+	}
+	s.logger = s.opts.Logger
+	if s.logger == nil {
+		s.logger = slog.New(slog.DiscardHandler)
+	}
+	s.toolName = s.opts.ToolName
+	if s.toolName == "" {
+		s.toolName = host.ToolName("ask", s.opts.Name)
+	}
+	if !host.ValidToolName(s.toolName) {
+		return nil, fmt.Errorf("mcpserver: invalid tool name %q", s.toolName)
+	}
+	tools, err := orch.Tools().Tools(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("mcpserver: %w", err)
+	}
+	var names []string
+	for _, t := range tools {
+		if !t.Policy.Disabled {
+			names = append(names, t.Spec.Name)
+		}
+	}
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: s.opts.Name, Version: s.opts.Version}, &mcp.ServerOptions{Logger: s.opts.Logger})
+	s.mcp.AddTool(&mcp.Tool{
+		Name:         s.toolName,
+		Title:        s.opts.Name,
+		Description:  description(s.opts.Description, names),
+		InputSchema:  inputSchema(names),
+		OutputSchema: outputSchema,
+		Annotations:  &mcp.ToolAnnotations{OpenWorldHint: ptr(true)},
+	}, s.handleAgent)
+	return s, nil
+}
+
+// ToolName returns the agent tool's name.
+func (s *Server) ToolName() string { return s.toolName }
+
+// ServeStdio serves one client over in and out (the process's stdin and stdout) until the client leaves or ctx ends.
+func (s *Server) ServeStdio(ctx context.Context, in io.ReadCloser, out io.WriteCloser) error {
+	err := s.mcp.Run(ctx, &mcp.IOTransport{Reader: in, Writer: out})
+	if err == nil || errors.Is(err, io.EOF) || ctx.Err() != nil {
+		return nil // the client closed the connection, or we were asked to stop
+	}
+	return fmt.Errorf("mcpserver: %w", err)
+}
+
+func description(intro string, tools []string) string {
+	intro = strings.TrimSpace(intro)
+	if intro == "" {
+		intro = "An agent that answers a request using its tools."
+	}
+	if len(tools) == 0 {
+		return intro + " It has no tools."
+	}
+	return intro + " It can use: " + strings.Join(tools, ", ") + "."
+}
+
+// agentInput is the agent tool's input.
+type agentInput struct {
+	Prompt         string   `json:"prompt"`
+	ConversationID string   `json:"conversation_id,omitempty"`
+	ToolChoices    []string `json:"tool_choices,omitempty"`
+	DisabledTools  []string `json:"disabled_tools,omitempty"`
+}
+
+func inputSchema(tools []string) json.RawMessage {
+	names := map[string]any{"type": "string"}
+	if len(tools) > 0 {
+		names["enum"] = tools
+	}
+	schema := map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"prompt":          map[string]any{"type": "string", "description": "What to do or answer."},
+			"conversation_id": map[string]any{"type": "string", "description": "Continue the conversation with this id, returned by an earlier call."},
+			"tool_choices":    map[string]any{"type": "array", "items": names, "description": "Use only these tools, and call them first."},
+			"disabled_tools":  map[string]any{"type": "array", "items": names, "description": "Do not use these tools."},
+		},
+		"required":             []string{"prompt"},
+		"additionalProperties": false,
+	}
+	b, _ := json.Marshal(schema) // plain maps and strings: cannot fail
+	return b
+}
+
+// outputSchema describes the agent tool's structured content.
+var outputSchema = json.RawMessage(`{
+  "type": "object",
+  "properties": {
+    "answer": {"type": "string"},
+    "references": {"type": "array", "items": {"type": "object", "properties": {
+      "number": {"type": "integer"}, "title": {"type": "string"}, "uri": {"type": "string"}}, "required": ["number"]}},
+    "conversation_id": {"type": "string"},
+    "stopped_by": {"type": "string", "enum": ["answered", "tool_took_control", "iteration_limit", "usage_limit", "cancelled", "no_output", "error"]},
+    "iterations": {"type": "integer"},
+    "usage": {"type": "object", "properties": {
+      "requests": {"type": "integer"}, "prompt_tokens": {"type": "integer"}, "completion_tokens": {"type": "integer"}, "total_tokens": {"type": "integer"}}},
+    "tool_calls": {"type": "array", "items": {"type": "object", "properties": {
+      "name": {"type": "string"}, "ok": {"type": "boolean"}, "duration_ms": {"type": "number"}}, "required": ["name", "ok"]}}
+  },
+  "required": ["answer", "references", "conversation_id", "stopped_by", "iterations", "usage", "tool_calls"]
+}`)
+
+// agentOutput is the agent tool's structured content.
+type agentOutput struct {
+	Answer         string                   `json:"answer"`
+	References     []host.NumberedReference `json:"references"`
+	ConversationID string                   `json:"conversation_id"`
+	StoppedBy      host.StopReason          `json:"stopped_by"`
+	Iterations     int                      `json:"iterations"`
+	Usage          usage                    `json:"usage"`
+	ToolCalls      []toolCall               `json:"tool_calls"`
+}
+
+type usage struct {
+	Requests         int   `json:"requests"`
+	PromptTokens     int64 `json:"prompt_tokens"`
+	CompletionTokens int64 `json:"completion_tokens"`
+	TotalTokens      int64 `json:"total_tokens"`
+}
+
+type toolCall struct {
+	Name       string  `json:"name"`
+	OK         bool    `json:"ok"`
+	DurationMS float64 `json:"duration_ms"`
+}
+
+func output(ans *host.Answer) agentOutput {
+	out := agentOutput{
+		Answer: ans.Text, References: ans.References, ConversationID: ans.ConversationID, StoppedBy: ans.StoppedBy,
+		Iterations: len(ans.Iterations),
+		Usage:      usage{ans.Usage.Requests, ans.Usage.PromptTokens, ans.Usage.CompletionTokens, ans.Usage.TotalTokens},
+		ToolCalls:  make([]toolCall, 0, len(ans.ToolCalls)),
+	}
+	if out.References == nil {
+		out.References = []host.NumberedReference{}
+	}
+	for _, c := range ans.ToolCalls {
+		out.ToolCalls = append(out.ToolCalls, toolCall{Name: c.Name, OK: c.OK, DurationMS: float64(c.Duration) / float64(time.Millisecond)})
+	}
+	return out
+}
+
+// handleAgent runs the loop for one call of the agent tool.
+func (s *Server) handleAgent(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var in agentInput
+	dec := json.NewDecoder(strings.NewReader(string(req.Params.Arguments)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&in); err != nil && len(req.Params.Arguments) > 0 {
+		return toolError("invalid arguments: %v", err), nil
+	}
+	if strings.TrimSpace(in.Prompt) == "" {
+		return toolError("prompt is required: say what the agent should do"), nil
+	}
+	hreq := &host.Request{
+		Prompt:         in.Prompt,
+		ConversationID: in.ConversationID,
+		Selection:      host.Selection{ToolChoices: in.ToolChoices, DisabledTools: in.DisabledTools},
+		Interactor:     interactorFor(req.Session),
+	}
+	p := newProgress(ctx, req, s.opts.ProgressInterval)
+	defer p.stop()
+	var ans *host.Answer
+	var runErr error
+	for ev, err := range s.orch.Run(ctx, hreq) {
+		if err != nil {
+			runErr = err
+			break
+		}
+		p.event(ev)
+		if ev.Kind == host.EventAnswer {
+			ans = ev.Answer
+		}
+	}
+	switch {
+	case runErr == nil:
+	case ctx.Err() != nil:
+		return nil, ctx.Err() // the caller cancelled: nobody reads the result
+	case errors.Is(runErr, host.ErrInvalidRequest), errors.Is(runErr, host.ErrUnknownConversation):
+		return toolError("%v", runErr), nil
+	case ans == nil:
+		return toolError("the agent failed: %v", runErr), nil
+	}
+	out := output(ans)
+	structured, err := json.Marshal(out)
+	if err != nil {
+		return nil, err
+	}
+	return &mcp.CallToolResult{
+		Content:           []mcp.Content{&mcp.TextContent{Text: ans.Text}},
+		StructuredContent: json.RawMessage(structured),
+		IsError:           runErr != nil,
+	}, nil
+}
+
+func toolError(format string, args ...any) *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(format, args...)}}}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// progress turns a run's events into progress notifications, when the caller sent a progress token. Progress values
+// strictly increase: one step per event that is notified. Streamed answer text is batched, at most one notification
+// per interval, with the text gathered since the last one.
+type progress struct {
+	ctx      context.Context
+	session  *mcp.ServerSession
+	token    any
+	interval time.Duration
+
+	mu      sync.Mutex
+	n       float64
+	pending strings.Builder
+	last    time.Time
+	timer   *time.Timer
+}
+
+func newProgress(ctx context.Context, req *mcp.CallToolRequest, interval time.Duration) *progress {
+	return &progress{ctx: ctx, session: req.Session, token: req.Params.GetProgressToken(), interval: interval}
+}
+
+func (p *progress) event(ev *host.Event) {
+	if p.token == nil {
+		return
+	}
+	switch ev.Kind {
+	case host.EventIteration:
+		p.notify(fmt.Sprintf("iteration %d", ev.Iteration+1))
+	case host.EventToolStart:
+		p.notify(fmt.Sprintf("calling %s (%s)", ev.ToolCall.Name, ev.ToolCall.Source))
+	case host.EventToolProgress:
+		msg := fmt.Sprintf("%s (%s): %s", ev.ToolCall.Name, ev.ToolCall.Source, ev.ToolCall.Progress.Message)
+		p.notify(strings.TrimSuffix(msg, ": "))
+	case host.EventToolEnd:
+		status := "done"
+		if info := ev.ToolCall.Info; info != nil && !info.OK {
+			status = "failed: " + firstLine(info.Error)
+		}
+		p.notify(fmt.Sprintf("%s (%s) %s", ev.ToolCall.Name, ev.ToolCall.Source, status))
+	case host.EventTextDelta:
+		p.text(ev.Text)
+	case host.EventAnswer:
+		p.flush()
+	}
+}
+
+// text adds streamed answer text, sending it at once when the interval has passed, else when it next passes.
+func (p *progress) text(delta string) {
+	p.mu.Lock()
+	p.pending.WriteString(delta)
+	wait := p.interval - time.Since(p.last)
+	if wait <= 0 {
+		p.mu.Unlock()
+		p.flush()
+		return
+	}
+	if p.timer == nil {
+		p.timer = time.AfterFunc(wait, p.flush)
+	}
+	p.mu.Unlock()
+}
+
+func (p *progress) flush() {
+	p.mu.Lock()
+	if p.timer != nil {
+		p.timer.Stop()
+		p.timer = nil
+	}
+	text := p.pending.String()
+	p.pending.Reset()
+	p.mu.Unlock()
+	if text != "" {
+		p.notify(text)
+	}
+}
+
+func (p *progress) notify(msg string) {
+	p.mu.Lock()
+	defer p.mu.Unlock() // notifications go out in the order of their progress values
+	p.n++
+	p.last = time.Now()
+	if err := p.session.NotifyProgress(p.ctx, &mcp.ProgressNotificationParams{ProgressToken: p.token, Progress: p.n, Message: msg}); err != nil && p.ctx.Err() == nil {
+		p.token = nil // the client is gone or refuses them: stop sending
+	}
+}
+
+func (p *progress) stop() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.timer != nil {
+		p.timer.Stop()
+		p.timer = nil
+	}
+	p.token = nil
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	return s
+}
+
+// interactorFor returns an Interactor that asks the client through elicitation, or nil when the client did not
+// declare elicitation (then approvals are refused and the model is told why).
+func interactorFor(session *mcp.ServerSession) host.Interactor {
+	if session == nil {
+		return nil
+	}
+	params := session.InitializeParams()
+	if params == nil || params.Capabilities == nil || params.Capabilities.Elicitation == nil {
+		return nil
+	}
+	return &elicitor{session: session}
+}
+
+// elicitor asks the MCP client through elicitation/create.
+type elicitor struct {
+	session *mcp.ServerSession
+}
+
+var _ host.Interactor = (*elicitor)(nil)
+
+func (e *elicitor) Approve(ctx context.Context, req *host.ApprovalRequest) (bool, error) {
+	args := string(req.Arguments)
+	if len(args) > 2000 {
+		args = args[:2000] + "…"
+	}
+	res, err := e.session.Elicit(ctx, &mcp.ElicitParams{
+		Message: fmt.Sprintf("The agent wants to call %s (%s) with these arguments:\n%s\nAllow it?", req.Tool, req.Source, args),
+		RequestedSchema: map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"approve": map[string]any{"type": "boolean", "title": "Allow this call", "default": false},
+			},
+			"required": []string{"approve"},
+		},
+	})
+	if err != nil {
+		return false, err
+	}
+	approved, _ := res.Content["approve"].(bool)
+	return res.Action == "accept" && approved, nil
+}
+
+func (e *elicitor) Elicit(ctx context.Context, req *host.ElicitRequest) (*host.ElicitResult, error) {
+	params := &mcp.ElicitParams{Message: req.Message}
+	if len(req.Schema) > 0 {
+		params.RequestedSchema = json.RawMessage(req.Schema)
+	}
+	if req.Source != "" {
+		params.Message = fmt.Sprintf("%s (asked by %s)", req.Message, req.Source)
+	}
+	res, err := e.session.Elicit(ctx, params)
+	if err != nil {
+		return nil, err
+	}
+	action := host.ElicitAction(res.Action)
+	if !slices.Contains([]host.ElicitAction{host.ElicitAccept, host.ElicitDecline, host.ElicitCancel}, action) {
+		action = host.ElicitCancel
+	}
+	return &host.ElicitResult{Action: action, Content: res.Content}, nil
+}
