@@ -252,10 +252,27 @@ func (s *Server) handleAgent(ctx context.Context, req *mcp.CallToolRequest) (*mc
 		return nil, err
 	}
 	return &mcp.CallToolResult{
-		Content:           []mcp.Content{&mcp.TextContent{Text: ans.Text}},
+		Content:           content(ans),
 		StructuredContent: json.RawMessage(structured),
 		IsError:           runErr != nil,
 	}, nil
+}
+
+// content is the answer's text, then a resource link per reference with a URI: a caller that is itself an agent
+// (another agenthost) takes those as references of its own, so citations survive the hop.
+func content(ans *host.Answer) []mcp.Content {
+	out := []mcp.Content{&mcp.TextContent{Text: ans.Text}}
+	for _, ref := range ans.References {
+		if ref.URI == "" {
+			continue
+		}
+		name := ref.Title
+		if name == "" {
+			name = ref.URI
+		}
+		out = append(out, &mcp.ResourceLink{URI: ref.URI, Name: name, Title: ref.Title})
+	}
+	return out
 }
 
 func toolError(format string, args ...any) *mcp.CallToolResult {

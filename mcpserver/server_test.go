@@ -150,6 +150,12 @@ func TestAgentTool(t *testing.T) {
 	if text := res.Content[0].(*mcp.TextContent).Text; text != want {
 		t.Errorf("text %q, want %q", text, want)
 	}
+	if len(res.Content) != 2 {
+		t.Fatalf("content %v, want the text and one resource link", res.Content)
+	}
+	if link, ok := res.Content[1].(*mcp.ResourceLink); !ok || link.URI != "https://example.test/spec" || link.Name != "Spec" {
+		t.Errorf("resource link %+v", res.Content[1])
+	}
 	out := structured(t, res)
 	if out.Answer != want || out.StoppedBy != host.StopAnswered || out.Iterations != 2 || out.ConversationID == "" ||
 		len(out.References) != 1 || out.References[0].URI != "https://example.test/spec" ||
