@@ -123,6 +123,9 @@ type Request struct {
 	Selection
 	// Interactor is asked for approvals and input during the run; nil means nobody can be asked.
 	Interactor Interactor
+	// Model, when set, replaces the orchestrator's model for this run: the calling MCP client's own model, reached
+	// through sampling, for example.
+	Model llm.Model
 }
 
 // Run runs the loop for req and returns its events. The last event of a run that ends with an answer has Kind
@@ -286,7 +289,7 @@ func (r *run) loop(ctx context.Context, tools []*ManagedTool) (*Answer, error) {
 			resp, err = r.generateForced(ctx, req, off.forced)
 		} else {
 			r.stream = newCiteStream(r.citeSources, o.opts.CitationStyle)
-			resp, err = o.model.Generate(ctx, req, func(d llm.Delta) {
+			resp, err = r.model().Generate(ctx, req, func(d llm.Delta) {
 				if out := r.stream.write(d.Text); out != "" {
 					r.emit(&Event{Kind: EventTextDelta, Iteration: i, Text: out})
 				}
@@ -344,6 +347,14 @@ func (r *run) loop(ctx context.Context, tools []*ManagedTool) (*Answer, error) {
 	return r.stop(StopIterationLimit, fmt.Sprintf("The run stopped at its limit of %d iterations before the model gave an answer.", o.opts.MaxIterations)), nil
 }
 
+// model is the model of this run: the request's, else the orchestrator's.
+func (r *run) model() llm.Model {
+	if r.req.Model != nil {
+		return r.req.Model
+	}
+	return r.o.model
+}
+
 // overModelLimits returns why calling the model n more times would break the run's limits, or "".
 func (r *run) overModelLimits(n int) string {
 	l := r.o.opts.Limits
@@ -396,7 +407,7 @@ func (r *run) generateForced(ctx context.Context, base *llm.Request, forced []*M
 		wg.Go(func() {
 			req := *base
 			req.ToolChoice = llm.ToolChoice{Mode: llm.ToolChoiceFunction, Name: t.Spec.Name}
-			resp, err := r.o.model.Generate(ctx, &req, nil)
+			resp, err := r.model().Generate(ctx, &req, nil)
 			if err != nil {
 				// The first failure is the cause; the others only saw its cancellation.
 				cancel(fmt.Errorf("forced call of %s: %w", t.Spec.Name, err))

@@ -38,6 +38,8 @@ type Options struct {
 	ProgressInterval time.Duration
 	// Logger receives the server's log lines; nil discards them.
 	Logger *slog.Logger
+	// Sampling says when a call runs on the caller's own model through sampling; the zero value never does.
+	Sampling Sampling
 }
 
 // Server is the agent as an MCP server.
@@ -217,7 +219,12 @@ func (s *Server) handleAgent(ctx context.Context, req *mcp.CallToolRequest) (*mc
 	if strings.TrimSpace(in.Prompt) == "" {
 		return toolError("prompt is required: say what the agent should do"), nil
 	}
+	model, err := samplingFor(s.opts.Sampling, req.Session)
+	if err != nil {
+		return toolError("%v", err), nil
+	}
 	hreq := &host.Request{
+		Model:          model,
 		Prompt:         in.Prompt,
 		ConversationID: in.ConversationID,
 		Selection:      host.Selection{ToolChoices: in.ToolChoices, DisabledTools: in.DisabledTools},

@@ -17,6 +17,7 @@ import (
 	"github.com/agenthost/agenthost/llm/openai"
 	"github.com/agenthost/agenthost/llm/testmodel"
 	"github.com/agenthost/agenthost/mcpclients"
+	"github.com/agenthost/agenthost/mcpserver"
 )
 
 // errFlagHelp is returned when -h was asked for: the usage was printed and the exit code is 0.
@@ -227,7 +228,7 @@ func newModel(cfg *config.Config, modelFlag string, notices io.Writer) (llm.Mode
 		return om, provider, nil
 	}
 	if provider == config.ProviderSampling {
-		return nil, "", fmt.Errorf("%w: %s: model.provider: \"sampling\" (the calling MCP client's model) is not available in this version; use \"openai\" or \"test\"", errUsage, configName(cfg))
+		return callersModel{}, provider, nil
 	}
 	return nil, "", fmt.Errorf("%w: %s: model.provider: unknown provider %q", errUsage, configName(cfg), provider)
 }
@@ -237,4 +238,26 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// callersModel stands for provider "sampling": the model is the calling MCP client's, which `agenthost serve` reaches
+// per call. Anything else that reaches this model is told why it cannot work.
+type callersModel struct{}
+
+func (callersModel) Generate(context.Context, *llm.Request, func(llm.Delta)) (*llm.Response, error) {
+	return nil, errSamplingOnlyServe
+}
+
+var errSamplingOnlyServe = errors.New(`model provider "sampling" runs the loop on the calling MCP client's model: it works only with agenthost serve`)
+
+// sampling says when serve runs calls on the caller's model: always for provider "sampling", and, when no model is
+// configured ("auto" found no key and no base_url), whenever the caller's client supports sampling.
+func sampling(cfg *config.Config, provider, modelFlag string) mcpserver.Sampling {
+	switch {
+	case provider == config.ProviderSampling:
+		return mcpserver.SamplingAlways
+	case provider == config.ProviderTest && cfg.Model.Provider == config.ProviderAuto && modelFlag == "":
+		return mcpserver.SamplingAuto
+	}
+	return mcpserver.SamplingOff
 }

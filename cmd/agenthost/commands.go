@@ -13,6 +13,7 @@ import (
 	"sync"
 	"text/tabwriter"
 
+	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/mcpclients"
 )
@@ -58,6 +59,9 @@ func cmdRun(ctx context.Context, args []string, io *stdio) error {
 		return err
 	}
 	defer a.close()
+	if a.provider == config.ProviderSampling {
+		return fmt.Errorf("%w: %w", errUsage, errSamplingOnlyServe)
+	}
 
 	req := &host.Request{Prompt: prompt, Selection: host.Selection{ToolChoices: tools, DisabledTools: disabled}}
 	if !promptFromStdin && isTerminal(io.in) && isTerminal(io.err) {

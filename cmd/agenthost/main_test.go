@@ -130,6 +130,7 @@ func TestRunJSON(t *testing.T) {
 func TestUsageErrors(t *testing.T) {
 	dir := t.TempDir()
 	bad := writeFile(t, dir, "bad.toml", "[agent]\nname = \"x\"\nmax_iterations = 500\n\n[model]\nprovder = \"openai\"\n")
+	sampling := writeFile(t, dir, "sampling.toml", "[model]\nprovider = \"sampling\"\n")
 	tests := []struct {
 		name string
 		args []string
@@ -144,6 +145,7 @@ func TestUsageErrors(t *testing.T) {
 		{"missing explicit config", []string{"check", "--config", filepath.Join(dir, "none.toml")}, 2, []string{"none.toml"}},
 		{"unknown tool", []string{"run", "--model", "test", "--tool", "nope", "x"}, 2, []string{`tool_choices: unknown tool "nope"; available tools: current_time`}},
 		{"bad log level", []string{"tools", "--log-level", "loud"}, 2, []string{"-log-level"}},
+		{"sampling outside serve", []string{"run", "--config", sampling, "x"}, 2, []string{`model provider "sampling" runs the loop on the calling MCP client's model: it works only with agenthost serve`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -63,6 +63,7 @@ func cmdServe(ctx context.Context, args []string, io *stdio) error {
 		Description:      a.cfg.Agent.Description,
 		ProgressInterval: sc.ProgressInterval.Duration,
 		Logger:           a.logger,
+		Sampling:         sampling(a.cfg, a.provider, c.model),
 	})
 	if err != nil {
 		return fmt.Errorf("%w: %w", errUsage, err)
