@@ -1,0 +1,114 @@
+// Command loadtest measures `agenthost serve --http` under many concurrent MCP clients.
+//
+//	go run ./internal/loadtest [-n 100] [-duration 20s] [-warmup 3s] [-latency 50ms] [-agenthost PATH]
+//
+// It starts three things on loopback:
+//   - a fake OpenAI-compatible model (internal/fakellm) that answers every request after -latency: the first model
+//     call of a run asks for one call of the built-in current_time tool, the second answers with text;
+//   - the agent server in a child process: by default this binary re-executed as the server, wired exactly as
+//     `agenthost serve --http` wires it with the built-in defaults, with net/http/pprof on a second loopback port;
+//     with -agenthost, that binary itself, started with a generated agent.toml (then there is no CPU profile);
+//   - -n go-sdk MCP clients over streamable HTTP, each calling the agent tool in a loop.
+//
+// The server runs in its own process so that its CPU time and peak RSS are its own, not the clients' or the fake
+// model's; both are read from /proc. A run ideally takes two model latencies (the tool takes no time), so the ideal
+// throughput is n / (2 × latency) runs per second. The report gives the throughput against that ideal, the latency
+// each run adds to the ideal (p50, p99, max), the server's CPU time per run and peak RSS (VmHWM), failed calls, and
+// the top entries of the server's CPU profile over the measured window.
+//
+// Only the window after -warmup counts for throughput, latency and CPU; a failed call anywhere counts as failed.
+//
+// It runs on Linux only (it reads /proc). It imports the project's packages as `agenthost serve` does, plus
+// internal/fakellm and the MCP SDK's client.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	var err error
+	if os.Getenv(roleEnv) == roleServer {
+		err = serveChild(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	} else {
+		err = run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	}
+	stop()
+	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "loadtest:", err)
+		}
+		os.Exit(1)
+	}
+}
+
+// options is what the flags set.
+type options struct {
+	clients    int
+	duration   time.Duration
+	warmup     time.Duration
+	latency    time.Duration
+	chunkSize  int
+	progress   bool
+	noSSE      bool
+	agenthost  string
+	profile    string
+	top        int
+	maxFailLog int
+}
+
+func parseFlags(args []string, stderr io.Writer) (*options, error) {
+	fs := flag.NewFlagSet("loadtest", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	c := &options{}
+	fs.IntVar(&c.clients, "n", 100, "concurrent MCP clients (sessions), each calling the agent tool in a loop")
+	fs.DurationVar(&c.duration, "duration", 20*time.Second, "measured window")
+	fs.DurationVar(&c.warmup, "warmup", 3*time.Second, "time the clients run before the window opens")
+	fs.DurationVar(&c.latency, "latency", 50*time.Millisecond, "the fake model's latency per request")
+	fs.IntVar(&c.chunkSize, "chunk-size", 0, "runes per streamed delta of the fake model; 0 means fakellm's default (3)")
+	fs.BoolVar(&c.progress, "progress", true, "send a progress token with each call, so the server sends progress notifications")
+	fs.BoolVar(&c.noSSE, "no-standalone-sse", false, "clients do not open the standalone SSE stream (one connection less per session)")
+	fs.StringVar(&c.agenthost, "agenthost", "", "run this agenthost binary as the server instead of the built-in wiring (no CPU profile then)")
+	fs.StringVar(&c.profile, "cpuprofile", "", "write the server's CPU profile of the window to `file`; \"\" means a temporary file")
+	fs.IntVar(&c.top, "top", 25, "entries of the server's CPU and heap profiles to print (go tool pprof -top); 0 for none")
+	fs.IntVar(&c.maxFailLog, "show-failures", 5, "distinct failure messages to print")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "Usage: loadtest [flags]\n\nMeasures agenthost serve --http under concurrent MCP clients. Flags:")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	case c.clients < 1:
+		return nil, errors.New("-n must be at least 1")
+	case c.duration <= 0 || c.warmup < 0 || c.latency < 0 || c.chunkSize < 0:
+		return nil, errors.New("-duration must be positive; -warmup, -latency and -chunk-size not negative")
+	}
+	return c, nil
+}
+
+// run is the whole measurement: it parses args, starts everything, drives the load and writes the report to stdout.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	rep, err := measure(ctx, cfg, stderr)
+	if err != nil {
+		return err
+	}
+	rep.write(stdout)
+	return nil
+}

@@ -1,0 +1,327 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/agenthost/agenthost/builtin"
+	"github.com/agenthost/agenthost/config"
+	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/llm/openai"
+	"github.com/agenthost/agenthost/mcpserver"
+)
+
+// The child process learns its role from the environment, so that a test binary can be re-executed as the server
+// just like the command.
+const (
+	roleEnv    = "AGENTHOST_LOADTEST_ROLE"
+	roleServer = "server"
+)
+
+// modelName is the model the server asks for; the fake answers any name.
+const modelName = "fake-model"
+
+// serveChild is the server role: the agent served over streamable HTTP on a loopback port, built from the
+// configuration's built-in defaults with the library calls `agenthost serve --http` makes, and net/http/pprof on a
+// second loopback port. It writes one line, "mcp=URL pprof=ADDR", to stdout once both listen, and serves until
+// stdin closes (the parent went away) or ctx ends.
+func serveChild(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("loadtest server", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	modelURL := fs.String("model-url", "", "base URL of the OpenAI-compatible model")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *modelURL == "" {
+		return errors.New("server: -model-url is required")
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		_, _ = io.Copy(io.Discard, stdin)
+		cancel()
+	}()
+
+	cfg := config.Default()
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	handler, toolName, err := agentHandler(ctx, cfg, *modelURL, logger)
+	if err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	profLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("server: %w", err)
+	}
+	profMux := http.NewServeMux()
+	profMux.HandleFunc("/debug/pprof/", pprof.Index)
+	profMux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	profSrv := &http.Server{Handler: profMux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = profSrv.Serve(profLn) }()
+	defer profSrv.Close()
+
+	fmt.Fprintf(stdout, "mcp=http://%s%s pprof=%s tool=%s\n", ln.Addr(), cfg.Serve.Path, profLn.Addr(), toolName)
+	return serveHTTP(ctx, ln, handler)
+}
+
+// agentHandler builds the agent's MCP handler as cmd/agenthost's build and cmdServe do for cfg, with the model at
+// modelURL and no MCP servers: the tools are the configured built-ins.
+func agentHandler(ctx context.Context, cfg *config.Config, modelURL string, logger *slog.Logger) (http.Handler, string, error) {
+	m := cfg.Model
+	retries := m.MaxRetries // as in cmd/agenthost: the configuration's 0 means none
+	if retries == 0 {
+		retries = -1
+	}
+	model, err := openai.New(&openai.Options{
+		BaseURL:        modelURL,
+		Model:          modelName,
+		RequestTimeout: m.RequestTimeout.Duration,
+		MaxRetries:     retries,
+		IdleTimeout:    m.IdleTimeout.Duration,
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	builtins, err := builtin.New(cfg.Builtin.Tools, &builtin.Options{Logger: logger})
+	if err != nil {
+		return nil, "", err
+	}
+	tools := host.NewToolManager([]host.Toolset{builtins}, &host.ToolManagerOptions{Logger: logger})
+	orch := host.New(model, tools, &host.Options{
+		Instructions:  cfg.Agent.Instructions,
+		MaxIterations: cfg.Agent.MaxIterations,
+		MaxToolCalls:  cfg.Agent.MaxToolCalls,
+		ToolTimeout:   cfg.Agent.ToolTimeout.Duration,
+		Temperature:   cfg.Agent.Temperature,
+		MaxTokens:     cfg.Model.MaxTokens,
+		CitationStyle: host.CitationStyle(cfg.Agent.CitationStyle),
+		Limits:        host.Limits{Requests: cfg.Limits.Requests, TotalTokens: cfg.Limits.TotalTokens, ToolCalls: cfg.Limits.ToolCalls},
+		ContextTokens: cfg.Model.ContextTokens,
+		History:       host.NewHistory(&host.HistoryOptions{MaxConversations: cfg.Agent.MaxConversations, IdleTTL: cfg.Agent.ConversationTTL.Duration}),
+		Logger:        logger,
+	})
+	sc := cfg.Serve
+	srv, err := mcpserver.New(ctx, orch, &mcpserver.Options{
+		Name:             cfg.Agent.Name,
+		Version:          "loadtest",
+		ToolName:         sc.ToolName,
+		Description:      cfg.Agent.Description,
+		ProgressInterval: sc.ProgressInterval.Duration,
+		Logger:           logger,
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	h := srv.Handler(&mcpserver.HTTPOptions{
+		Path:         sc.Path,
+		Stateless:    sc.Stateless,
+		ListenAddr:   "127.0.0.1:0",
+		MaxBodyBytes: sc.MaxBodyBytes,
+		Health:       func() any { return []any{} },
+	})
+	return h, srv.ToolName(), nil
+}
+
+// serveHTTP serves until ctx ends, then cancels the runs in flight and drains, as `agenthost serve --http` does.
+func serveHTTP(ctx context.Context, ln net.Listener, handler http.Handler) error {
+	runs, cancelRuns := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelRuns()
+	hs := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return runs },
+	}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	cancelRuns()
+	drain, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(drain); err != nil {
+		hs.Close()
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// serverProc is the server's child process, seen from the parent.
+type serverProc struct {
+	kind      string // what runs: "built-in wiring" or the agenthost binary's path
+	pid       int
+	mcpURL    string
+	pprofAddr string // "" when the server has no profiling endpoint
+	toolName  string
+
+	cmd    *exec.Cmd
+	stdin  io.Closer // closing it stops the built-in server
+	output chan struct{}
+	tmpDir string
+}
+
+// startServer starts the server process for the fake model at modelURL and waits until it listens.
+func startServer(ctx context.Context, cfg *options, modelURL string, stderr io.Writer) (*serverProc, error) {
+	p := &serverProc{output: make(chan struct{})}
+	var ready func(line string) bool
+	if cfg.agenthost == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("start server: %w", err)
+		}
+		p.kind = "built-in wiring (agenthost serve --http defaults)"
+		p.cmd = exec.Command(exe, "-model-url", modelURL)
+		p.cmd.Env = append(os.Environ(), roleEnv+"="+roleServer)
+		ready = p.parseChildLine
+	} else {
+		dir, err := os.MkdirTemp("", "agenthost-loadtest-")
+		if err != nil {
+			return nil, fmt.Errorf("start server: %w", err)
+		}
+		p.tmpDir = dir
+		conf := fmt.Sprintf("[model]\nprovider = \"openai\"\nmodel = %q\nbase_url = %q\napi_key_env = \"\"\n\n[serve]\nhttp = \"127.0.0.1:0\"\n", modelName, modelURL)
+		path := filepath.Join(dir, "agent.toml")
+		if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("start server: %w", err)
+		}
+		p.kind = cfg.agenthost
+		p.cmd = exec.Command(cfg.agenthost, "serve", "-config", path, "-log-level", "warn", "--http")
+		// The binary does not watch its stdin in HTTP mode: make sure it does not outlive us.
+		p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+		ready = p.parseServeLine
+	}
+	stdin, err := p.cmd.StdinPipe()
+	if err != nil {
+		return nil, fmt.Errorf("start server: %w", err)
+	}
+	p.stdin = stdin
+	// The built-in server announces itself on stdout; agenthost on stderr. Both are read line by line, the other
+	// lines are passed on to our stderr.
+	var announce io.ReadCloser
+	if cfg.agenthost == "" {
+		announce, err = p.cmd.StdoutPipe()
+		p.cmd.Stderr = stderr
+	} else {
+		announce, err = p.cmd.StderrPipe()
+		p.cmd.Stdout = stderr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("start server: %w", err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		p.cleanup()
+		return nil, fmt.Errorf("start server: %w", err)
+	}
+	p.pid = p.cmd.Process.Pid
+
+	found := make(chan bool, 1)
+	go func() {
+		defer close(p.output)
+		sc := bufio.NewScanner(announce)
+		seen := false
+		for sc.Scan() {
+			if !seen && ready(sc.Text()) {
+				seen = true
+				found <- true
+				continue
+			}
+			fmt.Fprintln(stderr, sc.Text())
+		}
+		if !seen {
+			found <- false
+		}
+	}()
+	timeout := time.NewTimer(30 * time.Second)
+	defer timeout.Stop()
+	select {
+	case ok := <-found:
+		if ok {
+			return p, nil
+		}
+		err = errors.New("the server exited before it listened")
+	case <-timeout.C:
+		err = errors.New("the server did not listen within 30s")
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	p.stop()
+	return nil, fmt.Errorf("start server: %w", err)
+}
+
+// parseChildLine reads the built-in server's "mcp=URL pprof=ADDR tool=NAME" line.
+func (p *serverProc) parseChildLine(line string) bool {
+	for f := range strings.FieldsSeq(line) {
+		k, v, _ := strings.Cut(f, "=")
+		switch k {
+		case "mcp":
+			p.mcpURL = v
+		case "pprof":
+			p.pprofAddr = v
+		case "tool":
+			p.toolName = v
+		}
+	}
+	return p.mcpURL != ""
+}
+
+// parseServeLine reads agenthost's "agenthost: serving MCP at http://ADDR/PATH (tool NAME)" line.
+func (p *serverProc) parseServeLine(line string) bool {
+	rest, ok := strings.CutPrefix(line, "agenthost: serving MCP at ")
+	if !ok {
+		return false
+	}
+	url, tool, _ := strings.Cut(rest, " (tool ")
+	p.mcpURL = url
+	p.toolName = strings.TrimSuffix(tool, ")")
+	return true
+}
+
+// stop ends the server: SIGTERM, which both kinds handle by draining, then SIGKILL after 10s.
+func (p *serverProc) stop() {
+	if p.cmd.Process != nil {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		p.stdin.Close()
+		done := make(chan struct{})
+		go func() {
+			<-p.output // Wait must not run before the output is read
+			_ = p.cmd.Wait()
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = p.cmd.Process.Kill()
+			<-done
+		}
+	}
+	p.cleanup()
+}
+
+func (p *serverProc) cleanup() {
+	if p.tmpDir != "" {
+		os.RemoveAll(p.tmpDir)
+	}
+}
