@@ -29,6 +29,9 @@ const (
 	DefaultBaseURL     = "https://api.openai.com/v1"
 	DefaultMaxRetries  = 2
 	DefaultIdleTimeout = 60 * time.Second
+
+	// maxIdleConnsPerHost is how many idle connections to the model API are kept for reuse.
+	maxIdleConnsPerHost = 256
 )
 
 // Backoff between retries when the server gives no Retry-After: base·2^retry, at most maxBackoff, minus up to a
@@ -59,7 +62,7 @@ type Options struct {
 	// means no idle timeout.
 	IdleTimeout time.Duration
 	// HTTPClient sends the requests. nil means a client of the Model's own over a clone of
-	// http.DefaultTransport. A client Timeout, if set, bounds each attempt, streaming included.
+	// http.DefaultTransport keeping up to 256 idle connections. A client Timeout, if set, bounds each attempt, streaming included.
 	HTTPClient *http.Client
 	// Logger receives retries and protocol oddities. nil discards them.
 	Logger *slog.Logger
@@ -131,7 +134,11 @@ func New(opts *Options) (*Model, error) {
 	if httpClient == nil {
 		transport := http.DefaultTransport
 		if t, ok := transport.(*http.Transport); ok {
-			transport = t.Clone()
+			t = t.Clone()
+			// All calls go to one host, many at once when runs are concurrent: keep their connections for reuse
+			// instead of the default two, which made every other call open a new connection under load.
+			t.MaxIdleConnsPerHost = maxIdleConnsPerHost
+			transport = t
 		}
 		httpClient = &http.Client{Transport: transport}
 	}
