@@ -2,6 +2,9 @@
 // answers with the result, its references and debug info, over stdio (for Claude Desktop and IDEs) or streamable
 // HTTP (for remote callers, another agenthost among them).
 //
+// In gateway mode (Options.ExposeTools) it also offers every enabled merged tool under its final name, forwards
+// the calls through the ToolManager, and follows changes of the merged list.
+//
 // It owns the agent tool's schemas, the translation of the run's events into progress notifications, cancellation,
 // approvals asked through elicitation, and the HTTP edge: bearer-token auth, Host and Origin checks, body limits and
 // a health endpoint. MCP SDK types stop here. It imports host and the MCP SDK; it must not import config, mcpclients,
@@ -40,6 +43,14 @@ type Options struct {
 	Logger *slog.Logger
 	// Sampling says when a call runs on the caller's own model through sampling; the zero value never does.
 	Sampling Sampling
+	// ExposeTools turns on gateway mode: every merged tool that the policy leaves enabled is offered too, under its
+	// final name, and its calls go through the ToolManager (approvals, timeout) to the tool. The server then watches
+	// the merged list and tells its clients when it changes; Close stops that.
+	ExposeTools bool
+	// ToolTimeout bounds each call of an offered tool in gateway mode; 0 means host.DefaultToolTimeout.
+	ToolTimeout time.Duration
+	// ToolsPollInterval is how often gateway mode looks for changes in the merged tool list; 0 means 1s.
+	ToolsPollInterval time.Duration
 }
 
 // Server is the agent as an MCP server.
@@ -49,9 +60,11 @@ type Server struct {
 	logger   *slog.Logger
 	toolName string
 	mcp      *mcp.Server
+	gateway  *gateway // nil unless ExposeTools
 }
 
 // New returns a Server for orch. It reads the orchestrator's tools once, for the agent tool's schema and description.
+// In gateway mode (ExposeTools) it also offers the tools, and watches their list until ctx ends or Close is called.
 func New(ctx context.Context, orch *host.Orchestrator, opts *Options) (*Server, error) {
 	s := &Server{orch: orch}
 	if opts != nil {
@@ -96,6 +109,9 @@ func New(ctx context.Context, orch *host.Orchestrator, opts *Options) (*Server, 
 		OutputSchema: outputSchema,
 		Annotations:  &mcp.ToolAnnotations{OpenWorldHint: ptr(true)},
 	}, s.handleAgent)
+	if s.opts.ExposeTools {
+		s.gateway = startGateway(ctx, s, tools, s.opts.ToolsPollInterval)
+	}
 	return s, nil
 }
 
@@ -366,6 +382,9 @@ func (p *progress) flush() {
 func (p *progress) notify(msg string) {
 	p.mu.Lock()
 	defer p.mu.Unlock() // notifications go out in the order of their progress values
+	if p.token == nil || p.ctx.Err() != nil {
+		return // the run ended, or the caller cancelled it: nothing more may be sent for this request
+	}
 	p.n++
 	p.last = time.Now()
 	if err := p.session.NotifyProgress(p.ctx, &mcp.ProgressNotificationParams{ProgressToken: p.token, Progress: p.n, Message: msg}); err != nil && p.ctx.Err() == nil {

@@ -163,7 +163,23 @@ func TestAgentTool(t *testing.T) {
 		t.Errorf("structured %+v", out)
 	}
 
-	// Progress: strictly increasing, naming the tool and its source, and carrying the streamed answer.
+	// Progress: strictly increasing, naming the tool and its source, and carrying the streamed answer. The client
+	// handles notifications on a goroutine of their own, so the last ones may come after the result: wait for the
+	// streamed text to be complete (bounded), then check everything.
+	streamedText := func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		var b strings.Builder
+		for i, p := range progress {
+			if i >= 4 {
+				b.WriteString(p.Message)
+			}
+		}
+		return b.String()
+	}
+	for deadline := time.Now().Add(10 * time.Second); streamedText() != want && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	var messages []string

@@ -316,7 +316,8 @@ func TestInterrupt(t *testing.T) {
 	}
 }
 
-// serveFixture is a stdio MCP server with one tool, shout, that upper-cases its text.
+// serveFixture is a stdio MCP server with three tools: shout upper-cases its text; cite returns a text and a
+// resource link to fixtureDocURI; wait blocks until its call is cancelled, recording that in a file (see waitTool).
 func serveFixture() int {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "fixture", Version: "1"}, nil)
 	type in struct {
@@ -325,11 +326,57 @@ func serveFixture() int {
 	mcp.AddTool(srv, &mcp.Tool{Name: "shout", Description: "Upper-cases text."}, func(_ context.Context, _ *mcp.CallToolRequest, args in) (*mcp.CallToolResult, any, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.ToUpper(args.Text)}}}, nil, nil
 	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "cite", Description: "Returns a document with its link."}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{
+			&mcp.TextContent{Text: "The document says hello."},
+			&mcp.ResourceLink{URI: fixtureDocURI, Name: "doc", Title: "The test document"},
+		}}, nil, nil
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "wait", Description: "Waits until cancelled."}, waitTool)
 	if err := srv.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	return 0
+}
+
+// fixtureDocURI is the link the fixture's cite tool returns.
+const fixtureDocURI = "https://example.test/doc"
+
+// waitTool blocks until its call is cancelled. It appends "waiting" to the file its arguments name, and sends the
+// progress message "waiting" when the call has a progress token; once cancelled, it appends "cancelled" when its
+// client still answers a ping (the call was cancelled, the connection is alive), else "closed: <error>". It gives up
+// after a minute, so that a fixture whose call is never cancelled does not outlive the test by much.
+func waitTool(ctx context.Context, req *mcp.CallToolRequest, args struct {
+	File string `json:"file"`
+}) (*mcp.CallToolResult, any, error) {
+	record := func(line string) error {
+		f, err := os.OpenFile(args.File, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintln(f, line)
+		return errors.Join(err, f.Close())
+	}
+	if err := record("waiting"); err != nil {
+		return nil, nil, err
+	}
+	if token := req.Params.GetProgressToken(); token != nil {
+		if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: 1, Message: "waiting"}); err != nil {
+			return nil, nil, err
+		}
+	}
+	select {
+	case <-ctx.Done():
+	case <-time.After(time.Minute):
+		return nil, nil, errors.Join(record("not cancelled"), errors.New("wait: not cancelled within a minute"))
+	}
+	ping, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := req.Session.Ping(ping, nil); err != nil {
+		return nil, nil, errors.Join(record("closed: "+err.Error()), ctx.Err())
+	}
+	return nil, nil, errors.Join(record("cancelled"), ctx.Err())
 }
 
 // TestMCPServers runs check, tools and run with a configuration naming a stdio MCP server (this test binary) and one

@@ -9,16 +9,36 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/agenthost/agenthost/mcpserver"
 )
 
-// httpFlag is --http: alone it serves HTTP on the configured address, with a value (--http=ADDR, or --http ADDR
-// as the one argument that follows) on that address.
+// httpFlag is --http: alone it serves HTTP on the configured address, with a value (--http=ADDR or --http ADDR) on
+// that address.
 type httpFlag struct {
 	set  bool
 	addr string
+}
+
+// joinHTTPAddr turns "--http ADDR" into "--http=ADDR", wherever it stands: --http also works alone, so the flag
+// package would not take the next argument as its value, and would stop parsing at it.
+func joinHTTPAddr(args []string) []string {
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if (a == "--http" || a == "-http") && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
+			out = append(out, a+"="+args[i+1])
+			i++
+			continue
+		}
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		out = append(out, a)
+	}
+	return out
 }
 
 func (f *httpFlag) String() string   { return f.addr }
@@ -41,13 +61,10 @@ func cmdServe(ctx context.Context, args []string, io *stdio) error {
 		fmt.Fprintln(fs.Output(), "Usage: agenthost serve [flags]\n       agenthost serve --http [ADDR] [flags]\n\nServes the agent as an MCP server: over stdio (what Claude Desktop and IDEs start), or over\nstreamable HTTP at [serve] path (default /mcp).\n\nFlags:")
 		fs.PrintDefaults()
 	}
-	if err := parseFlags(fs, args, io.err); err != nil {
+	if err := parseFlags(fs, joinHTTPAddr(args), io.err); err != nil {
 		return err
 	}
-	switch rest := fs.Args(); {
-	case len(rest) == 1 && httpAddr.set && httpAddr.addr == "":
-		httpAddr.addr = rest[0]
-	case len(rest) > 0:
+	if rest := fs.Args(); len(rest) > 0 {
 		return fmt.Errorf("%w: serve takes no arguments (got %q)", errUsage, rest)
 	}
 	a, err := c.app(ctx, fs, io.err, io.err, false)
@@ -64,10 +81,13 @@ func cmdServe(ctx context.Context, args []string, io *stdio) error {
 		ProgressInterval: sc.ProgressInterval.Duration,
 		Logger:           a.logger,
 		Sampling:         sampling(a.cfg, a.provider, c.model),
+		ExposeTools:      sc.ExposeTools,
+		ToolTimeout:      a.cfg.Agent.ToolTimeout.Duration,
 	})
 	if err != nil {
 		return fmt.Errorf("%w: %w", errUsage, err)
 	}
+	defer srv.Close()
 	if !httpAddr.set {
 		a.logger.Info("serving MCP over stdio", "tool", srv.ToolName())
 		return srv.ServeStdio(ctx, io.stdinCloser(), io.stdoutCloser())

@@ -1,0 +1,384 @@
+package mcpserver
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agenthost/agenthost/host"
+)
+
+// This file is gateway mode: besides the agent tool, the server offers every merged tool that the policy leaves
+// enabled, under its final name, and forwards each call to the tool through the ToolManager, so that the admin's
+// policy (require_approval, tool_timeout) applies to a gateway caller as it does to the model.
+
+// defaultToolsPollInterval is how often gateway mode looks for changes in the merged tool list.
+const defaultToolsPollInterval = time.Second
+
+// gateway keeps the tools the MCP server offers in step with the ToolManager's merged list, and forwards calls.
+type gateway struct {
+	mcp       *mcp.Server
+	tools     *host.ToolManager
+	agentTool string // the agent tool's name: a merged tool of that name cannot be offered
+	timeout   time.Duration
+	logger    *slog.Logger
+	calls     atomic.Uint64 // numbers the calls, for their ids
+
+	mu       sync.Mutex
+	last     []*host.ManagedTool      // the list synced last, to skip the work while it is the same slice
+	exported map[string]host.ToolSpec // what is offered, by name
+	warned   map[string]bool          // tools whose problem was logged, by name and problem
+
+	stop context.CancelFunc
+	done chan struct{} // closed when the watcher has returned
+}
+
+// startGateway offers tools now, and watches the merged list every interval until ctx ends or close is called.
+func startGateway(ctx context.Context, s *Server, tools []*host.ManagedTool, interval time.Duration) *gateway {
+	g := &gateway{
+		mcp:       s.mcp,
+		tools:     s.orch.Tools(),
+		agentTool: s.toolName,
+		timeout:   cmp.Or(s.opts.ToolTimeout, host.DefaultToolTimeout),
+		logger:    s.logger,
+		exported:  map[string]host.ToolSpec{},
+		warned:    map[string]bool{},
+		done:      make(chan struct{}),
+	}
+	g.sync(tools)
+	ctx, g.stop = context.WithCancel(ctx)
+	go g.watch(ctx, cmp.Or(interval, defaultToolsPollInterval))
+	return g
+}
+
+// close stops the watcher and waits for it. It is safe to call more than once.
+func (g *gateway) close() {
+	g.stop()
+	<-g.done
+}
+
+// watch syncs the offered tools with the merged list until ctx ends. The ToolManager returns the same slice while
+// nothing changed, so a tick with no change costs a comparison.
+func (g *gateway) watch(ctx context.Context, interval time.Duration) {
+	defer close(g.done)
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		tools, _ := g.tools.Tools(ctx) // problems are the orchestrator's to log; the list is still usable
+		if ctx.Err() != nil {
+			return
+		}
+		g.sync(tools)
+	}
+}
+
+// sync makes the offered tools those of tools that are enabled. The SDK sends notifications/tools/list_changed to
+// the connected clients when a tool is added, replaced or removed, so only tools whose spec changed are touched.
+func (g *gateway) sync(tools []*host.ManagedTool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.last != nil && len(tools) == len(g.last) && (len(tools) == 0 || &tools[0] == &g.last[0]) {
+		return
+	}
+	g.last = tools
+	if g.last == nil {
+		g.last = []*host.ManagedTool{}
+	}
+	want := make(map[string]*mcp.Tool, len(tools))
+	specs := make(map[string]host.ToolSpec, len(tools))
+	for _, t := range tools {
+		name := t.Spec.Name
+		if t.Policy.Disabled {
+			continue
+		}
+		if name == g.agentTool {
+			g.warnOnce(name, "tool not offered in gateway mode: its name is the agent tool's; rename one", "source", t.Source)
+			continue
+		}
+		mt, err := mcpTool(t.Spec)
+		if err != nil {
+			g.warnOnce(name, "tool not offered in gateway mode: "+err.Error(), "source", t.Source)
+			continue
+		}
+		want[name], specs[name] = mt, t.Spec
+	}
+	var gone []string
+	for name := range g.exported {
+		if _, ok := want[name]; !ok {
+			gone = append(gone, name)
+			delete(g.exported, name)
+		}
+	}
+	if len(gone) > 0 {
+		g.mcp.RemoveTools(gone...)
+	}
+	for name, mt := range want {
+		if old, ok := g.exported[name]; ok && reflect.DeepEqual(old, specs[name]) {
+			continue
+		}
+		g.mcp.AddTool(mt, g.handler(name))
+		g.exported[name] = specs[name]
+	}
+}
+
+func (g *gateway) warnOnce(tool, msg string, args ...any) {
+	key := tool + "\x00" + msg
+	if g.warned[key] {
+		return
+	}
+	g.warned[key] = true
+	g.logger.Warn(msg, append([]any{"tool", tool}, args...)...)
+}
+
+// mcpTool converts a tool's spec into its MCP definition. Schemas pass through as they are; an input schema that is
+// not an object schema cannot be offered (MCP requires "type": "object").
+func mcpTool(spec host.ToolSpec) (*mcp.Tool, error) {
+	in := spec.InputSchema
+	if len(in) == 0 {
+		in = json.RawMessage(`{"type":"object"}`)
+	}
+	var top struct {
+		Type any `json:"type"`
+	}
+	if err := json.Unmarshal(in, &top); err != nil {
+		return nil, fmt.Errorf("its input schema is not a JSON object: %w", err)
+	}
+	if top.Type != "object" {
+		return nil, fmt.Errorf(`its input schema's type is %v, not "object"`, top.Type)
+	}
+	t := &mcp.Tool{Name: spec.Name, Title: spec.Title, Description: spec.Description, InputSchema: in}
+	if len(spec.OutputSchema) > 0 {
+		t.OutputSchema = spec.OutputSchema
+	}
+	if a := spec.Annotations; a != nil {
+		t.Annotations = &mcp.ToolAnnotations{
+			ReadOnlyHint:    a.ReadOnlyHint != nil && *a.ReadOnlyHint,
+			IdempotentHint:  a.IdempotentHint != nil && *a.IdempotentHint,
+			DestructiveHint: a.DestructiveHint,
+			OpenWorldHint:   a.OpenWorldHint,
+		}
+	}
+	return t, nil
+}
+
+func (g *gateway) handler(name string) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return g.call(ctx, name, req)
+	}
+}
+
+// call forwards one call to the tool named name, as the merged list has it now. Its progress goes to the caller's
+// progress token, and questions (approvals, a server's elicitation) to the caller through elicitation. Cancelling
+// ctx (the caller sent notifications/cancelled, or went away) cancels the tool's call.
+func (g *gateway) call(ctx context.Context, name string, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	t := g.find(ctx, name)
+	if t == nil {
+		return toolError("the tool %s is no longer available", name), nil
+	}
+	args := json.RawMessage(req.Params.Arguments)
+	if len(args) == 0 || string(args) == "null" {
+		args = json.RawMessage(`{}`)
+	}
+	if !isObject(args) {
+		return toolError("the arguments of %s must be a JSON object", name), nil
+	}
+	relay := &progressRelay{ctx: ctx, session: req.Session, token: req.Params.GetProgressToken()}
+	defer relay.stop()
+	id := fmt.Sprintf("gateway-%d", g.calls.Add(1))
+	call := host.NewCall(id, name, t.Source, relay.report, interactorFor(req.Session))
+	start := time.Now()
+	res, approval, err := g.tools.Invoke(ctx, t, args, call, g.timeout)
+	g.logger.Debug("gateway call", "tool", name, "source", t.Source, "approval", approval, "duration", time.Since(start), "err", err)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return nil, ctx.Err() // the caller cancelled: nobody reads the result
+	case err != nil:
+		return toolError("%v", err), nil
+	}
+	return callToolResult(res), nil
+}
+
+// find returns the enabled tool named name in the current merged list, or nil.
+func (g *gateway) find(ctx context.Context, name string) *host.ManagedTool {
+	tools, _ := g.tools.Tools(ctx)
+	for _, t := range tools {
+		if t.Spec.Name == name && !t.Policy.Disabled && name != g.agentTool {
+			return t
+		}
+	}
+	return nil
+}
+
+func isObject(raw json.RawMessage) bool {
+	var m map[string]json.RawMessage
+	return json.Unmarshal(raw, &m) == nil && m != nil
+}
+
+// progressRelay sends a tool's progress reports to the caller, when it sent a progress token. The spec wants
+// progress to increase with every notification: a report that does not is sent one above the last value, without
+// its total, so that a tool that restarts its count still reaches the caller.
+type progressRelay struct {
+	ctx     context.Context
+	session *mcp.ServerSession
+
+	mu    sync.Mutex
+	token any // nil: nothing (more) to send
+	last  float64
+	sent  bool
+}
+
+func (r *progressRelay) report(p host.Progress) {
+	r.mu.Lock()
+	defer r.mu.Unlock() // notifications go out in the order of their progress values
+	if r.token == nil || r.session == nil {
+		return
+	}
+	params := &mcp.ProgressNotificationParams{ProgressToken: r.token, Progress: p.Progress, Total: p.Total, Message: p.Message}
+	if r.sent && params.Progress <= r.last {
+		params.Progress = r.last + 1
+		if params.Total < params.Progress {
+			params.Total = 0
+		}
+	}
+	r.last, r.sent = params.Progress, true
+	if err := r.session.NotifyProgress(r.ctx, params); err != nil && r.ctx.Err() == nil {
+		r.token = nil // the client is gone or refuses them: stop sending
+	}
+}
+
+// stop drops the reports that come after the call returned: the caller's token is no longer valid then.
+func (r *progressRelay) stop() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.token = nil
+}
+
+// callToolResult converts a tool's Result back into an MCP result, as close to what an MCP server would have sent as
+// a Result can say: the text, then each medium as image or audio content, then each reference as a resource link
+// or, when it carries content, an embedded text resource; structured content and the error flag as they are.
+//
+// A Result made from MCP content (see mcpclients) has a placeholder line in Text for each medium and resource link,
+// such as "[image: image/png, 68 bytes]": the model reads those instead of the data. They are taken out again, since
+// the caller gets the content itself. What a Result does not keep cannot come back: an embedded resource's MIME type
+// (its excerpt is sent as text/plain), text beyond the excerpt, a blob's data (it becomes a link), and the split of
+// several text items (they arrive as one).
+func callToolResult(res *host.Result) *mcp.CallToolResult {
+	if res == nil {
+		res = &host.Result{}
+	}
+	lines := strings.Split(res.Text, "\n")
+	take := func(match func(string) bool) (string, bool) {
+		for i, l := range lines {
+			if match(l) {
+				lines = append(lines[:i:i], lines[i+1:]...)
+				return l, true
+			}
+		}
+		return "", false
+	}
+
+	var media []mcp.Content
+	for _, m := range res.Media {
+		take(func(l string) bool { return l == mediaPlaceholder(m) })
+		switch m.Type {
+		case "image":
+			media = append(media, &mcp.ImageContent{MIMEType: m.MIMEType, Data: m.Data})
+		case "audio":
+			media = append(media, &mcp.AudioContent{MIMEType: m.MIMEType, Data: m.Data})
+		default:
+			lines = append(lines, mediaPlaceholder(m))
+		}
+	}
+	var refs []mcp.Content
+	for _, ref := range res.References {
+		if ref.URI == "" {
+			if s := strings.TrimSpace(ref.Title + "\n" + ref.Content); s != "" {
+				lines = append(lines, s)
+			}
+			continue
+		}
+		if l, ok := take(func(l string) bool { return linkName(l, ref.URI) != nil }); ok {
+			name := *linkName(l, ref.URI)
+			link := &mcp.ResourceLink{URI: ref.URI, Name: cmp.Or(name, ref.URI), Description: ref.Content}
+			if ref.Title != name {
+				link.Title = ref.Title
+			}
+			refs = append(refs, link)
+			continue
+		}
+		if ref.Content == "" || isBlobPlaceholder(ref.Content) {
+			refs = append(refs, &mcp.ResourceLink{URI: ref.URI, Name: cmp.Or(ref.Title, ref.URI), Description: ref.Content})
+			continue
+		}
+		refs = append(refs, &mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: ref.URI, MIMEType: "text/plain", Text: ref.Content}})
+	}
+
+	out := &mcp.CallToolResult{Content: []mcp.Content{}, IsError: res.IsError}
+	text := strings.Join(lines, "\n")
+	if strings.TrimSpace(text) == "" && len(res.Structured) > 0 {
+		text = string(res.Structured) // the spec asks for the structured content as text too
+	}
+	if strings.TrimSpace(text) != "" {
+		out.Content = append(out.Content, &mcp.TextContent{Text: text})
+	}
+	out.Content = append(append(out.Content, media...), refs...)
+	if len(res.Structured) > 0 {
+		out.StructuredContent = res.Structured
+	}
+	return out
+}
+
+// mediaPlaceholder is the line a Result's Text holds for a medium, e.g. "[image: image/png, 68 bytes]".
+func mediaPlaceholder(m host.Media) string {
+	if m.MIMEType == "" {
+		return fmt.Sprintf("[%s: %d bytes]", m.Type, len(m.Data))
+	}
+	return fmt.Sprintf("[%s: %s, %d bytes]", m.Type, m.MIMEType, len(m.Data))
+}
+
+// linkName returns the name in a resource link's placeholder line for uri, "[resource link: <name> <uri>]" or
+// "[resource link: <uri>]", or nil when line is not one.
+func linkName(line, uri string) *string {
+	rest, ok := strings.CutPrefix(line, "[resource link: ")
+	if !ok {
+		return nil
+	}
+	if rest == uri+"]" {
+		name := ""
+		return &name
+	}
+	name, ok := strings.CutSuffix(rest, " "+uri+"]")
+	if !ok {
+		return nil
+	}
+	return &name
+}
+
+// isBlobPlaceholder reports whether s is what a Reference holds for a binary resource, e.g.
+// "[blob: image/png, 68 bytes]".
+func isBlobPlaceholder(s string) bool {
+	return strings.HasPrefix(s, "[blob: ") && strings.HasSuffix(s, " bytes]")
+}
+
+// Close stops what the server runs in the background: in gateway mode, the watch of the tool list. It does not end
+// the sessions of connected clients. It is safe to call more than once.
+func (s *Server) Close() error {
+	if s.gateway != nil {
+		s.gateway.close()
+	}
+	return nil
+}

@@ -1,0 +1,479 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/llm/testmodel"
+)
+
+// gwTool is a host tool whose behaviour is a function that gets the call, for progress and questions.
+type gwTool struct {
+	spec host.ToolSpec
+	fn   func(ctx context.Context, args json.RawMessage, call *host.Call) (*host.Result, error)
+}
+
+func (t *gwTool) Spec() host.ToolSpec { return t.spec }
+func (t *gwTool) Call(ctx context.Context, args json.RawMessage, call *host.Call) (*host.Result, error) {
+	return t.fn(ctx, args, call)
+}
+
+// gwToolset is a source whose list the test changes; like an MCP server's, a changed list is a new slice.
+type gwToolset struct {
+	mu    sync.Mutex
+	tools []host.Tool
+}
+
+func (s *gwToolset) Name() string { return "mcp:up" }
+func (s *gwToolset) Tools(context.Context) ([]host.Tool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tools, nil
+}
+func (s *gwToolset) set(tools ...host.Tool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tools = tools
+}
+
+func textTool(name, text string) *gwTool {
+	return &gwTool{spec: host.ToolSpec{Name: name, Description: "Returns " + text + "."}, fn: func(context.Context, json.RawMessage, *host.Call) (*host.Result, error) {
+		return &host.Result{Text: text}, nil
+	}}
+}
+
+// newGateway returns a Server in gateway mode over src, closed at the end of the test.
+func newGateway(t *testing.T, src host.Toolset, policies map[string]host.ToolPolicy, poll time.Duration) *Server {
+	t.Helper()
+	tm := host.NewToolManager([]host.Toolset{src}, &host.ToolManagerOptions{Policies: policies})
+	s, err := New(t.Context(), host.New(testmodel.New(), tm, nil), &Options{ExposeTools: true, ToolsPollInterval: poll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// gwConnect connects a go-sdk client to s over in-memory transports, at the protocol version the suite speaks.
+func gwConnect(t *testing.T, s *Server, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	return (&setup{server: s}).connect(t, opts)
+}
+
+func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
+	t.Helper()
+	res, err := cs.ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range res.Tools {
+		names = append(names, tool.Name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+func callText(t *testing.T, res *mcp.CallToolResult) string {
+	t.Helper()
+	var parts []string
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			parts = append(parts, tc.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+func jsonEqual(t *testing.T, got any, want string) bool {
+	t.Helper()
+	b, err := json.Marshal(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g, w any
+	if err := json.Unmarshal(b, &g); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(want), &w); err != nil {
+		t.Fatalf("bad want %s: %v", want, err)
+	}
+	return reflect.DeepEqual(g, w)
+}
+
+func TestGatewayOffersEnabledTools(t *testing.T) {
+	search := &gwTool{spec: host.ToolSpec{
+		Name: "search", Title: "Search", Description: "Searches the docs.",
+		InputSchema:  json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","$defs":{"q":{"type":"string"}},"properties":{"query":{"$ref":"#/$defs/q"}},"additionalProperties":false}`),
+		OutputSchema: json.RawMessage(`{"type":"object","properties":{"hits":{"type":"integer"}}}`),
+		Annotations:  &host.ToolAnnotations{ReadOnlyHint: ptr(true), DestructiveHint: ptr(false), OpenWorldHint: ptr(true)},
+	}}
+	src := &gwToolset{}
+	src.set(
+		search,
+		textTool("plain", "plain"), // no input schema: an object schema is offered
+		textTool("off", "nothing"), // disabled by policy
+		&gwTool{spec: host.ToolSpec{Name: "listy", Description: "Not an object.", InputSchema: json.RawMessage(`{"type":"array"}`)}},
+		textTool("ask_agenthost", "a clash"), // the agent tool's name
+	)
+	policies := map[string]host.ToolPolicy{"off": {Disabled: true}}
+
+	tests := []struct {
+		name   string
+		expose bool
+		want   []string
+	}{
+		{"agent tool only", false, []string{"ask_agenthost"}},
+		{"gateway", true, []string{"ask_agenthost", "plain", "search"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tm := host.NewToolManager([]host.Toolset{src}, &host.ToolManagerOptions{Policies: policies})
+			s, err := New(t.Context(), host.New(testmodel.New(), tm, nil), &Options{ExposeTools: tt.expose})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			cs := gwConnect(t, s, nil)
+			res, err := cs.ListTools(t.Context(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			byName := map[string]*mcp.Tool{}
+			var names []string
+			for _, tool := range res.Tools {
+				byName[tool.Name] = tool
+				names = append(names, tool.Name)
+			}
+			slices.Sort(names)
+			if !slices.Equal(names, tt.want) {
+				t.Fatalf("tools %v, want %v", names, tt.want)
+			}
+			if agent := byName["ask_agenthost"]; agent == nil || agent.Description == "Returns a clash." {
+				t.Errorf("the agent tool was replaced: %+v", agent)
+			}
+			if !tt.expose {
+				return
+			}
+			got := byName["search"]
+			if got.Title != "Search" || got.Description != "Searches the docs." {
+				t.Errorf("search: title %q, description %q", got.Title, got.Description)
+			}
+			if !jsonEqual(t, got.InputSchema, string(search.spec.InputSchema)) {
+				t.Errorf("input schema %v, want %s", got.InputSchema, search.spec.InputSchema)
+			}
+			if !jsonEqual(t, got.OutputSchema, string(search.spec.OutputSchema)) {
+				t.Errorf("output schema %v, want %s", got.OutputSchema, search.spec.OutputSchema)
+			}
+			if !jsonEqual(t, got.Annotations, `{"readOnlyHint":true,"idempotentHint":false,"destructiveHint":false,"openWorldHint":true}`) {
+				t.Errorf("annotations %+v", got.Annotations)
+			}
+			if !jsonEqual(t, byName["plain"].InputSchema, `{"type":"object"}`) {
+				t.Errorf("plain's input schema %v", byName["plain"].InputSchema)
+			}
+		})
+	}
+}
+
+func TestGatewayForwardsCalls(t *testing.T) {
+	var gotArgs json.RawMessage
+	var gotCall *host.Call
+	src := &gwToolset{}
+	src.set(
+		&gwTool{spec: host.ToolSpec{Name: "echo", Description: "Echoes."}, fn: func(_ context.Context, args json.RawMessage, call *host.Call) (*host.Result, error) {
+			gotArgs, gotCall = args, call
+			return &host.Result{Text: "got " + string(args), Structured: json.RawMessage(`{"ok":true}`)}, nil
+		}},
+		&gwTool{spec: host.ToolSpec{Name: "fail", Description: "Fails."}, fn: func(context.Context, json.RawMessage, *host.Call) (*host.Result, error) {
+			return &host.Result{Text: "it broke", IsError: true}, nil
+		}},
+		&gwTool{spec: host.ToolSpec{Name: "broken", Description: "Cannot be reached."}, fn: func(context.Context, json.RawMessage, *host.Call) (*host.Result, error) {
+			return nil, errors.New("connection refused")
+		}},
+	)
+	cs := gwConnect(t, newGateway(t, src, nil, 0), nil)
+
+	tests := []struct {
+		tool      string
+		args      any
+		wantText  string
+		wantError bool
+	}{
+		{"echo", map[string]any{"x": 1}, `got {"x":1}`, false},
+		{"echo", nil, `got {}`, false},
+		{"fail", nil, "it broke", true},
+		{"broken", nil, "connection refused", true},
+	}
+	for _, tt := range tests {
+		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: tt.tool, Arguments: tt.args})
+		if err != nil {
+			t.Fatalf("%s: %v", tt.tool, err)
+		}
+		if text := callText(t, res); text != tt.wantText || res.IsError != tt.wantError {
+			t.Errorf("%s(%v) = %q (error %v), want %q (error %v)", tt.tool, tt.args, text, res.IsError, tt.wantText, tt.wantError)
+		}
+	}
+	if string(gotArgs) != `{}` || gotCall == nil || gotCall.Tool != "echo" || gotCall.Source != "mcp:up" || gotCall.ID == "" {
+		t.Errorf("the tool got args %s and call %+v", gotArgs, gotCall)
+	}
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "echo"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !jsonEqual(t, res.StructuredContent, `{"ok":true}`) {
+		t.Errorf("structured content %v", res.StructuredContent)
+	}
+}
+
+func TestGatewayProgressAndCancellation(t *testing.T) {
+	cancelled := make(chan error, 1)
+	src := &gwToolset{}
+	src.set(&gwTool{spec: host.ToolSpec{Name: "slow", Description: "Waits."}, fn: func(ctx context.Context, _ json.RawMessage, call *host.Call) (*host.Result, error) {
+		call.ReportProgress(host.Progress{Progress: 0, Total: 100, Message: "started"})
+		call.ReportProgress(host.Progress{Progress: 0, Total: 100, Message: "again"}) // not increasing: sent as 1
+		call.ReportProgress(host.Progress{Progress: 50, Total: 100})
+		<-ctx.Done()
+		cancelled <- ctx.Err()
+		return nil, ctx.Err()
+	}})
+	progress := make(chan *mcp.ProgressNotificationParams, 10)
+	cs := gwConnect(t, newGateway(t, src, nil, 0), &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+		progress <- req.Params
+	}})
+
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		params := &mcp.CallToolParams{Name: "slow"}
+		params.SetProgressToken("tok-1")
+		_, err := cs.CallTool(ctx, params)
+		done <- err
+	}()
+	want := []mcp.ProgressNotificationParams{
+		{ProgressToken: "tok-1", Progress: 0, Total: 100, Message: "started"},
+		{ProgressToken: "tok-1", Progress: 1, Total: 100, Message: "again"},
+		{ProgressToken: "tok-1", Progress: 50, Total: 100},
+	}
+	for i, w := range want {
+		select {
+		case p := <-progress:
+			if p.ProgressToken != w.ProgressToken || p.Progress != w.Progress || p.Total != w.Total || p.Message != w.Message {
+				t.Errorf("progress %d = %+v, want %+v", i, *p, w)
+			}
+		case <-t.Context().Done():
+			t.Fatalf("progress %d never came", i)
+		}
+	}
+	cancel()
+	select {
+	case err := <-cancelled:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("the tool's context ended with %v", err)
+		}
+	case <-t.Context().Done():
+		t.Fatal("the tool was not cancelled")
+	}
+	if err := <-done; err == nil {
+		t.Error("the cancelled call returned no error")
+	}
+}
+
+func TestGatewayApprovalAndElicitation(t *testing.T) {
+	ran := make(chan struct{}, 10)
+	src := &gwToolset{}
+	src.set(
+		&gwTool{spec: host.ToolSpec{Name: "delete", Description: "Deletes."}, fn: func(context.Context, json.RawMessage, *host.Call) (*host.Result, error) {
+			ran <- struct{}{}
+			return &host.Result{Text: "deleted"}, nil
+		}},
+		&gwTool{spec: host.ToolSpec{Name: "ask", Description: "Asks the user."}, fn: func(ctx context.Context, _ json.RawMessage, call *host.Call) (*host.Result, error) {
+			ia := call.Interactor()
+			if ia == nil {
+				return &host.Result{Text: "nobody to ask", IsError: true}, nil
+			}
+			res, err := ia.Elicit(ctx, &host.ElicitRequest{Message: "Your name?", Schema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}}}`)})
+			if err != nil {
+				return nil, err
+			}
+			return &host.Result{Text: string(res.Action) + " " + res.Content["name"].(string)}, nil
+		}},
+	)
+	policies := map[string]host.ToolPolicy{"delete": {RequireApproval: true}}
+
+	tests := []struct {
+		name    string
+		answer  func(*mcp.ElicitParams) *mcp.ElicitResult // nil: the client does not support elicitation
+		tool    string
+		want    string
+		wantRan bool
+	}{
+		{"approved", func(*mcp.ElicitParams) *mcp.ElicitResult {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}
+		}, "delete", "deleted", true},
+		{"denied", func(*mcp.ElicitParams) *mcp.ElicitResult { return &mcp.ElicitResult{Action: "decline"} }, "delete", "the call was denied by the user", false},
+		{"nobody to ask", nil, "delete", "requires the user's approval", false},
+		{"elicitation forwarded", func(p *mcp.ElicitParams) *mcp.ElicitResult {
+			if !strings.HasPrefix(p.Message, "Your name?") {
+				return &mcp.ElicitResult{Action: "decline"}
+			}
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}
+		}, "ask", "accept Ada", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var opts mcp.ClientOptions
+			if tt.answer != nil {
+				opts.ElicitationHandler = func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+					return tt.answer(req.Params), nil
+				}
+			}
+			cs := gwConnect(t, newGateway(t, src, policies, 0), &opts)
+			res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: tt.tool})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if text := callText(t, res); !strings.Contains(text, tt.want) {
+				t.Errorf("result %q, want it to contain %q", text, tt.want)
+			}
+			select {
+			case <-ran:
+				if !tt.wantRan {
+					t.Error("the tool ran without approval")
+				}
+			default:
+				if tt.wantRan {
+					t.Error("the approved tool did not run")
+				}
+			}
+		})
+	}
+}
+
+func TestGatewayFollowsListChanges(t *testing.T) {
+	src := &gwToolset{}
+	src.set(textTool("a", "A"), textTool("b", "B"))
+	changed := make(chan struct{}, 10)
+	s := newGateway(t, src, map[string]host.ToolPolicy{"c": {Disabled: true}}, 5*time.Millisecond)
+	cs := gwConnect(t, s, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+		changed <- struct{}{}
+	}})
+	if got, want := toolNames(t, cs), []string{"a", "ask_agenthost", "b"}; !slices.Equal(got, want) {
+		t.Fatalf("tools %v, want %v", got, want)
+	}
+
+	// b goes, c (disabled) and d come, a's description changes.
+	a2 := textTool("a", "A2")
+	src.set(a2, textTool("c", "C"), textTool("d", "D"))
+	want := []string{"a", "ask_agenthost", "d"}
+	// A bound generous enough for any machine, so that a missing change fails rather than hangs.
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	for {
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			t.Fatalf("no notifications/tools/list_changed that brings the tools %v", want)
+		}
+		// The SDK may send one notification per change: wait for the list that has them all.
+		res, err := cs.ListTools(t.Context(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		var aDesc string
+		for _, tool := range res.Tools {
+			names = append(names, tool.Name)
+			if tool.Name == "a" {
+				aDesc = tool.Description
+			}
+		}
+		slices.Sort(names)
+		if slices.Equal(names, want) && aDesc == a2.spec.Description {
+			break
+		}
+	}
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "a"})
+	if err != nil || callText(t, res) != "A2" {
+		t.Errorf("call of the new a: %v, %v", res, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil { // Close is idempotent
+		t.Fatal(err)
+	}
+}
+
+// A tool that left the merged list since the last sync is refused, not called.
+func TestGatewayToolGoneBeforeSync(t *testing.T) {
+	src := &gwToolset{}
+	src.set(textTool("a", "A"))
+	cs := gwConnect(t, newGateway(t, src, nil, time.Hour), nil)
+	src.set()
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.IsError || !strings.Contains(callText(t, res), "no longer available") {
+		t.Errorf("result %+v", res)
+	}
+}
+
+func TestCallToolResult(t *testing.T) {
+	png := []byte{0x89, 'P', 'N', 'G'}
+	tests := []struct {
+		name string
+		res  *host.Result
+		want string // the MCP result as JSON
+	}{
+		{"text", &host.Result{Text: "hello"}, `{"content":[{"type":"text","text":"hello"}]}`},
+		{"nil", nil, `{"content":[]}`},
+		{"error", &host.Result{Text: "bad", IsError: true}, `{"content":[{"type":"text","text":"bad"}],"isError":true}`},
+		{"structured only", &host.Result{Structured: json.RawMessage(`{"n":1}`)},
+			`{"content":[{"type":"text","text":"{\"n\":1}"}],"structuredContent":{"n":1}}`},
+		{"structured and text", &host.Result{Text: "one", Structured: json.RawMessage(`{"n":1}`)},
+			`{"content":[{"type":"text","text":"one"}],"structuredContent":{"n":1}}`},
+		{"image, placeholder taken out", &host.Result{Text: "[image: image/png, 4 bytes]", Media: []host.Media{{Type: "image", MIMEType: "image/png", Data: png}}},
+			`{"content":[{"type":"image","mimeType":"image/png","data":"iVBORw=="}]}`},
+		{"mixed", &host.Result{
+			Text:       "Look:\n[image: image/png, 4 bytes]\n[audio: audio/wav, 4 bytes]",
+			Media:      []host.Media{{Type: "image", MIMEType: "image/png", Data: png}, {Type: "audio", MIMEType: "audio/wav", Data: png}},
+			References: []host.Reference{{Title: "test://doc", URI: "test://doc", Content: `{"a":1}`}},
+		}, `{"content":[{"type":"text","text":"Look:"},{"type":"image","mimeType":"image/png","data":"iVBORw=="},
+			{"type":"audio","mimeType":"audio/wav","data":"iVBORw=="},
+			{"type":"resource","resource":{"uri":"test://doc","mimeType":"text/plain","text":"{\"a\":1}"}}]}`},
+		{"resource link", &host.Result{
+			Text:       "See\n[resource link: spec.md file:///spec.md]",
+			References: []host.Reference{{Title: "The spec", URI: "file:///spec.md", Content: "The protocol's spec."}},
+		}, `{"content":[{"type":"text","text":"See"},
+			{"type":"resource_link","uri":"file:///spec.md","name":"spec.md","title":"The spec","description":"The protocol's spec."}]}`},
+		{"reference without content or URI", &host.Result{
+			Text:       "Found",
+			References: []host.Reference{{Title: "Home", URI: "https://example.test/"}, {Title: "Note", Content: "from memory"}},
+		}, `{"content":[{"type":"text","text":"Found\nNote\nfrom memory"},{"type":"resource_link","uri":"https://example.test/","name":"Home"}]}`},
+		{"blob reference", &host.Result{References: []host.Reference{{Title: "test://b", URI: "test://b", Content: "[blob: image/png, 9 bytes]"}}},
+			`{"content":[{"type":"resource_link","uri":"test://b","name":"test://b","description":"[blob: image/png, 9 bytes]"}]}`},
+		{"a text line like a placeholder stays without its medium", &host.Result{Text: "[image: image/png, 4 bytes]"},
+			`{"content":[{"type":"text","text":"[image: image/png, 4 bytes]"}]}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := callToolResult(tt.res)
+			if !jsonEqual(t, got, tt.want) {
+				b, _ := json.Marshal(got)
+				t.Errorf("got  %s\nwant %s", b, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,170 @@
+// A small MCP client on the official TypeScript SDK, for the Go tests of `agenthost serve`. It connects over stdio
+// (spawning --command with --arg and --env, as Claude Desktop does) or streamable HTTP (--url, with --header),
+// performs one action, and prints one JSON object on stdout: what the test asserts on. It exits 1 when the action
+// failed; the JSON then has "error".
+//
+// Actions:
+//   tools   list the tools
+//   ask     call --tool once per --prompt, with a progress token; every call after the first continues the
+//           conversation of the one before it (conversation_id from its structured content)
+//   cancel  call --tool with --prompt and abort the call when a progress message contains --cancel-on; then wait
+//           until --await-file holds --await-text, and list the tools again to show the session survived
+import { readFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { parseArgs } from 'node:util';
+
+import { Client, StdioClientTransport, StreamableHTTPClientTransport } from './sdk.mjs';
+
+const { values: opts } = parseArgs({
+  options: {
+    command: { type: 'string' },
+    arg: { type: 'string', multiple: true, default: [] },
+    env: { type: 'string', multiple: true, default: [] },
+    url: { type: 'string' },
+    header: { type: 'string', multiple: true, default: [] },
+    action: { type: 'string', default: 'tools' },
+    tool: { type: 'string' },
+    prompt: { type: 'string', multiple: true, default: [] },
+    'cancel-on': { type: 'string' },
+    'await-file': { type: 'string' },
+    'await-text': { type: 'string' },
+  },
+});
+
+const out = {};
+// currentProgress collects the progress of the call in flight, or of the last one.
+let currentProgress;
+
+// unknown returns the message a report of the SDK quotes after prefix, or undefined.
+function unknown(report, prefix) {
+  if (!report.startsWith(prefix)) return undefined;
+  try {
+    return JSON.parse(report.slice(prefix.length));
+  } catch {
+    return undefined;
+  }
+}
+
+// A test that hangs is worse than one that fails: give up well before the Go test's own deadline.
+setTimeout(() => finish(new Error('mcp-client: gave up after 45s')), 45_000).unref();
+
+function pairs(list, sep) {
+  const obj = {};
+  for (const item of list) {
+    const i = item.indexOf(sep);
+    if (i < 0) throw new Error(`mcp-client: ${JSON.stringify(item)} has no ${JSON.stringify(sep)}`);
+    obj[item.slice(0, i).trim()] = item.slice(i + 1).trim();
+  }
+  return obj;
+}
+
+function transport() {
+  if (opts.url) {
+    return new StreamableHTTPClientTransport(new URL(opts.url), {
+      requestInit: { headers: pairs(opts.header, ':') },
+    });
+  }
+  if (!opts.command) throw new Error('mcp-client: --command or --url is required');
+  return new StdioClientTransport({ command: opts.command, args: opts.arg, env: pairs(opts.env, '='), stderr: 'inherit' });
+}
+
+function finish(err) {
+  if (err) {
+    out.error = { message: String(err?.message ?? err), code: err?.code ?? null };
+  }
+  process.stdout.write(JSON.stringify(out) + '\n', () => process.exit(err ? 1 : 0));
+}
+
+async function main() {
+  const client = new Client({ name: 'agenthost-test-client', version: '1.0.0' });
+  // The SDK reports what it cannot hand to a caller through onerror. Two reports are sorted out of the rest:
+  // - A progress notification for a call that has ended. The SDK handles notifications a tick later than responses,
+  //   so one that a server writes just before its result (an agent's last streamed text, say) is reported this way
+  //   though it arrived in time (typescript-sdk issue 2580). It is kept, marked late, with its call's progress.
+  // - A response to a call the client cancelled: the server should not send one, but servers on the Go SDK do (go-sdk
+  //   issues 1235 and 1259).
+  out.protocol_errors = [];
+  out.late_responses = [];
+  client.onerror = (err) => {
+    const msg = String(err?.message ?? err);
+    const late = unknown(msg, 'Received a progress notification for an unknown token: ');
+    if (late && currentProgress) {
+      currentProgress.push({ ...late.params, late: true });
+      return;
+    }
+    const response = unknown(msg, 'Received a response for an unknown message ID: ');
+    if (response) {
+      out.late_responses.push(response);
+      return;
+    }
+    out.protocol_errors.push(msg);
+  };
+  await client.connect(transport());
+  out.server = client.getServerVersion();
+  // Listing the tools also makes the SDK validate structured content against each tool's output schema.
+  const { tools } = await client.listTools();
+  out.tools = tools;
+  const tool = opts.tool ?? tools[0]?.name;
+
+  switch (opts.action) {
+    case 'tools':
+      break;
+    case 'ask': {
+      out.calls = [];
+      let conversation;
+      for (const prompt of opts.prompt) {
+        const progress = (currentProgress = []);
+        const args = { prompt };
+        if (conversation) args.conversation_id = conversation;
+        const result = await client.callTool({ name: tool, arguments: args }, undefined, {
+          onprogress: (p) => progress.push(p),
+        });
+        out.calls.push({ result, progress });
+        conversation = result.structuredContent?.conversation_id;
+      }
+      break;
+    }
+    case 'cancel': {
+      const progress = (currentProgress = []);
+      const abort = new AbortController();
+      out.cancel = { progress };
+      try {
+        const result = await client.callTool({ name: tool, arguments: { prompt: opts.prompt[0] ?? 'wait' } }, undefined, {
+          signal: abort.signal,
+          onprogress: (p) => {
+            progress.push(p);
+            if (opts['cancel-on'] && String(p.message ?? '').includes(opts['cancel-on'])) abort.abort('cancelled by the test');
+          },
+        });
+        out.cancel.result = result; // not cancelled: the test fails on this
+      } catch (err) {
+        out.cancel.error = String(err?.message ?? err);
+      }
+      if (opts['await-file']) {
+        out.cancel.awaited = await awaitFile(opts['await-file'], opts['await-text'] ?? '');
+      }
+      const after = await client.listTools();
+      out.cancel.tools_after = after.tools.map((t) => t.name);
+      break;
+    }
+    default:
+      throw new Error(`mcp-client: unknown action ${JSON.stringify(opts.action)}`);
+  }
+  await client.close();
+}
+
+// awaitFile polls path until it contains text, and returns its content (what it holds after 30s otherwise).
+async function awaitFile(path, text) {
+  let content = '';
+  for (const deadline = Date.now() + 30_000; Date.now() < deadline; await sleep(50)) {
+    try {
+      content = readFileSync(path, 'utf8');
+    } catch {
+      continue;
+    }
+    if (content.includes(text)) break;
+  }
+  return content;
+}
+
+main().then(() => finish(), finish);
