@@ -24,8 +24,12 @@ import (
 // defaultToolsPollInterval is how often gateway mode looks for changes in the merged tool list.
 const defaultToolsPollInterval = time.Second
 
-// gateway keeps the tools the MCP server offers in step with the ToolManager's merged list, and forwards calls.
+// gateway keeps the tools the MCP server offers in step with the ToolManager's merged list: the agent tool, whose
+// description and tool enums name the tools, always; and in gateway mode (expose) the tools themselves, whose calls
+// it forwards.
 type gateway struct {
+	expose    bool
+	agent     func([]*host.ManagedTool) // refreshes the agent tool
 	mcp       *mcp.Server
 	tools     *host.ToolManager
 	agentTool string // the agent tool's name: a merged tool of that name cannot be offered
@@ -43,8 +47,10 @@ type gateway struct {
 }
 
 // startGateway offers tools now, and watches the merged list every interval until ctx ends or close is called.
-func startGateway(ctx context.Context, s *Server, tools []*host.ManagedTool, interval time.Duration) *gateway {
+func startGateway(ctx context.Context, s *Server, tools []*host.ManagedTool, interval time.Duration, expose bool) *gateway {
 	g := &gateway{
+		expose:    expose,
+		agent:     s.setAgentTool,
 		mcp:       s.mcp,
 		tools:     s.orch.Tools(),
 		agentTool: s.toolName,
@@ -97,6 +103,10 @@ func (g *gateway) sync(tools []*host.ManagedTool) {
 	g.last = tools
 	if g.last == nil {
 		g.last = []*host.ManagedTool{}
+	}
+	g.agent(tools)
+	if !g.expose {
+		return
 	}
 	want := make(map[string]*mcp.Tool, len(tools))
 	specs := make(map[string]host.ToolSpec, len(tools))
@@ -374,11 +384,9 @@ func isBlobPlaceholder(s string) bool {
 	return strings.HasPrefix(s, "[blob: ") && strings.HasSuffix(s, " bytes]")
 }
 
-// Close stops what the server runs in the background: in gateway mode, the watch of the tool list. It does not end
-// the sessions of connected clients. It is safe to call more than once.
+// Close stops what the server runs in the background: the watch of the tool list. It does not end the sessions of
+// connected clients. It is safe to call more than once.
 func (s *Server) Close() error {
-	if s.gateway != nil {
-		s.gateway.close()
-	}
+	s.gateway.close()
 	return nil
 }

@@ -49,7 +49,7 @@ type Options struct {
 	ExposeTools bool
 	// ToolTimeout bounds each call of an offered tool in gateway mode; 0 means host.DefaultToolTimeout.
 	ToolTimeout time.Duration
-	// ToolsPollInterval is how often gateway mode looks for changes in the merged tool list; 0 means 1s.
+	// ToolsPollInterval is how often the merged tool list is checked for changes; 0 means 1s.
 	ToolsPollInterval time.Duration
 }
 
@@ -60,11 +60,14 @@ type Server struct {
 	logger   *slog.Logger
 	toolName string
 	mcp      *mcp.Server
-	gateway  *gateway // nil unless ExposeTools
+	gateway  *gateway // watches the merged tool list; offers the tools too in gateway mode
+
+	agentTools []string // the tools the agent tool names, guarded by gateway.mu (set only from its sync)
 }
 
-// New returns a Server for orch. It reads the orchestrator's tools once, for the agent tool's schema and description.
-// In gateway mode (ExposeTools) it also offers the tools, and watches their list until ctx ends or Close is called.
+// New returns a Server for orch. The agent tool's description and schema name the orchestrator's tools; their list is
+// watched until ctx ends or Close is called, and the agent tool follows it. In gateway mode (ExposeTools) the tools
+// are offered too.
 func New(ctx context.Context, orch *host.Orchestrator, opts *Options) (*Server, error) {
 	s := &Server{orch: orch}
 	if opts != nil {
@@ -94,13 +97,24 @@ func New(ctx context.Context, orch *host.Orchestrator, opts *Options) (*Server, 
 	if err != nil {
 		return nil, fmt.Errorf("mcpserver: %w", err)
 	}
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: s.opts.Name, Version: s.opts.Version}, &mcp.ServerOptions{Logger: s.opts.Logger})
+	s.gateway = startGateway(ctx, s, tools, s.opts.ToolsPollInterval, s.opts.ExposeTools)
+	return s, nil
+}
+
+// setAgentTool offers the agent tool, described with the enabled tools of tools. It is called again when the merged
+// list changes (a server's list_changed); the SDK then tells the clients that the tool list changed.
+func (s *Server) setAgentTool(tools []*host.ManagedTool) {
 	var names []string
 	for _, t := range tools {
 		if !t.Policy.Disabled {
 			names = append(names, t.Spec.Name)
 		}
 	}
-	s.mcp = mcp.NewServer(&mcp.Implementation{Name: s.opts.Name, Version: s.opts.Version}, &mcp.ServerOptions{Logger: s.opts.Logger})
+	if s.agentTools != nil && slices.Equal(names, s.agentTools) {
+		return // only the gateway's tools changed
+	}
+	s.agentTools = append([]string{}, names...)
 	s.mcp.AddTool(&mcp.Tool{
 		Name:         s.toolName,
 		Title:        s.opts.Name,
@@ -109,10 +123,6 @@ func New(ctx context.Context, orch *host.Orchestrator, opts *Options) (*Server, 
 		OutputSchema: outputSchema,
 		Annotations:  &mcp.ToolAnnotations{OpenWorldHint: ptr(true)},
 	}, s.handleAgent)
-	if s.opts.ExposeTools {
-		s.gateway = startGateway(ctx, s, tools, s.opts.ToolsPollInterval)
-	}
-	return s, nil
 }
 
 // ToolName returns the agent tool's name.

@@ -16,6 +16,7 @@ import (
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/internal/fakellm"
 	"github.com/agenthost/agenthost/llm/openai"
+	"github.com/agenthost/agenthost/llm/testmodel"
 )
 
 // tool is a host tool whose behaviour is a function.
@@ -388,5 +389,69 @@ func TestHTTPStatefulAndStateless(t *testing.T) {
 		}
 		cs.Close()
 		ts.Close()
+	}
+}
+
+// dynamicSet is a toolset whose list a test changes, as an MCP server's list_changed does.
+type dynamicSet struct {
+	mu    sync.Mutex
+	tools []host.Tool
+}
+
+func (d *dynamicSet) Name() string { return "dyn" }
+func (d *dynamicSet) Tools(context.Context) ([]host.Tool, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.tools, nil
+}
+func (d *dynamicSet) set(tools ...host.Tool) {
+	d.mu.Lock()
+	d.tools = tools
+	d.mu.Unlock()
+}
+
+// TestAgentToolFollowsTheToolList checks that when the merged list changes, the agent tool's description and enums
+// follow, and clients are told the tool list changed.
+func TestAgentToolFollowsTheToolList(t *testing.T) {
+	named := func(name string) host.Tool {
+		return &tool{spec: host.ToolSpec{Name: name}, fn: func(context.Context, json.RawMessage) (*host.Result, error) { return &host.Result{}, nil }}
+	}
+	set := &dynamicSet{tools: []host.Tool{named("alpha")}}
+	orch := host.New(testmodel.New(), host.NewToolManager([]host.Toolset{set}, nil), nil)
+	s, err := New(t.Context(), orch, &Options{Name: "geo", ToolsPollInterval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	changed := make(chan struct{}, 1)
+	cs := connectTo(t, s, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	}})
+	description := func() string {
+		res, err := cs.ListTools(t.Context(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Tools[0].Description
+	}
+	if d := description(); !strings.HasSuffix(d, "It can use: alpha.") {
+		t.Fatalf("description %q", d)
+	}
+	set.set(named("alpha"), named("beta"))
+	select {
+	case <-changed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no tools/list_changed after the tool list changed")
+	}
+	res, err := cs.ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema, _ := json.Marshal(res.Tools[0].InputSchema)
+	if !strings.HasSuffix(res.Tools[0].Description, "It can use: alpha, beta.") || !strings.Contains(string(schema), `"enum":["alpha","beta"]`) {
+		t.Errorf("after the change: %q, %s", res.Tools[0].Description, schema)
 	}
 }
