@@ -1,13 +1,16 @@
 package mcpserver
 
 import (
+	"context"
 	"crypto/subtle"
 	"encoding/json"
+	"errors"
 	"net"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -136,4 +139,36 @@ func (g *guard) originAllowed(origin string) bool {
 		return true
 	}
 	return false
+}
+
+// drainTimeout is how long Serve lets requests finish after it cancelled their runs, before it cuts them.
+const drainTimeout = 5 * time.Second
+
+// Serve serves handler on ln until ctx ends, then cancels the requests in flight (and so their runs, which end
+// promptly) and drains: connections get drainTimeout to finish, then the rest are cut.
+func Serve(ctx context.Context, ln net.Listener, handler http.Handler) error {
+	runs, cancelRuns := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelRuns()
+	hs := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return runs },
+	}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	cancelRuns()
+	drain, cancel := context.WithTimeout(context.Background(), drainTimeout)
+	defer cancel()
+	if err := hs.Shutdown(drain); err != nil {
+		hs.Close()
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
 }

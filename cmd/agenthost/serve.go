@@ -2,15 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/agenthost/agenthost/mcpserver"
 )
@@ -120,36 +117,7 @@ func cmdServe(ctx context.Context, args []string, io *stdio) error {
 		Health:         func() any { return a.mcp.Status() },
 	})
 	fmt.Fprintf(io.err, "agenthost: serving MCP at http://%s%s (tool %s)\n", ln.Addr(), orDefault(sc.Path, "/mcp"), srv.ToolName())
-	return serveHTTP(ctx, ln, handler)
-}
-
-// serveHTTP serves until ctx ends, then cancels the runs in flight and drains: requests get a few seconds to finish
-// (a cancelled run ends promptly), then the rest are cut.
-func serveHTTP(ctx context.Context, ln net.Listener, handler http.Handler) error {
-	runs, cancelRuns := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelRuns()
-	hs := &http.Server{
-		Handler:           handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		BaseContext:       func(net.Listener) context.Context { return runs },
-	}
-	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
-	select {
-	case err := <-served:
-		return err
-	case <-ctx.Done():
-	}
-	cancelRuns()
-	drain, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := hs.Shutdown(drain); err != nil {
-		hs.Close()
-	}
-	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return mcpserver.Serve(ctx, ln, handler)
 }
 
 func isLoopback(addr net.Addr) bool {

@@ -79,7 +79,7 @@ func serveChild(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	defer profSrv.Close()
 
 	fmt.Fprintf(stdout, "mcp=http://%s%s pprof=%s tool=%s\n", ln.Addr(), cfg.Serve.Path, profLn.Addr(), toolName)
-	return serveHTTP(ctx, ln, handler)
+	return mcpserver.Serve(ctx, ln, handler)
 }
 
 // agentHandler builds the agent's MCP handler as cmd/agenthost's build and cmdServe do for cfg, with the model at
@@ -138,34 +138,6 @@ func agentHandler(ctx context.Context, cfg *config.Config, modelURL string, logg
 		Health:       func() any { return []any{} },
 	})
 	return h, srv.ToolName(), nil
-}
-
-// serveHTTP serves until ctx ends, then cancels the runs in flight and drains, as `agenthost serve --http` does.
-func serveHTTP(ctx context.Context, ln net.Listener, handler http.Handler) error {
-	runs, cancelRuns := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelRuns()
-	hs := &http.Server{
-		Handler:           handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		BaseContext:       func(net.Listener) context.Context { return runs },
-	}
-	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
-	select {
-	case err := <-served:
-		return err
-	case <-ctx.Done():
-	}
-	cancelRuns()
-	drain, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := hs.Shutdown(drain); err != nil {
-		hs.Close()
-	}
-	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
 }
 
 // serverProc is the server's child process, seen from the parent.
