@@ -392,31 +392,13 @@ func TestHTTPStatefulAndStateless(t *testing.T) {
 	}
 }
 
-// dynamicSet is a toolset whose list a test changes, as an MCP server's list_changed does.
-type dynamicSet struct {
-	mu    sync.Mutex
-	tools []host.Tool
-}
-
-func (d *dynamicSet) Name() string { return "dyn" }
-func (d *dynamicSet) Tools(context.Context) ([]host.Tool, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.tools, nil
-}
-func (d *dynamicSet) set(tools ...host.Tool) {
-	d.mu.Lock()
-	d.tools = tools
-	d.mu.Unlock()
-}
-
 // TestAgentToolFollowsTheToolList checks that when the merged list changes, the agent tool's description and enums
 // follow, and clients are told the tool list changed.
 func TestAgentToolFollowsTheToolList(t *testing.T) {
 	named := func(name string) host.Tool {
 		return &tool{spec: host.ToolSpec{Name: name}, fn: func(context.Context, json.RawMessage) (*host.Result, error) { return &host.Result{}, nil }}
 	}
-	set := &dynamicSet{tools: []host.Tool{named("alpha")}}
+	set := &gwToolset{tools: []host.Tool{named("alpha")}}
 	orch := host.New(testmodel.New(), host.NewToolManager([]host.Toolset{set}, nil), nil)
 	s, err := New(t.Context(), orch, &Options{Name: "geo", ToolsPollInterval: 10 * time.Millisecond})
 	if err != nil {
