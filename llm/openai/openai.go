@@ -10,12 +10,15 @@
 package openai
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"time"
 
 	sdk "github.com/openai/openai-go/v3"
@@ -70,9 +73,11 @@ type Options struct {
 
 // Model is an llm.Model over a Chat Completions API. It is safe for concurrent use.
 type Model struct {
-	name       string
-	completion sdk.ChatCompletionService
-	logger     *slog.Logger
+	name string
+	// client sends the requests. Its generic Post is used rather than the chat completion service, whose stream
+	// decoding walks every chunk by reflection: this package decodes the few members it reads itself (sse.go).
+	client *sdk.Client
+	logger *slog.Logger
 
 	timeout    time.Duration
 	idle       time.Duration // 0: none
@@ -149,11 +154,11 @@ func New(opts *Options) (*Model, error) {
 		option.WithMiddleware(m.checkResponse),
 	}
 	if opts.APIKey != "" {
-		reqOpts = append(reqOpts, option.WithAPIKey(opts.APIKey))
+		reqOpts = append(reqOpts, option.WithHeader("Authorization", "Bearer "+opts.APIKey))
 	}
-	// The service, unlike sdk.NewClient, reads no OPENAI_* variables: a key from the environment must not reach
-	// a base URL it was not meant for.
-	m.completion = sdk.NewChatCompletionService(reqOpts...)
+	// A client built from its options, unlike sdk.NewClient, reads no OPENAI_* variables: a key from the
+	// environment must not reach a base URL it was not meant for.
+	m.client = &sdk.Client{Options: reqOpts}
 	return m, nil
 }
 
@@ -238,24 +243,38 @@ func (m *Model) attempt(ctx context.Context, params sdk.ChatCompletionNewParams,
 		defer idle.Stop()
 	}
 
-	stream := m.completion.NewStreaming(ctx, params, extra...)
-	defer stream.Close()
+	var body *http.Response
+	opts := append(slices.Clip(extra), option.WithJSONSet("stream", true))
+	if err := m.client.Post(ctx, "chat/completions", params, &body, opts...); err != nil {
+		return nil, 0, m.idleError(ctx, err)
+	}
+	defer body.Body.Close()
+
 	acc := newAccumulator()
-	for stream.Next() {
+	events := newEventReader(body.Body)
+	for {
+		data, err := events.next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, acc.chunks, m.idleError(ctx, err)
+		}
+		if bytes.HasPrefix(data, []byte("[DONE]")) {
+			break
+		}
 		// Time spent in onDelta is the consumer's, not the server's.
 		if idle != nil {
 			idle.Stop()
 		}
-		acc.add(stream.Current(), onDelta)
+		var c chunk
+		if err := decodeChunk(data, &c); err != nil {
+			return nil, acc.chunks, err
+		}
+		acc.add(&c, onDelta)
 		if idle != nil {
 			idle.Reset(m.idle)
 		}
-	}
-	if err := stream.Err(); err != nil {
-		if errors.Is(context.Cause(ctx), errStreamIdle) {
-			err = &idleError{idle: m.idle}
-		}
-		return nil, acc.chunks, err
 	}
 	if acc.chunks == 0 {
 		return nil, 0, errors.New("the stream ended without any chunk")
@@ -269,6 +288,14 @@ func (m *Model) attempt(ctx context.Context, params sdk.ChatCompletionNewParams,
 		res.Model = m.name
 	}
 	return res, acc.chunks, nil
+}
+
+// idleError replaces err with an idleError when the attempt was cancelled because the stream went quiet.
+func (m *Model) idleError(ctx context.Context, err error) error {
+	if errors.Is(context.Cause(ctx), errStreamIdle) {
+		return &idleError{idle: m.idle}
+	}
+	return err
 }
 
 // wait sleeps for d or until ctx is done; it reports whether d elapsed.

@@ -585,6 +585,69 @@ func TestJSONAnswerRejected(t *testing.T) {
 	}
 }
 
+// TestStreamedShapes sends streams as compatible servers write them, beyond what the fake server produces.
+func TestStreamedShapes(t *testing.T) {
+	tests := []struct {
+		name     string
+		body     string
+		wantText string
+		wantArgs string
+		wantErr  string
+	}{
+		{
+			name: "comments, CRLF and no [DONE]",
+			body: ": keep-alive\r\n\r\ndata: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"he\"}}]}\r\n\r\n" +
+				"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"llo\"},\"finish_reason\":\"stop\"}]}\r\n\r\n",
+			wantText: "hello",
+		},
+		{
+			name: "arguments as an object",
+			body: `data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c","function":{"name":"f","arguments":{"a":1}}}]},"finish_reason":"tool_calls"}]}` + "\n\ndata: [DONE]\n\n",
+			wantArgs: `{"a":1}`,
+		},
+		{
+			name: "an error event after a chunk",
+			body: `data: {"choices":[{"index":0,"delta":{"content":"he"}}]}` + "\n\n" +
+				`data: {"error":{"message":"model overloaded"}}` + "\n\n",
+			wantErr: "stream broken after 1 chunks: error while streaming: model overloaded",
+		},
+		{
+			name:    "a malformed chunk",
+			body:    "data: {\"choices\":[\n\n",
+			wantErr: "malformed chunk",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				_, _ = w.Write([]byte(tt.body))
+			}))
+			t.Cleanup(srv.Close)
+			m, err := New(&Options{BaseURL: srv.URL + "/v1", Model: "m", MaxRetries: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := m.Generate(t.Context(), userRequest("hi"), nil)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error = %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Message.Content != tt.wantText {
+				t.Errorf("text = %q, want %q", res.Message.Content, tt.wantText)
+			}
+			if tt.wantArgs != "" && (len(res.Message.ToolCalls) != 1 || res.Message.ToolCalls[0].Arguments != tt.wantArgs) {
+				t.Errorf("calls = %+v, want one with arguments %s", res.Message.ToolCalls, tt.wantArgs)
+			}
+		})
+	}
+}
+
 func TestNew(t *testing.T) {
 	tests := []struct {
 		name string

@@ -6,8 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	sdk "github.com/openai/openai-go/v3"
-
 	"github.com/agenthost/agenthost/llm"
 )
 
@@ -35,14 +33,14 @@ func newAccumulator() *accumulator {
 }
 
 // add folds one chunk in and forwards its text to onDelta.
-func (a *accumulator) add(c sdk.ChatCompletionChunk, onDelta func(llm.Delta)) {
+func (a *accumulator) add(c *chunk, onDelta func(llm.Delta)) {
 	a.chunks++
 	if c.Model != "" {
 		a.model = c.Model
 	}
 	// Usage comes in a last chunk with no choices (OpenAI, vLLM), with the finish reason (some servers), or on
 	// every chunk as a running total (others): the last one seen wins.
-	if u := c.Usage; u.PromptTokens != 0 || u.CompletionTokens != 0 || u.TotalTokens != 0 {
+	if u := c.Usage; u != nil && (u.PromptTokens != 0 || u.CompletionTokens != 0 || u.TotalTokens != 0) {
 		a.usage = llm.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}
 		if a.usage.TotalTokens == 0 {
 			a.usage.TotalTokens = u.PromptTokens + u.CompletionTokens
@@ -59,8 +57,8 @@ func (a *accumulator) add(c sdk.ChatCompletionChunk, onDelta func(llm.Delta)) {
 				onDelta(llm.Delta{Text: text})
 			}
 		}
-		for _, tc := range choice.Delta.ToolCalls {
-			a.addCall(tc)
+		for i := range choice.Delta.ToolCalls {
+			a.addCall(&choice.Delta.ToolCalls[i])
 		}
 		if choice.FinishReason != "" {
 			a.finish = choice.FinishReason
@@ -70,7 +68,7 @@ func (a *accumulator) add(c sdk.ChatCompletionChunk, onDelta func(llm.Delta)) {
 
 // addCall folds in a tool-call delta. Fragments are joined by index; a delta that brings a different id under
 // an index already in use starts a new call, since some servers number every parallel call 0.
-func (a *accumulator) addCall(tc sdk.ChatCompletionChunkChoiceDeltaToolCall) {
+func (a *accumulator) addCall(tc *chunkToolCall) {
 	pos, ok := a.latest[tc.Index]
 	if !ok || (tc.ID != "" && a.calls[pos].id != "" && tc.ID != a.calls[pos].id) {
 		a.calls = append(a.calls, &partialCall{index: tc.Index})
@@ -85,7 +83,7 @@ func (a *accumulator) addCall(tc sdk.ChatCompletionChunkChoiceDeltaToolCall) {
 	if call.name == "" {
 		call.name = tc.Function.Name
 	}
-	call.args.WriteString(tc.Function.Arguments)
+	call.args.WriteString(string(tc.Function.Arguments))
 }
 
 // response builds the final response; calls are ordered by index, then by arrival.

@@ -1,12 +1,9 @@
 package openai
 
 import (
-	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
-
-	sdk "github.com/openai/openai-go/v3"
 
 	"github.com/agenthost/agenthost/llm"
 )
@@ -95,11 +92,11 @@ func TestAccumulator(t *testing.T) {
 			acc := newAccumulator()
 			var deltas strings.Builder
 			for _, c := range tt.chunks {
-				var chunk sdk.ChatCompletionChunk
-				if err := json.Unmarshal([]byte(`{"id":"x","object":"chat.completion.chunk","model":"m",`+c+`}`), &chunk); err != nil {
+				var chunk chunk
+				if err := decodeChunk([]byte(`{"id":"x","object":"chat.completion.chunk","model":"m",`+c+`}`), &chunk); err != nil {
 					t.Fatalf("chunk %s: %v", c, err)
 				}
-				acc.add(chunk, func(d llm.Delta) { deltas.WriteString(d.Text) })
+				acc.add(&chunk, func(d llm.Delta) { deltas.WriteString(d.Text) })
 			}
 			res := acc.response()
 			if res.Message.Content != tt.wantText || deltas.String() != tt.wantText {

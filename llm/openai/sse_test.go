@@ -1,0 +1,128 @@
+package openai
+
+import (
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"testing/iotest"
+)
+
+func TestEventReader(t *testing.T) {
+	long := strings.Repeat("x", 10000) // longer than the reader's buffer
+	tests := []struct {
+		name string
+		body string
+		want []string
+	}{
+		{"plain", "data: a\n\ndata: b\n\n", []string{"a", "b"}},
+		{"CRLF", "data: a\r\n\r\ndata: b\r\n\r\n", []string{"a", "b"}},
+		{"no space after the colon", "data:a\n\n", []string{"a"}},
+		{"only the first space is dropped", "data:  a\n\n", []string{" a"}},
+		{"comments, names, ids and retry skipped", ": ping\n\nevent: chunk\nid: 7\nretry: 100\ndata: a\n\n", []string{"a"}},
+		{"data lines joined by newlines", "data: a\ndata: b\n\n", []string{"a\nb"}},
+		{"blank lines between events", "\n\n\ndata: a\n\n\n\ndata: b\n\n", []string{"a", "b"}},
+		{"an empty data line", "data:\n\n", []string{""}},
+		{"a long line", "data: " + long + "\n\n", []string{long}},
+		{"an event cut off by the end is discarded", "data: a\n\ndata: b\n", []string{"a"}},
+		{"a last line without a newline is discarded", "data: a\n\ndata: b", []string{"a"}},
+		{"empty body", "", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// One byte per read, so that lines span reads.
+			r := newEventReader(iotest.OneByteReader(strings.NewReader(tt.body)))
+			var got []string
+			for {
+				data, err := r.next()
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				if err != nil {
+					t.Fatalf("next: %v", err)
+				}
+				got = append(got, string(data))
+			}
+			if strings.Join(got, "|") != strings.Join(tt.want, "|") || len(got) != len(tt.want) {
+				t.Errorf("events = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestEventReaderErrors(t *testing.T) {
+	t.Run("read error", func(t *testing.T) {
+		boom := errors.New("boom")
+		r := newEventReader(io.MultiReader(strings.NewReader("data: a\n\ndata: b"), iotest.ErrReader(boom)))
+		if data, err := r.next(); err != nil || string(data) != "a" {
+			t.Fatalf("first event = %q, %v", data, err)
+		}
+		if _, err := r.next(); !errors.Is(err, boom) {
+			t.Errorf("error = %v, want %v", err, boom)
+		}
+	})
+	t.Run("oversized event", func(t *testing.T) {
+		line := "data: " + strings.Repeat("x", 1<<20) + "\n"
+		r := newEventReader(strings.NewReader(strings.Repeat(line, 5) + "\n"))
+		if _, err := r.next(); err == nil || !strings.Contains(err.Error(), "event larger than") {
+			t.Errorf("error = %v, want one about the event's size", err)
+		}
+	})
+}
+
+func TestDecodeChunk(t *testing.T) {
+	t.Run("arguments as an object", func(t *testing.T) {
+		var c chunk
+		err := decodeChunk([]byte(`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"a","function":{"name":"f","arguments":{"x": 1}}}]}}]}`), &c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.Choices[0].Delta.ToolCalls[0].Function.Arguments; got != `{"x": 1}` {
+			t.Errorf("arguments = %q", got)
+		}
+	})
+	t.Run("nulls", func(t *testing.T) {
+		var c chunk
+		err := decodeChunk([]byte(`{"model":null,"choices":[{"index":0,"delta":{"content":null,"tool_calls":[{"index":0,"function":{"arguments":null}}]},"finish_reason":null}],"usage":null,"error":null}`), &c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Choices[0].Delta.Content != "" || c.Choices[0].Delta.ToolCalls[0].Function.Arguments != "" || c.Usage != nil {
+			t.Errorf("chunk = %+v", c)
+		}
+	})
+	t.Run("error member", func(t *testing.T) {
+		var c chunk
+		err := decodeChunk([]byte(`{"error":{"message":"overloaded","code":503}}`), &c)
+		if err == nil || !strings.Contains(err.Error(), "error while streaming: overloaded") {
+			t.Errorf("error = %v", err)
+		}
+	})
+	t.Run("malformed", func(t *testing.T) {
+		var c chunk
+		for _, data := range []string{`{"choices":`, `{"choices":[{"index":"zero"}]}`, `not json`} {
+			if err := decodeChunk([]byte(data), &c); err == nil || !strings.Contains(err.Error(), "malformed chunk") {
+				t.Errorf("%s: error = %v", data, err)
+			}
+		}
+	})
+}
+
+func FuzzEventReader(f *testing.F) {
+	f.Add("data: a\n\ndata: b\r\n\r\n: c\n")
+	f.Add("data:\ndata: x\n\n\n")
+	f.Fuzz(func(t *testing.T, body string) {
+		r := newEventReader(strings.NewReader(body))
+		total := 0
+		for {
+			data, err := r.next()
+			if err != nil {
+				break
+			}
+			// An event's data is made of the body's bytes: it can never be longer.
+			if total += len(data); total > len(body) {
+				t.Fatalf("%d bytes of data from a body of %d", total, len(body))
+			}
+		}
+	})
+}
