@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -74,7 +75,7 @@ func measure(ctx context.Context, cfg *options, stderr io.Writer) (*report, erro
 	sessions, err := connect(ctx, cfg, srv.mcpURL, httpClient, &notifications)
 	defer func() {
 		for _, s := range sessions {
-			s.Close()
+			s.close()
 		}
 	}()
 	if err != nil {
@@ -116,6 +117,11 @@ func measure(ctx context.Context, cfg *options, stderr io.Writer) (*report, erro
 		wg.Wait()
 		return nil, err
 	}
+	stopSelf, err := startSelfProfile(cfg.selfProf)
+	if err != nil {
+		wg.Wait()
+		return nil, err
+	}
 	go func() {
 		defer close(profDone)
 		if srv.pprofAddr != "" {
@@ -131,6 +137,9 @@ func measure(ctx context.Context, cfg *options, stderr io.Writer) (*report, erro
 		}
 	}()
 	at[1], err = readCounters(srv.pid, llm, &notifications)
+	if serr := stopSelf(); err == nil {
+		err = serr
+	}
 	var heap profileResult
 	if srv.pprofAddr != "" && cfg.top > 0 {
 		heap = fetchProfile(ctx, srv.pprofAddr, "heap", "")
@@ -162,12 +171,79 @@ func measure(ctx context.Context, cfg *options, stderr io.Writer) (*report, erro
 	return rep, nil
 }
 
+// session is one client's MCP session, through the go-sdk client or the wire client.
+type session interface {
+	// call calls the agent tool once and returns the result's text (for errors) and its structuredContent.
+	call(ctx context.Context, toolName, prompt, progressToken string) (isError bool, text string, structured []byte, err error)
+	close()
+}
+
+// sdkSession is a session of the go-sdk client.
+type sdkSession struct{ s *mcp.ClientSession }
+
+func (c sdkSession) call(ctx context.Context, toolName, prompt, progressToken string) (bool, string, []byte, error) {
+	params := &mcp.CallToolParams{Name: toolName, Arguments: map[string]any{"prompt": prompt}}
+	if progressToken != "" {
+		params.SetProgressToken(progressToken)
+	}
+	res, err := c.s.CallTool(ctx, params)
+	if err != nil {
+		return false, "", nil, err
+	}
+	var text string
+	if len(res.Content) > 0 {
+		if tc, ok := res.Content[0].(*mcp.TextContent); ok {
+			text = tc.Text
+		}
+	}
+	raw, err := json.Marshal(res.StructuredContent)
+	return res.IsError, text, raw, err
+}
+
+func (c sdkSession) close() { c.s.Close() }
+
+// wireSession is a session of the wire client.
+type wireSession struct{ c *wireClient }
+
+func (w wireSession) call(ctx context.Context, toolName, prompt, progressToken string) (bool, string, []byte, error) {
+	res, err := w.c.callTool(ctx, toolName, map[string]any{"prompt": prompt}, progressToken)
+	if err != nil {
+		return false, "", nil, err
+	}
+	var text string
+	if len(res.Content) > 0 {
+		text = res.Content[0].Text
+	}
+	return res.IsError, text, res.StructuredContent, nil
+}
+
+func (w wireSession) close() { w.c.close() }
+
 // connect opens one MCP session per client, a few at a time. It returns the sessions opened, also on error.
-func connect(ctx context.Context, cfg *options, url string, hc *http.Client, notifications *atomic.Int64) ([]*mcp.ClientSession, error) {
+func connect(ctx context.Context, cfg *options, url string, hc *http.Client, notifications *atomic.Int64) ([]session, error) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "agenthost-loadtest", Version: "dev"}, &mcp.ClientOptions{
 		ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) { notifications.Add(1) },
 	})
-	sessions := make([]*mcp.ClientSession, cfg.clients)
+	dial := func() (session, error) {
+		if cfg.client == clientWire {
+			c, err := dialWire(ctx, url, hc, cfg.noSSE, notifications)
+			if err != nil {
+				return nil, err
+			}
+			return wireSession{c}, nil
+		}
+		s, err := client.Connect(ctx, &mcp.StreamableClientTransport{
+			Endpoint:             url,
+			HTTPClient:           hc,
+			MaxRetries:           -1, // a lost connection is a failure to report, not to hide
+			DisableStandaloneSSE: cfg.noSSE,
+		}, nil)
+		if err != nil {
+			return nil, err
+		}
+		return sdkSession{s}, nil
+	}
+	sessions := make([]session, cfg.clients)
 	errs := make([]error, cfg.clients)
 	sem := make(chan struct{}, 32)
 	var wg sync.WaitGroup
@@ -179,12 +255,7 @@ func connect(ctx context.Context, cfg *options, url string, hc *http.Client, not
 				errs[i] = ctx.Err()
 				return
 			}
-			s, err := client.Connect(ctx, &mcp.StreamableClientTransport{
-				Endpoint:             url,
-				HTTPClient:           hc,
-				MaxRetries:           -1, // a lost connection is a failure to report, not to hide
-				DisableStandaloneSSE: cfg.noSSE,
-			}, nil)
+			s, err := dial()
 			if err != nil {
 				errs[i] = fmt.Errorf("client %d: connect: %w", i, err)
 				return
@@ -193,7 +264,7 @@ func connect(ctx context.Context, cfg *options, url string, hc *http.Client, not
 		})
 	}
 	wg.Wait()
-	sessions = slices.DeleteFunc(sessions, func(s *mcp.ClientSession) bool { return s == nil })
+	sessions = slices.DeleteFunc(sessions, func(s session) bool { return s == nil })
 	if failed := cfg.clients - len(sessions); failed > 0 {
 		first := errs[slices.IndexFunc(errs, func(err error) bool { return err != nil })]
 		return sessions, fmt.Errorf("%d of %d clients could not connect; the first: %w", failed, cfg.clients, first)
@@ -202,7 +273,7 @@ func connect(ctx context.Context, cfg *options, url string, hc *http.Client, not
 }
 
 // drive calls the agent tool on s, one call after the other, until stop; the call in flight at stop completes.
-func drive(ctx context.Context, s *mcp.ClientSession, toolName string, client int, progress bool, stop time.Time) []sample {
+func drive(ctx context.Context, s session, toolName string, client int, progress bool, stop time.Time) []sample {
 	var out []sample
 	for seq := 0; ctx.Err() == nil; seq++ {
 		start := time.Now()
@@ -217,32 +288,19 @@ func drive(ctx context.Context, s *mcp.ClientSession, toolName string, client in
 
 // callAgent makes one call of the agent tool and checks that the run went as scripted: two iterations, one
 // successful tool call, the scripted answer.
-func callAgent(ctx context.Context, s *mcp.ClientSession, toolName string, client, seq int, progress bool) error {
+func callAgent(ctx context.Context, s session, toolName string, client, seq int, progress bool) error {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	params := &mcp.CallToolParams{
-		Name:      toolName,
-		Arguments: map[string]any{"prompt": fmt.Sprintf("What time is it? (client %d, call %d)", client, seq)},
-	}
+	var token string
 	if progress {
-		params.SetProgressToken(fmt.Sprintf("%d-%d", client, seq))
+		token = fmt.Sprintf("%d-%d", client, seq)
 	}
-	res, err := s.CallTool(ctx, params)
+	isError, text, raw, err := s.call(ctx, toolName, fmt.Sprintf("What time is it? (client %d, call %d)", client, seq), token)
 	if err != nil {
 		return err
 	}
-	if res.IsError {
-		var text string
-		if len(res.Content) > 0 {
-			if tc, ok := res.Content[0].(*mcp.TextContent); ok {
-				text = tc.Text
-			}
-		}
+	if isError {
 		return fmt.Errorf("tool error: %s", text)
-	}
-	raw, err := json.Marshal(res.StructuredContent)
-	if err != nil {
-		return fmt.Errorf("structured content: %w", err)
 	}
 	var out struct {
 		Answer     string `json:"answer"`
@@ -281,6 +339,25 @@ func readCounters(pid int, llm *fakellm.Server, notifications *atomic.Int64) (co
 	}
 	c.mem, err = processMemory(pid)
 	return c, err
+}
+
+// startSelfProfile starts this process's CPU profile into path, if path is set; the function it returns stops it.
+func startSelfProfile(path string) (stop func() error, err error) {
+	if path == "" {
+		return func() error { return nil }, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("self profile: %w", err)
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		return f.Close()
+	}, nil
 }
 
 // profileResult is the server's CPU profile over the window.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -40,18 +41,22 @@ func TestMeasure(t *testing.T) {
 	tests := []struct {
 		name      string
 		agenthost string
+		client    string
 		progress  bool
+		noSSE     bool
 		profiled  bool
 	}{
-		{"built-in wiring, progress", "", true, true},
-		{"built-in wiring, no progress", "", false, true},
-		{"agenthost binary", agenthost, true, false},
+		{"built-in wiring, wire client, progress", "", clientWire, true, false, true},
+		{"built-in wiring, sdk client, progress", "", clientSDK, true, false, true},
+		{"built-in wiring, wire client, no progress, no standalone stream", "", clientWire, false, true, true},
+		{"agenthost binary, wire client", agenthost, clientWire, true, false, false},
+		{"agenthost binary, sdk client, no progress", agenthost, clientSDK, false, false, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := &options{
 				clients: 3, duration: time.Second, warmup: 300 * time.Millisecond, latency: 5 * time.Millisecond,
-				progress: tt.progress, agenthost: tt.agenthost, profile: filepath.Join(t.TempDir(), "cpu.pprof"),
+				client: tt.client, progress: tt.progress, noSSE: tt.noSSE, agenthost: tt.agenthost, profile: filepath.Join(t.TempDir(), "cpu.pprof"),
 			}
 			var stderr strings.Builder
 			rep, err := measure(t.Context(), cfg, &stderr)
@@ -176,3 +181,29 @@ func TestProcReaders(t *testing.T) {
 type errTest string
 
 func (e errTest) Error() string { return string(e) }
+
+func TestParseFlags(t *testing.T) {
+	tests := []struct {
+		args    []string
+		wantErr string
+	}{
+		{nil, ""},
+		{[]string{"-client", "sdk", "-n", "5"}, ""},
+		{[]string{"-client", "curl"}, `-client "curl"`},
+		{[]string{"-n", "0"}, "-n must be at least 1"},
+		{[]string{"-duration", "0s"}, "-duration must be positive"},
+		{[]string{"extra"}, "unexpected arguments"},
+	}
+	for _, tt := range tests {
+		cfg, err := parseFlags(tt.args, io.Discard)
+		if tt.wantErr == "" {
+			if err != nil || cfg.client == "" {
+				t.Errorf("parseFlags(%q) = %+v, %v", tt.args, cfg, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+			t.Errorf("parseFlags(%q) error = %v, want one containing %q", tt.args, err, tt.wantErr)
+		}
+	}
+}

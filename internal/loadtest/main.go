@@ -8,7 +8,9 @@
 //   - the agent server in a child process: by default this binary re-executed as the server, wired exactly as
 //     `agenthost serve --http` wires it with the built-in defaults, with net/http/pprof on a second loopback port;
 //     with -agenthost, that binary itself, started with a generated agent.toml (then there is no CPU profile);
-//   - -n go-sdk MCP clients over streamable HTTP, each calling the agent tool in a loop.
+//   - -n MCP clients over streamable HTTP, each calling the agent tool in a loop: by default a minimal client
+//     written against the wire format (wire.go), which leaves more of the machine to the server; with
+//     -client sdk, go-sdk clients.
 //
 // The server runs in its own process so that its CPU time and peak RSS are its own, not the clients' or the fake
 // model's; both are read from /proc. A run ideally takes two model latencies (the tool takes no time), so the ideal
@@ -51,6 +53,12 @@ func main() {
 	}
 }
 
+// The MCP clients the load tool can drive the server with.
+const (
+	clientWire = "wire"
+	clientSDK  = "sdk"
+)
+
 // options is what the flags set.
 type options struct {
 	clients    int
@@ -62,6 +70,8 @@ type options struct {
 	noSSE      bool
 	agenthost  string
 	profile    string
+	selfProf   string
+	client     string
 	top        int
 	maxFailLog int
 }
@@ -76,9 +86,11 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&c.latency, "latency", 50*time.Millisecond, "the fake model's latency per request")
 	fs.IntVar(&c.chunkSize, "chunk-size", 0, "runes per streamed delta of the fake model; 0 means fakellm's default (3)")
 	fs.BoolVar(&c.progress, "progress", true, "send a progress token with each call, so the server sends progress notifications")
+	fs.StringVar(&c.client, "client", clientWire, "the MCP client: \"wire\", a minimal client written against the wire format, or \"sdk\", the go-sdk client")
 	fs.BoolVar(&c.noSSE, "no-standalone-sse", false, "clients do not open the standalone SSE stream (one connection less per session)")
 	fs.StringVar(&c.agenthost, "agenthost", "", "run this agenthost binary as the server instead of the built-in wiring (no CPU profile then)")
 	fs.StringVar(&c.profile, "cpuprofile", "", "write the server's CPU profile of the window to `file`; \"\" means a temporary file")
+	fs.StringVar(&c.selfProf, "self-cpuprofile", "", "also write this process's own CPU profile of the window (clients and fake model) to `file`")
 	fs.IntVar(&c.top, "top", 25, "entries of the server's CPU and heap profiles to print (go tool pprof -top); 0 for none")
 	fs.IntVar(&c.maxFailLog, "show-failures", 5, "distinct failure messages to print")
 	fs.Usage = func() {
@@ -93,6 +105,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	case c.clients < 1:
 		return nil, errors.New("-n must be at least 1")
+	case c.client != clientWire && c.client != clientSDK:
+		return nil, fmt.Errorf("-client %q: want %q or %q", c.client, clientWire, clientSDK)
 	case c.duration <= 0 || c.warmup < 0 || c.latency < 0 || c.chunkSize < 0:
 		return nil, errors.New("-duration must be positive; -warmup, -latency and -chunk-size not negative")
 	}

@@ -89,8 +89,8 @@ func (r *report) perRun(d time.Duration) time.Duration {
 func (r *report) write(w io.Writer) {
 	c := r.cfg
 	fmt.Fprintf(w, "server:        %s, tool %s, open-files limit %s\n", r.server, r.toolName, r.fdLimit)
-	fmt.Fprintf(w, "load:          %d clients, model latency %v, window %v after %v warm-up, chunk size %d, progress tokens %v, standalone SSE %v\n",
-		c.clients, c.latency, r.window.Round(time.Millisecond), c.warmup, c.chunkSize, c.progress, !c.noSSE)
+	fmt.Fprintf(w, "load:          %d %s clients, model latency %v, window %v after %v warm-up, chunk size %d, progress tokens %v, standalone SSE %v\n",
+		c.clients, c.client, c.latency, r.window.Round(time.Millisecond), c.warmup, c.chunkSize, c.progress, !c.noSSE)
 	fmt.Fprintf(w, "runs:          %d in the window, %d calls in all, %d failed\n", r.completed, r.calls, r.failures)
 	fmt.Fprintf(w, "throughput:    %.1f runs/s of an ideal %.1f: %.1f%%\n", r.throughput, r.idealRate, 100*r.throughput/r.idealRate)
 	fmt.Fprintf(w, "added latency: p50 %v, p90 %v, p99 %v, max %v (ideal run %v, %d runs)\n",
