@@ -601,8 +601,8 @@ func TestStreamedShapes(t *testing.T) {
 			wantText: "hello",
 		},
 		{
-			name: "arguments as an object",
-			body: `data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c","function":{"name":"f","arguments":{"a":1}}}]},"finish_reason":"tool_calls"}]}` + "\n\ndata: [DONE]\n\n",
+			name:     "arguments as an object",
+			body:     `data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c","function":{"name":"f","arguments":{"a":1}}}]},"finish_reason":"tool_calls"}]}` + "\n\ndata: [DONE]\n\n",
 			wantArgs: `{"a":1}`,
 		},
 		{

@@ -93,13 +93,15 @@ func (e *eventReader) line() ([]byte, error) {
 type chunk struct {
 	Model   string        `json:"model"`
 	Choices []chunkChoice `json:"choices"`
-	Usage   *struct {
-		PromptTokens     int64 `json:"prompt_tokens"`
-		CompletionTokens int64 `json:"completion_tokens"`
-		TotalTokens      int64 `json:"total_tokens"`
-	} `json:"usage"`
+	Usage   *usage        `json:"usage"`
 	// Error is set by servers that report a failure in the stream, after the 200 status.
 	Error json.RawMessage `json:"error"`
+}
+
+type usage struct {
+	PromptTokens     int64 `json:"prompt_tokens"`
+	CompletionTokens int64 `json:"completion_tokens"`
+	TotalTokens      int64 `json:"total_tokens"`
 }
 
 type chunkChoice struct {
@@ -145,8 +147,11 @@ func (a *arguments) UnmarshalJSON(b []byte) error {
 // and becomes an error.
 func decodeChunk(data []byte, c *chunk) error {
 	*c = chunk{}
-	if err := json.Unmarshal(data, c); err != nil {
-		return fmt.Errorf("malformed chunk: %w", err)
+	if !scanChunk(data, c) {
+		*c = chunk{}
+		if err := json.Unmarshal(data, c); err != nil {
+			return fmt.Errorf("malformed chunk: %w", err)
+		}
 	}
 	if len(c.Error) > 0 && string(c.Error) != "null" {
 		return fmt.Errorf("error while streaming: %s", providerMessage(data))

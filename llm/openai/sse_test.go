@@ -1,8 +1,10 @@
 package openai
 
 import (
+	"encoding/json"
 	"errors"
 	"io"
+	"reflect"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -125,4 +127,48 @@ func FuzzEventReader(f *testing.F) {
 			}
 		}
 	})
+}
+
+// FuzzScanChunk checks that when scanChunk decodes a chunk, encoding/json decodes the same one.
+func FuzzScanChunk(f *testing.F) {
+	for _, seed := range []string{
+		`{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","system_fingerprint":"fp","choices":[{"index":0,"delta":{"content":"It "},"logprobs":null,"finish_reason":null}],"usage":null}`,
+		`{"choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"a","type":"function","function":{"name":"f","arguments":"{\"x\":\"\u00e9\ud83d\ude00\"}"}}]}}]}`,
+		`{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7},"error":null}`,
+		`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"function":{"arguments":{"a":[1,2.5e3,true,null]}}}]}}]}`,
+		`{"Model":"m","choices":null}`,
+		`{"model":"a","model":"b"}`,
+		`{"error":{"message":"x"}}`,
+		`{"model":"\ud800"}`,
+		` {"model" : "x\n\t\/"} `,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var fast chunk
+		if !scanChunk(data, &fast) {
+			return
+		}
+		var std chunk
+		if err := json.Unmarshal(data, &std); err != nil {
+			t.Fatalf("scanChunk accepted %q, which encoding/json rejects: %v", data, err)
+		}
+		if !reflect.DeepEqual(fast, std) {
+			t.Fatalf("%q:\nscanChunk     %#v\nencoding/json %#v", data, fast, std)
+		}
+	})
+}
+
+func TestScanChunkHandlesTheUsualShapes(t *testing.T) {
+	// Chunks as servers send them must take the fast path; the fuzz target checks what it then decodes.
+	for _, data := range []string{
+		`{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","system_fingerprint":"fp","choices":[{"index":0,"delta":{"content":"It "},"logprobs":null,"finish_reason":null}],"usage":null}`,
+		`{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"f","arguments":"{\"a\":"}}]},"finish_reason":null}]}`,
+		`{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[],"usage":{"prompt_tokens":9,"completion_tokens":12,"total_tokens":21}}`,
+	} {
+		var c chunk
+		if !scanChunk([]byte(data), &c) {
+			t.Errorf("scanChunk declined %s", data)
+		}
+	}
 }
