@@ -36,13 +36,17 @@ func (askingTool) Call(ctx context.Context, _ json.RawMessage, call *host.Call) 
 }
 
 func TestElicitationForwardedToTheCaller(t *testing.T) {
+	forEachProtocol(t, testElicitationForwardedToTheCaller)
+}
+
+func testElicitationForwardedToTheCaller(t *testing.T, version string) {
 	orch := host.New(testmodel.New(), host.NewToolManager([]host.Toolset{toolset{askingTool{}}}, nil), nil)
 	s, err := New(t.Context(), orch, &Options{Name: "geo"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var asked string
-	cs := connectTo(t, s, &mcp.ClientOptions{ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+	cs := connectAt(t, s, version, &mcp.ClientOptions{ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 		asked = req.Params.Message
 		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}, nil
 	}})

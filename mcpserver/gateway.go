@@ -36,6 +36,7 @@ type gateway struct {
 	timeout   time.Duration
 	logger    *slog.Logger
 	calls     atomic.Uint64 // numbers the calls, for their ids
+	rounds    *roundTrips   // calls that ask their callers through input requests
 
 	mu       sync.Mutex
 	last     []*host.ManagedTool      // the list synced last, to skip the work while it is the same slice
@@ -54,6 +55,7 @@ func startGateway(ctx context.Context, s *Server, tools []*host.ManagedTool, int
 		mcp:       s.mcp,
 		tools:     s.orch.Tools(),
 		agentTool: s.toolName,
+		rounds:    s.rounds,
 		timeout:   cmp.Or(s.opts.ToolTimeout, host.DefaultToolTimeout),
 		logger:    s.logger,
 		exported:  map[string]host.ToolSpec{},
@@ -192,9 +194,13 @@ func (g *gateway) handler(name string) mcp.ToolHandler {
 }
 
 // call forwards one call to the tool named name, as the merged list has it now. Its progress goes to the caller's
-// progress token, and questions (approvals, a server's elicitation) to the caller through elicitation. Cancelling
-// ctx (the caller sent notifications/cancelled, or went away) cancels the tool's call.
+// progress token, and questions (approvals, a server's elicitation) to the caller through elicitation: for a caller
+// that must be asked through input requests, the call then runs in the background (see roundTrips). Cancelling ctx
+// (the caller sent notifications/cancelled, or went away) cancels the tool's call.
 func (g *gateway) call(ctx context.Context, name string, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	if req.Params.RequestState != "" {
+		return g.rounds.resume(ctx, req)
+	}
 	t := g.find(ctx, name)
 	if t == nil {
 		return toolError("the tool %s is no longer available", name), nil
@@ -206,20 +212,34 @@ func (g *gateway) call(ctx context.Context, name string, req *mcp.CallToolReques
 	if !isObject(args) {
 		return toolError("the arguments of %s must be a JSON object", name), nil
 	}
-	relay := &progressRelay{ctx: ctx, session: req.Session, token: req.Params.GetProgressToken()}
-	defer relay.stop()
-	id := fmt.Sprintf("gateway-%d", g.calls.Add(1))
-	call := host.NewCall(id, name, t.Source, relay.report, interactorFor(req.Session))
-	start := time.Now()
-	res, approval, err := g.tools.Invoke(ctx, t, args, call, g.timeout)
-	g.logger.Debug("gateway call", "tool", name, "source", t.Source, "approval", approval, "duration", time.Since(start), "err", err)
-	switch {
-	case err != nil && ctx.Err() != nil:
-		return nil, ctx.Err() // the caller cancelled: nobody reads the result
-	case err != nil:
-		return toolError("%v", err), nil
+	var c caller = req.Session
+	var paused *pausedRun
+	if needsRoundTrips(req.Session) {
+		paused = g.rounds.prepare(req)
+		c = paused
 	}
-	return callToolResult(res), nil
+	interactor := interactorFor(req.Session, c)
+	relay := &progressRelay{}
+	invoke := func(ctx context.Context) (*mcp.CallToolResult, error) {
+		id := fmt.Sprintf("gateway-%d", g.calls.Add(1))
+		call := host.NewCall(id, name, t.Source, relay.report, interactor)
+		start := time.Now()
+		res, approval, err := g.tools.Invoke(ctx, t, args, call, g.timeout)
+		g.logger.Debug("gateway call", "tool", name, "source", t.Source, "approval", approval, "duration", time.Since(start), "err", err)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return nil, ctx.Err() // the caller cancelled: nobody reads the result
+		case err != nil:
+			return toolError("%v", err), nil
+		}
+		return callToolResult(res), nil
+	}
+	if paused != nil && interactor != nil {
+		return paused.start(ctx, req, relay, invoke)
+	}
+	relay.attach(ctx, req)
+	defer relay.detach()
+	return invoke(ctx)
 }
 
 // find returns the enabled tool named name in the current merged list, or nil.
@@ -238,17 +258,31 @@ func isObject(raw json.RawMessage) bool {
 	return json.Unmarshal(raw, &m) == nil && m != nil
 }
 
-// progressRelay sends a tool's progress reports to the caller, when it sent a progress token. The spec wants
-// progress to increase with every notification: a report that does not is sent one above the last value, without
-// its total, so that a tool that restarts its count still reaches the caller.
+// progressRelay sends a tool's progress reports to the request being served, when it sent a progress token. The
+// spec wants progress to increase with every notification: a report that does not is sent one above the last value,
+// without its total, so that a tool that restarts its count still reaches the caller.
 type progressRelay struct {
-	ctx     context.Context
+	mu      sync.Mutex
+	ctx     context.Context // the request being served; nil between rounds
 	session *mcp.ServerSession
+	token   any // nil: nothing (more) to send now
+	last    float64
+	sent    bool
+}
 
-	mu    sync.Mutex
-	token any // nil: nothing (more) to send
-	last  float64
-	sent  bool
+var _ progressSink = (*progressRelay)(nil)
+
+func (r *progressRelay) attach(ctx context.Context, req *mcp.CallToolRequest) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ctx, r.session, r.token = ctx, req.Session, req.Params.GetProgressToken()
+}
+
+// detach drops the reports that come after the request was answered: its token is no longer valid then.
+func (r *progressRelay) detach() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ctx, r.session, r.token = nil, nil, nil
 }
 
 func (r *progressRelay) report(p host.Progress) {
@@ -268,13 +302,6 @@ func (r *progressRelay) report(p host.Progress) {
 	if err := r.session.NotifyProgress(r.ctx, params); err != nil && r.ctx.Err() == nil {
 		r.token = nil // the client is gone or refuses them: stop sending
 	}
-}
-
-// stop drops the reports that come after the call returned: the caller's token is no longer valid then.
-func (r *progressRelay) stop() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.token = nil
 }
 
 // callToolResult converts a tool's Result back into an MCP result, as close to what an MCP server would have sent as
@@ -384,9 +411,11 @@ func isBlobPlaceholder(s string) bool {
 	return strings.HasPrefix(s, "[blob: ") && strings.HasSuffix(s, " bytes]")
 }
 
-// Close stops what the server runs in the background: the watch of the tool list. It does not end the sessions of
-// connected clients. It is safe to call more than once.
+// Close stops what the server runs in the background: the watch of the tool list, and the calls that wait for
+// their callers' answers between requests (they are cancelled). It does not end the sessions of connected clients.
+// It is safe to call more than once.
 func (s *Server) Close() error {
 	s.gateway.close()
+	s.rounds.close()
 	return nil
 }

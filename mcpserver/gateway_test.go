@@ -331,32 +331,38 @@ func TestGatewayApprovalAndElicitation(t *testing.T) {
 		}, "ask", "accept Ada", false},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var opts mcp.ClientOptions
-			if tt.answer != nil {
-				opts.ElicitationHandler = func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-					return tt.answer(req.Params), nil
+		for _, version := range protocols {
+			t.Run(tt.name+"/"+version, func(t *testing.T) {
+				var opts mcp.ClientOptions
+				if tt.answer != nil {
+					opts.ElicitationHandler = func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+						return tt.answer(req.Params), nil
+					}
 				}
-			}
-			cs := gwConnect(t, newGateway(t, src, policies, 0), &opts)
-			res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: tt.tool})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if text := callText(t, res); !strings.Contains(text, tt.want) {
-				t.Errorf("result %q, want it to contain %q", text, tt.want)
-			}
-			select {
-			case <-ran:
-				if !tt.wantRan {
-					t.Error("the tool ran without approval")
+				s := newGateway(t, src, policies, 0)
+				cs := connectAt(t, s, version, &opts)
+				res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: tt.tool})
+				if err != nil {
+					t.Fatal(err)
 				}
-			default:
-				if tt.wantRan {
-					t.Error("the approved tool did not run")
+				if text := callText(t, res); !strings.Contains(text, tt.want) {
+					t.Errorf("result %q, want it to contain %q", text, tt.want)
 				}
-			}
-		})
+				select {
+				case <-ran:
+					if !tt.wantRan {
+						t.Error("the tool ran without approval")
+					}
+				default:
+					if tt.wantRan {
+						t.Error("the approved tool did not run")
+					}
+				}
+				if n := s.rounds.waiting(); n != 0 {
+					t.Errorf("%d calls still held after the result", n)
+				}
+			})
+		}
 	}
 }
 

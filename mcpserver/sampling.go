@@ -33,8 +33,8 @@ const samplingDefaultMaxTokens = 4096
 // client must declare sampling with tools (tool use and tool results travel as content); without, only requests that
 // offer no tools can be answered.
 type samplingModel struct {
-	session *mcp.ServerSession
-	tools   bool // the client declared sampling.tools
+	caller caller
+	tools  bool // the client declared sampling.tools
 }
 
 var _ llm.Model = (*samplingModel)(nil)
@@ -42,8 +42,9 @@ var _ llm.Model = (*samplingModel)(nil)
 // errSamplingNoTools explains why a run with tools cannot use a client whose sampling has no tool support.
 var errSamplingNoTools = errors.New("this agent runs on the calling client's model through MCP sampling, and the client does not support tools in sampling (sampling.tools); only runs without tools can work: pass every tool in disabled_tools, or configure a model provider for the agent")
 
-// samplingFor returns the model for a call, or an error result explaining why the caller's model cannot be used.
-func samplingFor(mode Sampling, session *mcp.ServerSession) (llm.Model, error) {
+// samplingFor returns the model for a call, asking through c, or an error explaining why the caller's model cannot be
+// used. It is nil when the orchestrator's model is to be used.
+func samplingFor(mode Sampling, session *mcp.ServerSession, c caller) (llm.Model, error) {
 	if mode == SamplingOff || session == nil {
 		return nil, nil
 	}
@@ -53,7 +54,7 @@ func samplingFor(mode Sampling, session *mcp.ServerSession) (llm.Model, error) {
 	}
 	switch {
 	case caps != nil:
-		return &samplingModel{session: session, tools: caps.Tools != nil}, nil
+		return &samplingModel{caller: c, tools: caps.Tools != nil}, nil
 	case mode == SamplingAlways:
 		return nil, errors.New("this agent runs on the calling client's model through MCP sampling, and this client does not support sampling: use a client that does, or configure a model provider for the agent")
 	}
@@ -75,7 +76,7 @@ func (m *samplingModel) Generate(ctx context.Context, req *llm.Request, onDelta 
 		params := &mcp.CreateMessageWithToolsParams{SystemPrompt: system, MaxTokens: maxTokens, Temperature: temperature}
 		params.Messages = toolMessages(msgs)
 		params.Tools, params.ToolChoice = samplingTools(req)
-		res, err := m.session.CreateMessageWithTools(ctx, params)
+		res, err := m.caller.CreateMessageWithTools(ctx, params)
 		if err != nil {
 			return nil, fmt.Errorf("sampling: %w", err)
 		}
@@ -88,7 +89,7 @@ func (m *samplingModel) Generate(ctx context.Context, req *llm.Request, onDelta 
 		for _, msg := range msgs {
 			params.Messages = append(params.Messages, &mcp.SamplingMessage{Role: mcp.Role(msg.Role), Content: &mcp.TextContent{Text: msg.Content}})
 		}
-		res, err := m.session.CreateMessage(ctx, params)
+		res, err := m.caller.CreateMessage(ctx, params)
 		if err != nil {
 			return nil, fmt.Errorf("sampling: %w", err)
 		}

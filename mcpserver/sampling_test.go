@@ -42,10 +42,12 @@ func agentText(t *testing.T, cs *mcp.ClientSession, args map[string]any) (*mcp.C
 	return res, res.Content[0].(*mcp.TextContent).Text
 }
 
-func TestSamplingWithTools(t *testing.T) {
+func TestSamplingWithTools(t *testing.T) { forEachProtocol(t, testSamplingWithTools) }
+
+func testSamplingWithTools(t *testing.T, version string) {
 	var mu sync.Mutex
 	var requests []*mcp.CreateMessageWithToolsParams
-	cs := connectTo(t, samplingServer(t, SamplingAlways), &mcp.ClientOptions{
+	cs := connectAt(t, samplingServer(t, SamplingAlways), version, &mcp.ClientOptions{
 		CreateMessageWithToolsHandler: func(_ context.Context, req *mcp.CreateMessageWithToolsRequest) (*mcp.CreateMessageWithToolsResult, error) {
 			mu.Lock()
 			requests = append(requests, req.Params)
@@ -83,9 +85,11 @@ func TestSamplingWithTools(t *testing.T) {
 	}
 }
 
-func TestSamplingWithoutTools(t *testing.T) {
+func TestSamplingWithoutTools(t *testing.T) { forEachProtocol(t, testSamplingWithoutTools) }
+
+func testSamplingWithoutTools(t *testing.T, version string) {
 	var asked []string
-	cs := connectTo(t, samplingServer(t, SamplingAlways), &mcp.ClientOptions{
+	cs := connectAt(t, samplingServer(t, SamplingAlways), version, &mcp.ClientOptions{
 		CreateMessageHandler: func(_ context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 			asked = append(asked, req.Params.Messages[len(req.Params.Messages)-1].Content.(*mcp.TextContent).Text)
 			return &mcp.CreateMessageResult{Role: "assistant", Model: "ide-model", Content: &mcp.TextContent{Text: "Hello!"}}, nil

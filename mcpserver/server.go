@@ -6,7 +6,8 @@
 // the calls through the ToolManager, and follows changes of the merged list.
 //
 // It owns the agent tool's schemas, the translation of the run's events into progress notifications, cancellation,
-// approvals asked through elicitation, and the HTTP edge: bearer-token auth, Host and Origin checks, body limits and
+// approvals asked through elicitation (within the call, or through input requests for callers on protocol
+// 2026-07-28 and later, see roundTrips), and the HTTP edge: bearer-token auth, Host and Origin checks, body limits and
 // a health endpoint. MCP SDK types stop here. It imports host and the MCP SDK; it must not import config, mcpclients,
 // a2a, builtin or a model SDK.
 package mcpserver
@@ -51,6 +52,13 @@ type Options struct {
 	ToolTimeout time.Duration
 	// ToolsPollInterval is how often the merged tool list is checked for changes; 0 means 1s.
 	ToolsPollInterval time.Duration
+	// InputTimeout is how long a call waits for a caller on protocol 2026-07-28 or later to come back with the
+	// answers it was asked for (approvals, elicitation, sampling) before the call is cancelled; 0 means 10 minutes.
+	// Older callers are asked within the call and have no such bound.
+	InputTimeout time.Duration
+	// MaxWaitingCalls bounds the calls of such callers that run in the background between their requests; a call
+	// beyond it gets an error result. 0 means 100.
+	MaxWaitingCalls int
 }
 
 // Server is the agent as an MCP server.
@@ -60,7 +68,8 @@ type Server struct {
 	logger   *slog.Logger
 	toolName string
 	mcp      *mcp.Server
-	gateway  *gateway // watches the merged tool list; offers the tools too in gateway mode
+	gateway  *gateway    // watches the merged tool list; offers the tools too in gateway mode
+	rounds   *roundTrips // calls that ask their callers through input requests
 
 	agentTools []string // the tools the agent tool names, guarded by gateway.mu (set only from its sync)
 }
@@ -97,6 +106,7 @@ func New(ctx context.Context, orch *host.Orchestrator, opts *Options) (*Server, 
 	if err != nil {
 		return nil, fmt.Errorf("mcpserver: %w", err)
 	}
+	s.rounds = newRoundTrips(s.opts.InputTimeout, s.opts.MaxWaitingCalls)
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: s.opts.Name, Version: s.opts.Version}, &mcp.ServerOptions{Logger: s.opts.Logger})
 	s.gateway = startGateway(ctx, s, tools, s.opts.ToolsPollInterval, s.opts.ExposeTools)
 	return s, nil
@@ -234,8 +244,13 @@ func output(ans *host.Answer) agentOutput {
 	return out
 }
 
-// handleAgent runs the loop for one call of the agent tool.
+// handleAgent runs the loop for one call of the agent tool. A caller that must be asked through input requests
+// (protocol 2026-07-28 and later) and may be asked something gets its run in the background (see roundTrips); the
+// others get it inside the call.
 func (s *Server) handleAgent(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	if req.Params.RequestState != "" {
+		return s.rounds.resume(ctx, req)
+	}
 	var in agentInput
 	dec := json.NewDecoder(strings.NewReader(string(req.Params.Arguments)))
 	dec.DisallowUnknownFields()
@@ -245,7 +260,13 @@ func (s *Server) handleAgent(ctx context.Context, req *mcp.CallToolRequest) (*mc
 	if strings.TrimSpace(in.Prompt) == "" {
 		return toolError("prompt is required: say what the agent should do"), nil
 	}
-	model, err := samplingFor(s.opts.Sampling, req.Session)
+	var c caller = req.Session
+	var paused *pausedRun
+	if needsRoundTrips(req.Session) {
+		paused = s.rounds.prepare(req)
+		c = paused
+	}
+	model, err := samplingFor(s.opts.Sampling, req.Session, c)
 	if err != nil {
 		return toolError("%v", err), nil
 	}
@@ -254,10 +275,20 @@ func (s *Server) handleAgent(ctx context.Context, req *mcp.CallToolRequest) (*mc
 		Prompt:         in.Prompt,
 		ConversationID: in.ConversationID,
 		Selection:      host.Selection{ToolChoices: in.ToolChoices, DisabledTools: in.DisabledTools},
-		Interactor:     interactorFor(req.Session),
+		Interactor:     interactorFor(req.Session, c),
 	}
-	p := newProgress(ctx, req, s.opts.ProgressInterval)
-	defer p.stop()
+	p := newProgress(s.opts.ProgressInterval)
+	run := func(ctx context.Context) (*mcp.CallToolResult, error) { return s.runAgent(ctx, hreq, p) }
+	if paused != nil && (hreq.Model != nil || hreq.Interactor != nil) {
+		return paused.start(ctx, req, p, run)
+	}
+	p.attach(ctx, req)
+	defer p.detach()
+	return run(ctx)
+}
+
+// runAgent runs the loop for hreq, reporting its progress to p, and returns the call's result.
+func (s *Server) runAgent(ctx context.Context, hreq *host.Request, p *progress) (*mcp.CallToolResult, error) {
 	var ans *host.Answer
 	var runErr error
 	for ev, err := range s.orch.Run(ctx, hreq) {
@@ -314,28 +345,55 @@ func toolError(format string, args ...any) *mcp.CallToolResult {
 
 func ptr[T any](v T) *T { return &v }
 
-// progress turns a run's events into progress notifications, when the caller sent a progress token. Progress values
-// strictly increase: one step per event that is notified. Streamed answer text is batched, at most one notification
-// per interval, with the text gathered since the last one.
+// progress turns a run's events into progress notifications, when the request being served sent a progress token.
+// Progress values strictly increase: one step per event that is notified, over all the rounds of a call. Streamed
+// answer text is batched, at most one notification per interval, with the text gathered since the last one.
 type progress struct {
-	ctx      context.Context
-	session  *mcp.ServerSession
-	token    any
 	interval time.Duration
 
 	mu      sync.Mutex
+	ctx     context.Context // the request being served; nil between rounds
+	session *mcp.ServerSession
+	token   any // nil: nothing to send now
 	n       float64
 	pending strings.Builder
 	last    time.Time
 	timer   *time.Timer
 }
 
-func newProgress(ctx context.Context, req *mcp.CallToolRequest, interval time.Duration) *progress {
-	return &progress{ctx: ctx, session: req.Session, token: req.Params.GetProgressToken(), interval: interval}
+var _ progressSink = (*progress)(nil)
+
+func newProgress(interval time.Duration) *progress {
+	return &progress{interval: interval}
+}
+
+// attach sends what follows to req's progress token.
+func (p *progress) attach(ctx context.Context, req *mcp.CallToolRequest) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.ctx, p.session, p.token = ctx, req.Session, req.Params.GetProgressToken()
+}
+
+// detach stops sending: the request was answered, and its token is no longer valid.
+func (p *progress) detach() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.timer != nil {
+		p.timer.Stop()
+		p.timer = nil
+	}
+	p.pending.Reset()
+	p.ctx, p.session, p.token = nil, nil, nil
+}
+
+func (p *progress) active() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.token != nil
 }
 
 func (p *progress) event(ev *host.Event) {
-	if p.token == nil {
+	if !p.active() {
 		return
 	}
 	switch ev.Kind {
@@ -362,6 +420,10 @@ func (p *progress) event(ev *host.Event) {
 // text adds streamed answer text, sending it at once when the interval has passed, else when it next passes.
 func (p *progress) text(delta string) {
 	p.mu.Lock()
+	if p.token == nil {
+		p.mu.Unlock()
+		return
+	}
 	p.pending.WriteString(delta)
 	wait := p.interval - time.Since(p.last)
 	if wait <= 0 {
@@ -393,7 +455,7 @@ func (p *progress) notify(msg string) {
 	p.mu.Lock()
 	defer p.mu.Unlock() // notifications go out in the order of their progress values
 	if p.token == nil || p.ctx.Err() != nil {
-		return // the run ended, or the caller cancelled it: nothing more may be sent for this request
+		return // between rounds, the run ended, or the caller cancelled it: nothing may be sent for this request
 	}
 	p.n++
 	p.last = time.Now()
@@ -402,24 +464,14 @@ func (p *progress) notify(msg string) {
 	}
 }
 
-func (p *progress) stop() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.timer != nil {
-		p.timer.Stop()
-		p.timer = nil
-	}
-	p.token = nil
-}
-
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
 	return s
 }
 
-// interactorFor returns an Interactor that asks the client through elicitation, or nil when the client did not
-// declare elicitation (then approvals are refused and the model is told why).
-func interactorFor(session *mcp.ServerSession) host.Interactor {
+// interactorFor returns an Interactor that asks through c, or nil when the client of session did not declare
+// elicitation (then approvals are refused and the model is told why).
+func interactorFor(session *mcp.ServerSession, c caller) host.Interactor {
 	if session == nil {
 		return nil
 	}
@@ -427,12 +479,12 @@ func interactorFor(session *mcp.ServerSession) host.Interactor {
 	if params == nil || params.Capabilities == nil || params.Capabilities.Elicitation == nil {
 		return nil
 	}
-	return &elicitor{session: session}
+	return &elicitor{caller: c}
 }
 
-// elicitor asks the MCP client through elicitation/create.
+// elicitor asks the MCP client through elicitation.
 type elicitor struct {
-	session *mcp.ServerSession
+	caller caller
 }
 
 var _ host.Interactor = (*elicitor)(nil)
@@ -442,7 +494,7 @@ func (e *elicitor) Approve(ctx context.Context, req *host.ApprovalRequest) (bool
 	if len(args) > 2000 {
 		args = args[:2000] + "…"
 	}
-	res, err := e.session.Elicit(ctx, &mcp.ElicitParams{
+	res, err := e.caller.Elicit(ctx, &mcp.ElicitParams{
 		Message: fmt.Sprintf("The agent wants to call %s (%s) with these arguments:\n%s\nAllow it?", req.Tool, req.Source, args),
 		RequestedSchema: map[string]any{
 			"type": "object",
@@ -467,7 +519,7 @@ func (e *elicitor) Elicit(ctx context.Context, req *host.ElicitRequest) (*host.E
 	if req.Source != "" {
 		params.Message = fmt.Sprintf("%s (asked by %s)", req.Message, req.Source)
 	}
-	res, err := e.session.Elicit(ctx, params)
+	res, err := e.caller.Elicit(ctx, params)
 	if err != nil {
 		return nil, err
 	}

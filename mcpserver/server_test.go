@@ -74,21 +74,11 @@ func newSetup(t *testing.T, policies map[string]host.ToolPolicy) *setup {
 	return st
 }
 
-// connect connects a go-sdk client over in-memory transports.
+// connect connects a go-sdk client over in-memory transports, on the protocol version before multi round-trip
+// requests.
 func (st *setup) connect(t *testing.T, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
-	ct, stt := mcp.NewInMemoryTransports()
-	ss, err := st.server.mcp.Connect(t.Context(), stt, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ss.Close() })
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, opts).Connect(t.Context(), ct, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close() })
-	return cs
+	return connectAt(t, st.server, classicProtocol, opts)
 }
 
 func call(tc fakellm.ToolCall) []fakellm.ToolCall { return []fakellm.ToolCall{tc} }
@@ -274,35 +264,40 @@ func TestApprovalThroughElicitation(t *testing.T) {
 		{"declined", &mcp.ElicitResult{Action: "decline"}, "Error: the call was denied by the user"},
 		{"no elicitation", nil, "Error: this tool requires the user's approval, and there is no way to ask"},
 	} {
-		t.Run(tt.name, func(t *testing.T) {
-			st := newSetup(t, policies)
-			var asked []string
-			opts := &mcp.ClientOptions{}
-			if tt.answer != nil {
-				opts.ElicitationHandler = func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-					asked = append(asked, req.Params.Message)
-					return tt.answer, nil
+		for _, version := range protocols {
+			t.Run(tt.name+"/"+version, func(t *testing.T) {
+				st := newSetup(t, policies)
+				var asked []string
+				opts := &mcp.ClientOptions{}
+				if tt.answer != nil {
+					opts.ElicitationHandler = func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+						asked = append(asked, req.Params.Message)
+						return tt.answer, nil
+					}
 				}
-			}
-			cs := st.connect(t, opts)
-			st.llm.Enqueue(fakellm.Turn{ToolCalls: call(fakellm.ToolCall{ID: "d", Name: "delete", Arguments: `{"path":"/tmp/x"}`})}, fakellm.Turn{Text: "ok"})
-			res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "ask_helper_bot", Arguments: map[string]any{"prompt": "clean up"}})
-			if err != nil || res.IsError {
-				t.Fatalf("call: %+v, %v", res, err)
-			}
-			var got string
-			for _, m := range st.llm.LastRequest().Messages {
-				if m.Role == "tool" {
-					got = m.Content
+				cs := connectAt(t, st.server, version, opts)
+				st.llm.Enqueue(fakellm.Turn{ToolCalls: call(fakellm.ToolCall{ID: "d", Name: "delete", Arguments: `{"path":"/tmp/x"}`})}, fakellm.Turn{Text: "ok"})
+				res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "ask_helper_bot", Arguments: map[string]any{"prompt": "clean up"}})
+				if err != nil || res.IsError {
+					t.Fatalf("call: %+v, %v", res, err)
 				}
-			}
-			if !strings.HasPrefix(got, tt.want) {
-				t.Errorf("tool result %q, want %q", got, tt.want)
-			}
-			if tt.answer != nil && (len(asked) != 1 || !strings.Contains(asked[0], `delete (test) with these arguments:`) || !strings.Contains(asked[0], `{"path":"/tmp/x"}`)) {
-				t.Errorf("asked %q", asked)
-			}
-		})
+				var got string
+				for _, m := range st.llm.LastRequest().Messages {
+					if m.Role == "tool" {
+						got = m.Content
+					}
+				}
+				if !strings.HasPrefix(got, tt.want) {
+					t.Errorf("tool result %q, want %q", got, tt.want)
+				}
+				if tt.answer != nil && (len(asked) != 1 || !strings.Contains(asked[0], `delete (test) with these arguments:`) || !strings.Contains(asked[0], `{"path":"/tmp/x"}`)) {
+					t.Errorf("asked %q", asked)
+				}
+				if n := st.server.rounds.waiting(); n != 0 {
+					t.Errorf("%d calls still held after the answer", n)
+				}
+			})
+		}
 	}
 }
 

@@ -7,6 +7,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,6 +21,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/internal/fakellm"
@@ -580,13 +583,11 @@ allowed_origins = ["https://app.example.test"]
 // TestServeChained runs agenthost A with agenthost B as one of its MCP servers over stdio, each with its own model.
 // A's model calls B's agent tool; B's model calls its fixture's cite tool; the document B cites reaches A's answer
 // as a reference of A's own. Then cancelling A's run from a client cancels B's run, and B's tool call with it.
-func TestServeChained(t *testing.T) {
-	llmA, llmB := fakellm.New(), fakellm.New()
-	t.Cleanup(llmA.Close)
-	t.Cleanup(llmB.Close)
-	dir := t.TempDir()
-	configB := serveConfig(t, dir, "b", llmB, "")
-	configA := writeFile(t, dir, "a.toml", fmt.Sprintf(`
+// chainedConfig writes the config of agenthost A, whose one MCP server is agenthost B, served over stdio with config
+// configB.
+func chainedConfig(t *testing.T, dir string, llmA *fakellm.Server, configB string) string {
+	t.Helper()
+	return writeFile(t, dir, "a.toml", fmt.Sprintf(`
 [agent]
 name = "a"
 
@@ -606,6 +607,99 @@ args = ["serve", "--config", %q]
 env = { TEST_KEY = "sk-b" }
 required = true
 `, llmA.URL, binary, configB))
+}
+
+// TestServeChainedApproval chains a go-sdk client, agenthost A and agenthost B, all on protocol 2026-07-28, where a
+// server may not send requests to its client during a call and asks through input requests instead. B's tool
+// requires approval: B asks A, which asks its own caller, and the answer travels back the same way.
+func TestServeChainedApproval(t *testing.T) {
+	llmA, llmB := fakellm.New(), fakellm.New()
+	t.Cleanup(llmA.Close)
+	t.Cleanup(llmB.Close)
+	dir := t.TempDir()
+	configB := serveConfig(t, dir, "b", llmB, `
+[tools."fx_shout"]
+require_approval = true
+`)
+	configA := chainedConfig(t, dir, llmA, configB)
+
+	var mu sync.Mutex
+	var asked []string
+	approve := true
+	client := mcp.NewClient(&mcp.Implementation{Name: "approver", Version: "1"}, &mcp.ClientOptions{
+		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			asked = append(asked, req.Params.Message)
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": approve}}, nil
+		},
+	})
+	session, err := client.Connect(t.Context(), &mcp.CommandTransport{Command: exec.Command(binary, "serve", "--config", configA)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { session.Close() })
+	if v := session.InitializeResult().ProtocolVersion; v < "2026-07-28" {
+		t.Fatalf("protocol %s: this test is about 2026-07-28 and later", v)
+	}
+
+	for _, tt := range []struct {
+		name    string
+		approve bool
+		want    string // in the text of the tool result B's model read
+	}{
+		{"approved", true, "HELLO"},
+		{"denied", false, "denied"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			mu.Lock()
+			asked, approve = nil, tt.approve
+			mu.Unlock()
+			beforeB := len(llmB.Requests())
+			llmA.Enqueue(
+				fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "a1", Name: "b_ask_b", Arguments: `{"prompt":"Shout hello."}`}}},
+				fakellm.Turn{Text: "B is done."},
+			)
+			llmB.Enqueue(
+				fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "b1", Name: "fx_shout", Arguments: `{"text":"hello"}`}}},
+				fakellm.Turn{Text: "Shouted."},
+			)
+			res, err := session.CallTool(t.Context(), &mcp.CallToolParams{Name: "ask_a", Arguments: map[string]any{"prompt": "Have B shout hello."}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.IsError {
+				t.Fatalf("error result: %+v", res.Content)
+			}
+			mu.Lock()
+			gotAsked := slices.Clone(asked)
+			mu.Unlock()
+			if len(gotAsked) != 1 || !strings.Contains(gotAsked[0], "fx_shout") || !strings.Contains(gotAsked[0], `"hello"`) {
+				t.Errorf("the caller was asked %q, want one approval of fx_shout with its arguments", gotAsked)
+			}
+			reqs := llmB.Requests()[beforeB:]
+			if len(reqs) != 2 {
+				t.Fatalf("%d requests to B's model, want 2", len(reqs))
+			}
+			toolMsg := reqs[1].Messages[len(reqs[1].Messages)-1]
+			if toolMsg.Role != "tool" || !strings.Contains(toolMsg.Content, tt.want) {
+				t.Errorf("B's model read the tool result %q, want it to contain %q", toolMsg.Content, tt.want)
+			}
+		})
+	}
+	if llmA.Unscripted() != 0 || llmB.Unscripted() != 0 || llmA.Pending() != 0 || llmB.Pending() != 0 {
+		t.Errorf("model scripts: A %d unscripted, %d unused; B %d unscripted, %d unused",
+			llmA.Unscripted(), llmA.Pending(), llmB.Unscripted(), llmB.Pending())
+	}
+}
+
+func TestServeChained(t *testing.T) {
+	llmA, llmB := fakellm.New(), fakellm.New()
+	t.Cleanup(llmA.Close)
+	t.Cleanup(llmB.Close)
+	dir := t.TempDir()
+	configB := serveConfig(t, dir, "b", llmB, "")
+	configA := chainedConfig(t, dir, llmA, configB)
 
 	t.Run("references", func(t *testing.T) {
 		llmA.Enqueue(
