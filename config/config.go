@@ -241,6 +241,11 @@ type Serve struct {
 	// ProgressInterval is the least time between two progress notifications that carry streamed text:
 	// positive, default 250ms.
 	ProgressInterval Duration
+	// InputTimeout is how long a call waits for a caller on protocol 2026-07-28 or later to come back with the
+	// answers it was asked for (approvals, elicitation, sampling) before the run is cancelled: positive, default 10m.
+	InputTimeout Duration
+	// MaxWaitingCalls bounds the calls that wait for such callers' answers: 1..100000, default 100.
+	MaxWaitingCalls int
 }
 
 // Duration is a time.Duration written in TOML as a string such as "30s", "2m" or "1h30m".
@@ -310,6 +315,8 @@ func Default() *Config {
 			Path:             "/mcp",
 			MaxBodyBytes:     4 << 20,
 			ProgressInterval: Duration{250 * time.Millisecond},
+			InputTimeout:     Duration{10 * time.Minute},
+			MaxWaitingCalls:  100,
 		},
 	}
 }

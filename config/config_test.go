@@ -50,6 +50,7 @@ func TestDefault(t *testing.T) {
 		{"A2A", c.A2A, A2A{Peers: map[string]A2APeer{}}},
 		{"Serve", c.Serve, Serve{
 			HTTP: "127.0.0.1:8765", Path: "/mcp", MaxBodyBytes: 4194304, ProgressInterval: Duration{250 * time.Millisecond},
+			InputTimeout: Duration{10 * time.Minute}, MaxWaitingCalls: 100,
 		}},
 		{"DefaultMCPServer", DefaultMCPServer(), MCPServer{ConnectTimeout: Duration{30 * time.Second}, SamplingMaxTokens: 1024}},
 		{"DefaultA2APeer", DefaultA2APeer(), A2APeer{Timeout: Duration{5 * time.Minute}}},
@@ -189,7 +190,9 @@ mcp.servers.fs.sampling_max_tokens: must be at least 1 (got 0)`
 	want = `serve.http: must be a listen address host:port such as "127.0.0.1:8765" (got "")
 serve.path: must be a URL path such as "/mcp": starting with "/", without spaces, ?, #, { or } (got "")
 serve.max_body_bytes: must be between 1024 and 1073741824 (got 0)
-serve.progress_interval: must be positive (got "0s")`
+serve.progress_interval: must be positive (got "0s")
+serve.input_timeout: must be positive (got "0s")
+serve.max_waiting_calls: must be between 1 and 100000 (got 0)`
 	if err == nil || err.Error() != want {
 		t.Fatalf("Validate() with a zero Serve =\n%v\nwant\n%s", err, want)
 	}

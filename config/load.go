@@ -292,6 +292,8 @@ func (d *decoder) serve(path []string, v any, s *Serve) {
 		"max_body_bytes":    d.int64(&s.MaxBodyBytes),
 		"expose_tools":      d.boolean(&s.ExposeTools),
 		"progress_interval": d.duration(&s.ProgressInterval),
+		"input_timeout":     d.duration(&s.InputTimeout),
+		"max_waiting_calls": d.integer(&s.MaxWaitingCalls),
 	})
 }
 

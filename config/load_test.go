@@ -95,6 +95,8 @@ allowed_origins = ["https://app.example.com", "http://localhost:3000"]
 max_body_bytes = 1048576
 expose_tools = true
 progress_interval = "1s"
+input_timeout = "2m"
+max_waiting_calls = 20
 `
 	got, err := Parse("/etc/agenthost/agent.toml", []byte(src), envOf(nil))
 	if err != nil {
@@ -146,6 +148,7 @@ progress_interval = "1s"
 			AllowedHosts:   []string{"agent.example.com", "agent.example.com:9000", "[::1]:9000"},
 			AllowedOrigins: []string{"https://app.example.com", "http://localhost:3000"},
 			MaxBodyBytes:   1 << 20, ExposeTools: true, ProgressInterval: Duration{time.Second},
+			InputTimeout: Duration{2 * time.Minute}, MaxWaitingCalls: 20,
 		},
 	}
 	if !reflect.DeepEqual(got, want) {
@@ -338,6 +341,10 @@ func TestParseErrors(t *testing.T) {
 			`agent.toml:2: serve.max_body_bytes: must be between 1024 and 1073741824 (got 1073741825)`},
 		{"serve progress_interval", "[serve]\nprogress_interval = \"0s\"\n", nil,
 			`agent.toml:2: serve.progress_interval: must be positive (got "0s")`},
+		{"serve input_timeout", "[serve]\ninput_timeout = \"-1s\"\n", nil,
+			`agent.toml:2: serve.input_timeout: must be positive (got "-1s")`},
+		{"serve max_waiting_calls", "[serve]\n\nmax_waiting_calls = 0\n", nil,
+			`agent.toml:3: serve.max_waiting_calls: must be between 1 and 100000 (got 0)`},
 		{"serve stateless type", "[serve]\nstateless = 1\n", nil,
 			`agent.toml:2: serve.stateless: must be a boolean (got integer 1)`},
 		{"serve not a table", "serve = \"stdio\"\n", nil,

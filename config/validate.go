@@ -270,6 +270,8 @@ func checkServe(is *issues, s *Serve) {
 	}
 	checkRange(is, p("max_body_bytes"), s.MaxBodyBytes, 1024, 1<<30)
 	checkPositive(is, p("progress_interval"), s.ProgressInterval)
+	checkPositive(is, p("input_timeout"), s.InputTimeout)
+	checkRange(is, p("max_waiting_calls"), s.MaxWaitingCalls, 1, 100000)
 }
 
 // parsePort parses a decimal TCP port, 0..65535.

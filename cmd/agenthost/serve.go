@@ -80,6 +80,8 @@ func cmdServe(ctx context.Context, args []string, io *stdio) error {
 		Sampling:         sampling(a.cfg, a.provider, c.model),
 		ExposeTools:      sc.ExposeTools,
 		ToolTimeout:      a.cfg.Agent.ToolTimeout.Duration,
+		InputTimeout:     sc.InputTimeout.Duration,
+		MaxWaitingCalls:  sc.MaxWaitingCalls,
 	})
 	if err != nil {
 		return fmt.Errorf("%w: %w", errUsage, err)
