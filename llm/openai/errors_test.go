@@ -143,19 +143,3 @@ func TestStatusErrorText(t *testing.T) {
 		}
 	}
 }
-
-func TestJSONPathKey(t *testing.T) {
-	tests := map[string]string{
-		"top_p":    "top_p",
-		"a.b":      `a\.b`,
-		"x*y?":     `x\*y\?`,
-		":force":   `\:force`,
-		`back\sl`:  `back\\sl`,
-		"#tag@v|w": `\#tag\@v\|w`,
-	}
-	for in, want := range tests {
-		if got := jsonPathKey(in); got != want {
-			t.Errorf("jsonPathKey(%q) = %q, want %q", in, got, want)
-		}
-	}
-}

@@ -18,7 +18,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"slices"
 	"time"
 
 	sdk "github.com/openai/openai-go/v3"
@@ -74,8 +73,9 @@ type Options struct {
 // Model is an llm.Model over a Chat Completions API. It is safe for concurrent use.
 type Model struct {
 	name string
-	// client sends the requests. Its generic Post is used rather than the chat completion service, whose stream
-	// decoding walks every chunk by reflection: this package decodes the few members it reads itself (sse.go).
+	// client sends the requests: the SDK's transport, middleware and errors. The body is written by this package
+	// (request.go) and the event stream read by it (sse.go): the SDK's own types would be encoded and decoded by
+	// reflection on every call and every chunk, and only a few of their fields are ever used.
 	client *sdk.Client
 	logger *slog.Logger
 
@@ -172,7 +172,7 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request, onDelta func(llm
 	if req == nil {
 		return nil, fmt.Errorf("openai: model %q: nil request", m.name)
 	}
-	params, extra, err := m.params(req)
+	body, err := m.body(req)
 	if err != nil {
 		return nil, fmt.Errorf("openai: model %q: %w", m.name, err)
 	}
@@ -185,7 +185,7 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request, onDelta func(llm
 	}
 
 	for retry := 0; ; retry++ {
-		res, chunks, err := m.attempt(callCtx, params, extra, onDelta)
+		res, chunks, err := m.attempt(callCtx, body, onDelta)
 		if err == nil {
 			return res, nil
 		}
@@ -234,7 +234,7 @@ func (e *idleError) Error() string { return fmt.Sprintf("stream idle for %s", e.
 
 // attempt makes one streamed request. It returns the number of chunks received, so that the caller knows
 // whether a failure may be retried.
-func (m *Model) attempt(ctx context.Context, params sdk.ChatCompletionNewParams, extra []option.RequestOption, onDelta func(llm.Delta)) (*llm.Response, int, error) {
+func (m *Model) attempt(ctx context.Context, reqBody []byte, onDelta func(llm.Delta)) (*llm.Response, int, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var idle *time.Timer
@@ -243,15 +243,14 @@ func (m *Model) attempt(ctx context.Context, params sdk.ChatCompletionNewParams,
 		defer idle.Stop()
 	}
 
-	var body *http.Response
-	opts := append(slices.Clip(extra), option.WithJSONSet("stream", true))
-	if err := m.client.Post(ctx, "chat/completions", params, &body, opts...); err != nil {
+	var resp *http.Response
+	if err := m.client.Post(ctx, "chat/completions", reqBody, &resp); err != nil {
 		return nil, 0, m.idleError(ctx, err)
 	}
-	defer body.Body.Close()
+	defer resp.Body.Close()
 
 	acc := newAccumulator()
-	events := newEventReader(body.Body)
+	events := newEventReader(resp.Body)
 	for {
 		data, err := events.next()
 		if errors.Is(err, io.EOF) {

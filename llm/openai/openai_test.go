@@ -286,6 +286,7 @@ func TestRequestErrors(t *testing.T) {
 		{"unknown tool choice", &llm.Request{Tools: []llm.ToolSpec{{Name: "t"}}, ToolChoice: llm.ToolChoice{Mode: "sometimes"}},
 			`unknown tool choice mode "sometimes"`},
 		{"empty extra name", &llm.Request{Extra: map[string]any{"": 1}}, "empty name"},
+		{"extra field that is not JSON", &llm.Request{Extra: map[string]any{"x": make(chan int)}}, `extra field "x"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -317,15 +318,19 @@ func TestMaxCompletionTokensForOpenAI(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p, _, err := m.params(&llm.Request{MaxTokens: 100})
+			body, err := m.body(&llm.Request{MaxTokens: 100})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := p.MaxCompletionTokens.Valid(); got != tt.wantCompletion {
-				t.Errorf("max_completion_tokens set = %v, want %v", got, tt.wantCompletion)
+			var fields map[string]json.RawMessage
+			if err := json.Unmarshal(body, &fields); err != nil {
+				t.Fatal(err)
 			}
-			if got := p.MaxTokens.Valid(); got == tt.wantCompletion {
-				t.Errorf("max_tokens set = %v, want %v", got, !tt.wantCompletion)
+			if got := string(fields["max_completion_tokens"]) == "100"; got != tt.wantCompletion {
+				t.Errorf("max_completion_tokens set = %v, want %v: %s", got, tt.wantCompletion, body)
+			}
+			if got := string(fields["max_tokens"]) == "100"; got == tt.wantCompletion {
+				t.Errorf("max_tokens set = %v, want %v: %s", got, !tt.wantCompletion, body)
 			}
 		})
 	}

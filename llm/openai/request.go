@@ -1,156 +1,195 @@
 package openai
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
-	"slices"
-	"strings"
-
-	sdk "github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
 
 	"github.com/agenthost/agenthost/llm"
 )
 
-// params converts req into the SDK's request, plus the options that merge req.Extra into the body.
-func (m *Model) params(req *llm.Request) (sdk.ChatCompletionNewParams, []option.RequestOption, error) {
-	p := sdk.ChatCompletionNewParams{
+// The request body. It is written with encoding/json from these plain types rather than with the SDK's parameter
+// types, whose encoder walks every optional field by reflection on each call: only the fields below are ever sent.
+type (
+	requestBody struct {
+		Model               string        `json:"model"`
+		Messages            []message     `json:"messages"`
+		Tools               []tool        `json:"tools,omitempty"`
+		ToolChoice          any           `json:"tool_choice,omitempty"` // a mode string or a namedToolChoice
+		Temperature         *float64      `json:"temperature,omitempty"`
+		MaxTokens           int           `json:"max_tokens,omitempty"`
+		MaxCompletionTokens int           `json:"max_completion_tokens,omitempty"`
+		Stream              bool          `json:"stream"`
+		StreamOptions       streamOptions `json:"stream_options"`
+	}
+	streamOptions struct {
+		IncludeUsage bool `json:"include_usage"`
+	}
+	message struct {
+		Role       llm.Role   `json:"role"`
+		Content    *string    `json:"content,omitempty"`
+		ToolCalls  []toolCall `json:"tool_calls,omitempty"`
+		ToolCallID string     `json:"tool_call_id,omitempty"`
+	}
+	toolCall struct {
+		ID       string       `json:"id"`
+		Type     string       `json:"type"`
+		Function functionCall `json:"function"`
+	}
+	functionCall struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	}
+	tool struct {
+		Type     string      `json:"type"`
+		Function functionDef `json:"function"`
+	}
+	functionDef struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description,omitempty"`
+		Parameters  json.RawMessage `json:"parameters"`
+	}
+	namedToolChoice struct {
+		Type     string `json:"type"`
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	}
+)
+
+// defaultParameters is the schema of a tool that declares none.
+var defaultParameters = json.RawMessage(`{"type":"object"}`)
+
+// body converts req into the request body.
+func (m *Model) body(req *llm.Request) ([]byte, error) {
+	b := requestBody{
 		Model:         m.name,
-		StreamOptions: sdk.ChatCompletionStreamOptionsParam{IncludeUsage: sdk.Bool(true)},
+		Messages:      make([]message, 0, len(req.Messages)),
+		Stream:        true,
+		StreamOptions: streamOptions{IncludeUsage: true},
+		Temperature:   req.Temperature,
 	}
 	for i, msg := range req.Messages {
 		mp, err := toMessage(msg)
 		if err != nil {
-			return p, nil, fmt.Errorf("message %d: %w", i, err)
+			return nil, fmt.Errorf("message %d: %w", i, err)
 		}
-		p.Messages = append(p.Messages, mp)
+		b.Messages = append(b.Messages, mp)
 	}
 	for _, spec := range req.Tools {
-		tool, err := toTool(spec)
+		t, err := toTool(spec)
 		if err != nil {
-			return p, nil, err
+			return nil, err
 		}
-		p.Tools = append(p.Tools, tool)
+		b.Tools = append(b.Tools, t)
 	}
 	if len(req.Tools) > 0 {
 		choice, err := toToolChoice(req.ToolChoice, req.Tools)
 		if err != nil {
-			return p, nil, err
+			return nil, err
 		}
-		p.ToolChoice = choice
-	}
-	if req.Temperature != nil {
-		p.Temperature = sdk.Float(*req.Temperature)
+		b.ToolChoice = choice
 	}
 	if req.MaxTokens > 0 {
 		if m.maxCompletionTokens {
-			p.MaxCompletionTokens = sdk.Int(int64(req.MaxTokens))
+			b.MaxCompletionTokens = req.MaxTokens
 		} else {
-			p.MaxTokens = sdk.Int(int64(req.MaxTokens))
+			b.MaxTokens = req.MaxTokens
 		}
 	}
-
-	// Extra fields are set on the serialised body, after every field above, so they may override them
-	// ("stream" excepted: the SDK sets it last).
-	keys := make([]string, 0, len(req.Extra))
-	for k := range req.Extra {
-		keys = append(keys, k)
+	body, err := json.Marshal(&b)
+	if err != nil {
+		return nil, err
 	}
-	slices.Sort(keys)
-	extra := make([]option.RequestOption, 0, len(keys))
-	for _, k := range keys {
-		if k == "" {
-			return p, nil, fmt.Errorf("extra field with an empty name")
-		}
-		extra = append(extra, option.WithJSONSet(jsonPathKey(k), req.Extra[k]))
+	if len(req.Extra) == 0 {
+		return body, nil
 	}
-	return p, extra, nil
+	return mergeExtra(body, req.Extra)
 }
 
-func toMessage(msg llm.Message) (sdk.ChatCompletionMessageParamUnion, error) {
+// mergeExtra sets the extra fields on body, overriding the fields already there, except "stream": the response
+// must be streamed.
+func mergeExtra(body []byte, extra map[string]any) ([]byte, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(body, &fields); err != nil {
+		return nil, err
+	}
+	for k, v := range extra {
+		if k == "" {
+			return nil, fmt.Errorf("extra field with an empty name")
+		}
+		if k == "stream" {
+			continue
+		}
+		raw, err := json.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("extra field %q: %w", k, err)
+		}
+		fields[k] = raw
+	}
+	return json.Marshal(fields)
+}
+
+func toMessage(msg llm.Message) (message, error) {
 	switch msg.Role {
-	case llm.RoleSystem:
-		return sdk.SystemMessage(msg.Content), nil
-	case llm.RoleUser:
-		return sdk.UserMessage(msg.Content), nil
+	case llm.RoleSystem, llm.RoleUser:
+		return message{Role: msg.Role, Content: &msg.Content}, nil
 	case llm.RoleAssistant:
-		a := &sdk.ChatCompletionAssistantMessageParam{}
+		m := message{Role: msg.Role}
 		// Content may be left out when there are tool calls; an assistant message with neither still needs it.
 		if msg.Content != "" || len(msg.ToolCalls) == 0 {
-			a.Content.OfString = sdk.String(msg.Content)
+			m.Content = &msg.Content
 		}
 		for _, c := range msg.ToolCalls {
 			args := c.Arguments
 			if args == "" {
 				args = "{}" // some servers parse the arguments of past calls and reject an empty string
 			}
-			a.ToolCalls = append(a.ToolCalls, sdk.ChatCompletionMessageToolCallUnionParam{
-				OfFunction: &sdk.ChatCompletionMessageFunctionToolCallParam{
-					ID:       c.ID,
-					Function: sdk.ChatCompletionMessageFunctionToolCallFunctionParam{Name: c.Name, Arguments: args},
-				},
-			})
+			m.ToolCalls = append(m.ToolCalls, toolCall{ID: c.ID, Type: "function", Function: functionCall{Name: c.Name, Arguments: args}})
 		}
-		return sdk.ChatCompletionMessageParamUnion{OfAssistant: a}, nil
+		return m, nil
 	case llm.RoleTool:
 		if msg.ToolCallID == "" {
-			return sdk.ChatCompletionMessageParamUnion{}, fmt.Errorf("tool message without a tool_call_id")
+			return message{}, fmt.Errorf("tool message without a tool_call_id")
 		}
-		return sdk.ToolMessage(msg.Content, msg.ToolCallID), nil
+		return message{Role: msg.Role, Content: &msg.Content, ToolCallID: msg.ToolCallID}, nil
 	default:
-		return sdk.ChatCompletionMessageParamUnion{}, fmt.Errorf("unknown role %q", msg.Role)
+		return message{}, fmt.Errorf("unknown role %q", msg.Role)
 	}
 }
 
-func toTool(spec llm.ToolSpec) (sdk.ChatCompletionToolUnionParam, error) {
-	// Each top-level member stays raw JSON, so the schema reaches the server as it was written, numbers and
-	// nested key order included.
-	var schema map[string]json.RawMessage
-	if len(spec.Parameters) == 0 || string(spec.Parameters) == "null" {
-		schema = map[string]json.RawMessage{"type": json.RawMessage(`"object"`)}
-	} else if err := json.Unmarshal(spec.Parameters, &schema); err != nil || schema == nil {
-		return sdk.ChatCompletionToolUnionParam{}, fmt.Errorf("tool %q: parameters are not a JSON object", spec.Name)
+// toTool converts a tool definition. The schema reaches the server as it was written, numbers and key order
+// included.
+func toTool(spec llm.ToolSpec) (tool, error) {
+	params := spec.Parameters
+	switch trimmed := bytes.TrimSpace(params); {
+	case len(trimmed) == 0 || string(trimmed) == "null":
+		params = defaultParameters
+	case trimmed[0] != '{' || !json.Valid(trimmed):
+		return tool{}, fmt.Errorf("tool %q: parameters are not a JSON object", spec.Name)
 	}
-	params := make(sdk.FunctionParameters, len(schema))
-	for k, v := range schema {
-		params[k] = v
-	}
-	def := sdk.FunctionDefinitionParam{Name: spec.Name, Parameters: params}
-	if spec.Description != "" {
-		def.Description = sdk.String(spec.Description)
-	}
-	return sdk.ChatCompletionFunctionTool(def), nil
+	return tool{Type: "function", Function: functionDef{Name: spec.Name, Description: spec.Description, Parameters: params}}, nil
 }
 
-func toToolChoice(c llm.ToolChoice, tools []llm.ToolSpec) (sdk.ChatCompletionToolChoiceOptionUnionParam, error) {
-	var auto string
+func toToolChoice(c llm.ToolChoice, tools []llm.ToolSpec) (any, error) {
 	switch c.Mode {
 	case "", llm.ToolChoiceAuto:
-		auto = string(sdk.ChatCompletionToolChoiceOptionAutoAuto)
+		return "auto", nil
 	case llm.ToolChoiceNone:
-		auto = string(sdk.ChatCompletionToolChoiceOptionAutoNone)
+		return "none", nil
 	case llm.ToolChoiceRequired:
-		auto = string(sdk.ChatCompletionToolChoiceOptionAutoRequired)
+		return "required", nil
 	case llm.ToolChoiceFunction:
-		if !slices.ContainsFunc(tools, func(t llm.ToolSpec) bool { return t.Name == c.Name }) {
-			return sdk.ChatCompletionToolChoiceOptionUnionParam{}, fmt.Errorf("tool choice names %q, which is not among the request's tools", c.Name)
+		for _, t := range tools {
+			if t.Name == c.Name {
+				var named namedToolChoice
+				named.Type = "function"
+				named.Function.Name = c.Name
+				return named, nil
+			}
 		}
-		return sdk.ToolChoiceOptionFunctionToolChoice(sdk.ChatCompletionNamedToolChoiceFunctionParam{Name: c.Name}), nil
+		return nil, fmt.Errorf("tool choice names %q, which is not among the request's tools", c.Name)
 	default:
-		return sdk.ChatCompletionToolChoiceOptionUnionParam{}, fmt.Errorf("unknown tool choice mode %q", c.Mode)
+		return nil, fmt.Errorf("unknown tool choice mode %q", c.Mode)
 	}
-	return sdk.ChatCompletionToolChoiceOptionUnionParam{OfAuto: sdk.String(auto)}, nil
-}
-
-// jsonPathKey escapes a top-level field name for option.WithJSONSet, whose keys are paths in which '.', '*',
-// '?', '|', '#', '@' and a leading ':' mean something.
-func jsonPathKey(k string) string {
-	var b strings.Builder
-	for _, r := range k {
-		if strings.ContainsRune(`\.*?|#@:!=<>%`, r) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }
