@@ -75,39 +75,57 @@ func slowstartConfigs(bin string, n int, delay string) []mcpclients.ServerConfig
 
 // BenchmarkStartup measures Connect, from the first child started to the last server's tools listed, with one
 // server and with 20, each a child process that waits 200ms before it serves. The connections run concurrently, so
-// 20 servers should take about as long as one: the servers=20 case reports its time as a multiple of the latest
-// servers=1 measurement in the same process ("x-one-server"), when there is one; with -count, every servers=1 round
-// runs before the first servers=20 round. Close and the checks after it are not timed.
+// 20 servers should take about as long as one.
+//
+// servers=1 and servers=20 report each case alone. paired connects one server and then 20 in every op, timing each,
+// so that both cases meet the same conditions on a shared machine; it reports the median of each ("ms-one-server",
+// "ms-20-servers") and their ratio ("x-one-server"). Close and the checks after it are not timed.
 func BenchmarkStartup(b *testing.B) {
 	bin := slowstartBinary(b)
-	var oneServer float64 // ns/op of the latest servers=1 round; 0 until one ran
+	one, twenty := slowstartConfigs(bin, 1, "200ms"), slowstartConfigs(bin, 20, "200ms")
 	for _, n := range []int{1, 20} {
 		b.Run("servers="+strconv.Itoa(n), func(b *testing.B) {
-			cfgs := slowstartConfigs(bin, n, "200ms")
-			for b.Loop() {
-				c, err := mcpclients.Connect(b.Context(), cfgs, nil)
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.StopTimer()
-				for _, st := range c.Status() {
-					if st.State != mcpclients.StateConnected || st.Tools != 2 {
-						b.Fatalf("server %s: state %s with %d tools, want connected with 2", st.Name, st.State, st.Tools)
-					}
-				}
-				c.Close()
-				benchNoChildren(b)
-				b.StartTimer()
+			cfgs := one
+			if n == 20 {
+				cfgs = twenty
 			}
-			perOp := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
-			switch {
-			case n == 1:
-				oneServer = perOp
-			case oneServer > 0:
-				b.ReportMetric(perOp/oneServer, "x-one-server")
+			for b.Loop() {
+				benchConnect(b, cfgs)
 			}
 		})
 	}
+	b.Run("paired", func(b *testing.B) {
+		var ones, twenties []time.Duration
+		for b.Loop() {
+			ones = append(ones, benchConnect(b, one))
+			twenties = append(twenties, benchConnect(b, twenty))
+		}
+		m1, m20 := benchMedian(ones), benchMedian(twenties)
+		b.ReportMetric(m1/1e6, "ms-one-server")
+		b.ReportMetric(m20/1e6, "ms-20-servers")
+		b.ReportMetric(m20/m1, "x-one-server")
+	})
+}
+
+// benchConnect connects to the servers of cfgs, checks that every one connected, and closes them; it returns the
+// time Connect took. Only Connect is timed.
+func benchConnect(b *testing.B, cfgs []mcpclients.ServerConfig) time.Duration {
+	start := time.Now()
+	c, err := mcpclients.Connect(b.Context(), cfgs, nil)
+	elapsed := time.Since(start)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	defer b.StartTimer()
+	for _, st := range c.Status() {
+		if st.State != mcpclients.StateConnected || st.Tools != 2 {
+			b.Fatalf("server %s: state %s with %d tools, want connected with 2", st.Name, st.State, st.Tools)
+		}
+	}
+	c.Close()
+	benchNoChildren(b)
+	return elapsed
 }
 
 // benchEchoArgs are the arguments of every benchmarked call: the same bytes on both paths.
