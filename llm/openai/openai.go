@@ -1,5 +1,7 @@
 // Package openai implements llm.Model over the Chat Completions API of OpenAI and of the servers that copy it
-// (Ollama, vLLM, LM Studio, OpenRouter ...), through the openai-go SDK.
+// (Ollama, vLLM, LM Studio, OpenRouter ...). Requests are sent by the openai-go SDK's client (its transport,
+// middleware and error handling); the request body and the event stream are written and read here, because the
+// SDK's types are encoded and decoded by reflection on every call and every chunk.
 //
 // It owns the conversion between llm types and the wire format, streaming, retries and the stream's idle
 // timeout. SDK types stop here: nothing of openai-go appears in this package's API. It imports llm, the SDK and
