@@ -120,12 +120,12 @@ func toolResult(res *mcp.CallToolResult) *host.Result {
 		case *mcp.ImageContent:
 			if c != nil {
 				r.Media = append(r.Media, host.Media{Type: "image", MIMEType: c.MIMEType, Data: c.Data})
-				lines = append(lines, placeholder("image", c.MIMEType, len(c.Data)))
+				lines = append(lines, host.Placeholder("image", c.MIMEType, len(c.Data)))
 			}
 		case *mcp.AudioContent:
 			if c != nil {
 				r.Media = append(r.Media, host.Media{Type: "audio", MIMEType: c.MIMEType, Data: c.Data})
-				lines = append(lines, placeholder("audio", c.MIMEType, len(c.Data)))
+				lines = append(lines, host.Placeholder("audio", c.MIMEType, len(c.Data)))
 			}
 		case *mcp.ResourceLink:
 			if c != nil {
@@ -134,7 +134,7 @@ func toolResult(res *mcp.CallToolResult) *host.Result {
 					Title:   cmp.Or(c.Title, c.Name),
 					Content: c.Description,
 				})
-				lines = append(lines, "[resource link: "+strings.TrimSpace(c.Name+" "+c.URI)+"]")
+				lines = append(lines, host.LinkPlaceholder(c.Name, c.URI))
 			}
 		case *mcp.EmbeddedResource:
 			// The resource's text reaches the model through the reference, so it gets no line of its own.
@@ -189,7 +189,7 @@ func readResourceResult(uri, name string, res *mcp.ReadResourceResult) *host.Res
 				Content: resourceExcerpt(rc),
 			})
 			if rc.Blob != nil {
-				parts = append(parts, placeholder("blob", rc.MIMEType, len(rc.Blob)))
+				parts = append(parts, host.Placeholder("blob", rc.MIMEType, len(rc.Blob)))
 			} else if rc.Text != "" {
 				parts = append(parts, rc.Text)
 			}
@@ -317,7 +317,7 @@ func elicitResult(r *host.ElicitResult) *mcp.ElicitResult {
 // resourceExcerpt is what a Reference shows of a resource: its text cut to maxExcerpt runes, or a blob placeholder.
 func resourceExcerpt(rc *mcp.ResourceContents) string {
 	if rc.Blob != nil {
-		return placeholder("blob", rc.MIMEType, len(rc.Blob))
+		return host.Placeholder("blob", rc.MIMEType, len(rc.Blob))
 	}
 	return excerpt(rc.Text)
 }
@@ -332,14 +332,6 @@ func excerpt(s string) string {
 		n++
 	}
 	return s
-}
-
-// placeholder is the line the model reads instead of binary data, e.g. "[image: image/png, 1234 bytes]".
-func placeholder(kind, mimeType string, size int) string {
-	if mimeType == "" {
-		return fmt.Sprintf("[%s: %d bytes]", kind, size)
-	}
-	return fmt.Sprintf("[%s: %s, %d bytes]", kind, mimeType, size)
 }
 
 // contentType names a content item by its wire type ("tool_use"), falling back to its Go type.

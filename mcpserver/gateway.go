@@ -308,8 +308,8 @@ func (r *progressRelay) report(p host.Progress) {
 // a Result can say: the text, then each medium as image or audio content, then each reference as a resource link
 // or, when it carries content, an embedded text resource; structured content and the error flag as they are.
 //
-// A Result made from MCP content (see mcpclients) has a placeholder line in Text for each medium and resource link,
-// such as "[image: image/png, 68 bytes]": the model reads those instead of the data. They are taken out again, since
+// A Result made from MCP content (see mcpclients) has a placeholder line in Text for each medium and resource link
+// (see host.Placeholder), such as "[image: image/png, 68 bytes]": the model reads those instead of the data. They are taken out again, since
 // the caller gets the content itself. What a Result does not keep cannot come back: an embedded resource's MIME type
 // (its excerpt is sent as text/plain), text beyond the excerpt, a blob's data (it becomes a link), and the split of
 // several text items (they arrive as one).
@@ -330,14 +330,14 @@ func callToolResult(res *host.Result) *mcp.CallToolResult {
 
 	var media []mcp.Content
 	for _, m := range res.Media {
-		take(func(l string) bool { return l == mediaPlaceholder(m) })
+		take(func(l string) bool { return l == m.Placeholder() })
 		switch m.Type {
 		case "image":
 			media = append(media, &mcp.ImageContent{MIMEType: m.MIMEType, Data: m.Data})
 		case "audio":
 			media = append(media, &mcp.AudioContent{MIMEType: m.MIMEType, Data: m.Data})
 		default:
-			lines = append(lines, mediaPlaceholder(m))
+			lines = append(lines, m.Placeholder())
 		}
 	}
 	var refs []mcp.Content
@@ -348,8 +348,8 @@ func callToolResult(res *host.Result) *mcp.CallToolResult {
 			}
 			continue
 		}
-		if l, ok := take(func(l string) bool { return linkName(l, ref.URI) != nil }); ok {
-			name := *linkName(l, ref.URI)
+		if l, ok := take(func(l string) bool { _, ok := host.ParseLinkPlaceholder(l, ref.URI); return ok }); ok {
+			name, _ := host.ParseLinkPlaceholder(l, ref.URI)
 			link := &mcp.ResourceLink{URI: ref.URI, Name: cmp.Or(name, ref.URI), Description: ref.Content}
 			if ref.Title != name {
 				link.Title = ref.Title
@@ -357,7 +357,7 @@ func callToolResult(res *host.Result) *mcp.CallToolResult {
 			refs = append(refs, link)
 			continue
 		}
-		if ref.Content == "" || isBlobPlaceholder(ref.Content) {
+		if ref.Content == "" || host.IsBlobPlaceholder(ref.Content) {
 			refs = append(refs, &mcp.ResourceLink{URI: ref.URI, Name: cmp.Or(ref.Title, ref.URI), Description: ref.Content})
 			continue
 		}
@@ -377,38 +377,6 @@ func callToolResult(res *host.Result) *mcp.CallToolResult {
 		out.StructuredContent = res.Structured
 	}
 	return out
-}
-
-// mediaPlaceholder is the line a Result's Text holds for a medium, e.g. "[image: image/png, 68 bytes]".
-func mediaPlaceholder(m host.Media) string {
-	if m.MIMEType == "" {
-		return fmt.Sprintf("[%s: %d bytes]", m.Type, len(m.Data))
-	}
-	return fmt.Sprintf("[%s: %s, %d bytes]", m.Type, m.MIMEType, len(m.Data))
-}
-
-// linkName returns the name in a resource link's placeholder line for uri, "[resource link: <name> <uri>]" or
-// "[resource link: <uri>]", or nil when line is not one.
-func linkName(line, uri string) *string {
-	rest, ok := strings.CutPrefix(line, "[resource link: ")
-	if !ok {
-		return nil
-	}
-	if rest == uri+"]" {
-		name := ""
-		return &name
-	}
-	name, ok := strings.CutSuffix(rest, " "+uri+"]")
-	if !ok {
-		return nil
-	}
-	return &name
-}
-
-// isBlobPlaceholder reports whether s is what a Reference holds for a binary resource, e.g.
-// "[blob: image/png, 68 bytes]".
-func isBlobPlaceholder(s string) bool {
-	return strings.HasPrefix(s, "[blob: ") && strings.HasSuffix(s, " bytes]")
 }
 
 // Close stops what the server runs in the background: the watch of the tool list, and the calls that wait for
