@@ -13,6 +13,7 @@ import (
 	"github.com/agenthost/agenthost/builtin"
 	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/internal/wiring"
 	"github.com/agenthost/agenthost/llm"
 	"github.com/agenthost/agenthost/llm/openai"
 	"github.com/agenthost/agenthost/llm/testmodel"
@@ -126,7 +127,7 @@ func build(ctx context.Context, cfg *config.Config, modelFlag string, logger *sl
 	allRequired := !optionalOnly
 	a := &app{cfg: cfg, logger: logger}
 	var err error
-	if a.model, a.provider, err = newModel(cfg, modelFlag, notices); err != nil {
+	if a.model, a.provider, err = newModel(cfg, modelFlag, notices, logger); err != nil {
 		return nil, err
 	}
 	builtins, err := builtin.New(cfg.Builtin.Tools, &builtin.Options{Logger: logger})
@@ -139,20 +140,8 @@ func build(ctx context.Context, cfg *config.Config, modelFlag string, logger *sl
 		return nil, err
 	}
 	sets := append([]host.Toolset{builtins}, a.mcp.Toolsets()...)
-	a.tools = host.NewToolManager(sets, &host.ToolManagerOptions{Policies: policies(cfg.Tools), Logger: logger})
-	a.orch = host.New(a.model, a.tools, &host.Options{
-		Instructions:  cfg.Agent.Instructions,
-		MaxIterations: cfg.Agent.MaxIterations,
-		MaxToolCalls:  cfg.Agent.MaxToolCalls,
-		ToolTimeout:   cfg.Agent.ToolTimeout.Duration,
-		Temperature:   cfg.Agent.Temperature,
-		MaxTokens:     cfg.Model.MaxTokens,
-		CitationStyle: host.CitationStyle(cfg.Agent.CitationStyle),
-		Limits:        host.Limits{Requests: cfg.Limits.Requests, TotalTokens: cfg.Limits.TotalTokens, ToolCalls: cfg.Limits.ToolCalls},
-		ContextTokens: cfg.Model.ContextTokens,
-		History:       host.NewHistory(&host.HistoryOptions{MaxConversations: cfg.Agent.MaxConversations, IdleTTL: cfg.Agent.ConversationTTL.Duration}),
-		Logger:        logger,
-	})
+	a.tools = host.NewToolManager(sets, &host.ToolManagerOptions{Policies: wiring.Policies(cfg.Tools), Logger: logger})
+	a.orch = host.New(a.model, a.tools, wiring.HostOptions(cfg, logger))
 	return a, nil
 }
 
@@ -163,26 +152,9 @@ func configName(cfg *config.Config) string {
 	return cfg.Path
 }
 
-// policies converts the configuration's tool tables into host policies.
-func policies(tools map[string]config.ToolPolicy) map[string]host.ToolPolicy {
-	out := make(map[string]host.ToolPolicy, len(tools))
-	for name, p := range tools {
-		out[name] = host.ToolPolicy{
-			Disabled:        !p.IsEnabled(),
-			Exclusive:       p.Exclusive,
-			Forced:          p.Forced,
-			TakesControl:    p.TakesControl,
-			RequireApproval: p.RequireApproval,
-			Prompt:          p.Prompt,
-			FormatPrompt:    p.FormatPrompt,
-		}
-	}
-	return out
-}
-
 // newModel builds the configured model. modelFlag "test" selects the offline test model; any other value replaces
 // the configured model name.
-func newModel(cfg *config.Config, modelFlag string, notices io.Writer) (llm.Model, string, error) {
+func newModel(cfg *config.Config, modelFlag string, notices io.Writer, logger *slog.Logger) (llm.Model, string, error) {
 	m := cfg.Model
 	provider := m.ResolveProvider(os.LookupEnv)
 	if modelFlag == "test" {
@@ -210,18 +182,7 @@ func newModel(cfg *config.Config, modelFlag string, notices io.Writer) (llm.Mode
 		if m.APIKeyEnv != "" {
 			key = os.Getenv(m.APIKeyEnv)
 		}
-		retries := m.MaxRetries // the configuration's 0 means none; the adapter's means its default
-		if retries == 0 {
-			retries = -1
-		}
-		om, err := openai.New(&openai.Options{
-			BaseURL:        m.BaseURL,
-			APIKey:         key,
-			Model:          m.Model,
-			RequestTimeout: m.RequestTimeout.Duration,
-			MaxRetries:     retries,
-			IdleTimeout:    m.IdleTimeout.Duration,
-		})
+		om, err := openai.New(wiring.OpenAIOptions(m, key, logger))
 		if err != nil {
 			return nil, "", fmt.Errorf("%w: %w", errUsage, err)
 		}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/agenthost/agenthost/internal/wiring"
 	"github.com/agenthost/agenthost/mcpserver"
 )
 
@@ -70,19 +71,7 @@ func cmdServe(ctx context.Context, args []string, io *stdio) error {
 	}
 	defer a.close()
 	sc := a.cfg.Serve
-	srv, err := mcpserver.New(ctx, a.orch, &mcpserver.Options{
-		Name:             a.cfg.Agent.Name,
-		Version:          version,
-		ToolName:         sc.ToolName,
-		Description:      a.cfg.Agent.Description,
-		ProgressInterval: sc.ProgressInterval.Duration,
-		Logger:           a.logger,
-		Sampling:         sampling(a.cfg, a.provider, c.model),
-		ExposeTools:      sc.ExposeTools,
-		ToolTimeout:      a.cfg.Agent.ToolTimeout.Duration,
-		InputTimeout:     sc.InputTimeout.Duration,
-		MaxWaitingCalls:  sc.MaxWaitingCalls,
-	})
+	srv, err := mcpserver.New(ctx, a.orch, wiring.ServerOptions(a.cfg, version, sampling(a.cfg, a.provider, c.model), a.logger))
 	if err != nil {
 		return fmt.Errorf("%w: %w", errUsage, err)
 	}
@@ -108,16 +97,7 @@ func cmdServe(ctx context.Context, args []string, io *stdio) error {
 	if !isLoopback(ln.Addr()) && token == "" {
 		a.logger.Warn("serving beyond loopback without a token: anyone who can reach this address can use the agent and its tools; set [serve] auth_token_env", "addr", ln.Addr().String())
 	}
-	handler := srv.Handler(&mcpserver.HTTPOptions{
-		Path:           sc.Path,
-		Stateless:      sc.Stateless,
-		Token:          token,
-		ListenAddr:     ln.Addr().String(),
-		AllowedHosts:   sc.AllowedHosts,
-		AllowedOrigins: sc.AllowedOrigins,
-		MaxBodyBytes:   sc.MaxBodyBytes,
-		Health:         func() any { return a.mcp.Status() },
-	})
+	handler := srv.Handler(wiring.HTTPOptions(sc, token, ln.Addr().String(), func() any { return a.mcp.Status() }))
 	fmt.Fprintf(io.err, "agenthost: serving MCP at http://%s%s (tool %s)\n", ln.Addr(), orDefault(sc.Path, "/mcp"), srv.ToolName())
 	return mcpserver.Serve(ctx, ln, handler)
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/agenthost/agenthost/builtin"
 	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/internal/wiring"
 	"github.com/agenthost/agenthost/llm/openai"
 	"github.com/agenthost/agenthost/mcpserver"
 )
@@ -86,17 +87,8 @@ func serveChild(ctx context.Context, args []string, stdin io.Reader, stdout, std
 // modelURL and no MCP servers: the tools are the configured built-ins.
 func agentHandler(ctx context.Context, cfg *config.Config, modelURL string, logger *slog.Logger) (http.Handler, string, error) {
 	m := cfg.Model
-	retries := m.MaxRetries // as in cmd/agenthost: the configuration's 0 means none
-	if retries == 0 {
-		retries = -1
-	}
-	model, err := openai.New(&openai.Options{
-		BaseURL:        modelURL,
-		Model:          modelName,
-		RequestTimeout: m.RequestTimeout.Duration,
-		MaxRetries:     retries,
-		IdleTimeout:    m.IdleTimeout.Duration,
-	})
+	m.BaseURL, m.Model = modelURL, modelName
+	model, err := openai.New(wiring.OpenAIOptions(m, "", logger))
 	if err != nil {
 		return nil, "", err
 	}
@@ -105,38 +97,12 @@ func agentHandler(ctx context.Context, cfg *config.Config, modelURL string, logg
 		return nil, "", err
 	}
 	tools := host.NewToolManager([]host.Toolset{builtins}, &host.ToolManagerOptions{Logger: logger})
-	orch := host.New(model, tools, &host.Options{
-		Instructions:  cfg.Agent.Instructions,
-		MaxIterations: cfg.Agent.MaxIterations,
-		MaxToolCalls:  cfg.Agent.MaxToolCalls,
-		ToolTimeout:   cfg.Agent.ToolTimeout.Duration,
-		Temperature:   cfg.Agent.Temperature,
-		MaxTokens:     cfg.Model.MaxTokens,
-		CitationStyle: host.CitationStyle(cfg.Agent.CitationStyle),
-		Limits:        host.Limits{Requests: cfg.Limits.Requests, TotalTokens: cfg.Limits.TotalTokens, ToolCalls: cfg.Limits.ToolCalls},
-		ContextTokens: cfg.Model.ContextTokens,
-		History:       host.NewHistory(&host.HistoryOptions{MaxConversations: cfg.Agent.MaxConversations, IdleTTL: cfg.Agent.ConversationTTL.Duration}),
-		Logger:        logger,
-	})
-	sc := cfg.Serve
-	srv, err := mcpserver.New(ctx, orch, &mcpserver.Options{
-		Name:             cfg.Agent.Name,
-		Version:          "loadtest",
-		ToolName:         sc.ToolName,
-		Description:      cfg.Agent.Description,
-		ProgressInterval: sc.ProgressInterval.Duration,
-		Logger:           logger,
-	})
+	orch := host.New(model, tools, wiring.HostOptions(cfg, logger))
+	srv, err := mcpserver.New(ctx, orch, wiring.ServerOptions(cfg, "loadtest", mcpserver.SamplingOff, logger))
 	if err != nil {
 		return nil, "", err
 	}
-	h := srv.Handler(&mcpserver.HTTPOptions{
-		Path:         sc.Path,
-		Stateless:    sc.Stateless,
-		ListenAddr:   "127.0.0.1:0",
-		MaxBodyBytes: sc.MaxBodyBytes,
-		Health:       func() any { return []any{} },
-	})
+	h := srv.Handler(wiring.HTTPOptions(cfg.Serve, "", "127.0.0.1:0", func() any { return []any{} }))
 	return h, srv.ToolName(), nil
 }
 

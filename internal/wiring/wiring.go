@@ -1,0 +1,101 @@
+// Package wiring maps a configuration onto the options of the packages that run it: llm/openai, host and
+// mcpserver. cmd/agenthost builds the agent with it, and internal/loadtest builds the server it measures with it, so
+// that both are wired alike.
+//
+// It holds no logic beyond the mapping and the defaults the configuration leaves to the code. It imports config,
+// host, mcpserver and llm/openai, and must not be imported by them.
+package wiring
+
+import (
+	"log/slog"
+
+	"github.com/agenthost/agenthost/config"
+	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/llm/openai"
+	"github.com/agenthost/agenthost/mcpserver"
+)
+
+// OpenAIOptions returns the options of an OpenAI-compatible model for m, with the API key read by the caller.
+func OpenAIOptions(m config.Model, apiKey string, logger *slog.Logger) *openai.Options {
+	retries := m.MaxRetries // the configuration's 0 means none; the adapter's 0 means its default
+	if retries == 0 {
+		retries = -1
+	}
+	return &openai.Options{
+		BaseURL:        m.BaseURL,
+		APIKey:         apiKey,
+		Model:          m.Model,
+		RequestTimeout: m.RequestTimeout.Duration,
+		MaxRetries:     retries,
+		IdleTimeout:    m.IdleTimeout.Duration,
+		Logger:         logger,
+	}
+}
+
+// HostOptions returns the orchestrator's options for cfg, with a conversation store of the configured bounds.
+func HostOptions(cfg *config.Config, logger *slog.Logger) *host.Options {
+	return &host.Options{
+		Instructions:  cfg.Agent.Instructions,
+		MaxIterations: cfg.Agent.MaxIterations,
+		MaxToolCalls:  cfg.Agent.MaxToolCalls,
+		ToolTimeout:   cfg.Agent.ToolTimeout.Duration,
+		Temperature:   cfg.Agent.Temperature,
+		MaxTokens:     cfg.Model.MaxTokens,
+		CitationStyle: host.CitationStyle(cfg.Agent.CitationStyle),
+		Limits:        host.Limits{Requests: cfg.Limits.Requests, TotalTokens: cfg.Limits.TotalTokens, ToolCalls: cfg.Limits.ToolCalls},
+		ContextTokens: cfg.Model.ContextTokens,
+		History:       host.NewHistory(&host.HistoryOptions{MaxConversations: cfg.Agent.MaxConversations, IdleTTL: cfg.Agent.ConversationTTL.Duration}),
+		Logger:        logger,
+	}
+}
+
+// Policies converts the configuration's tool tables into host policies.
+func Policies(tools map[string]config.ToolPolicy) map[string]host.ToolPolicy {
+	out := make(map[string]host.ToolPolicy, len(tools))
+	for name, p := range tools {
+		out[name] = host.ToolPolicy{
+			Disabled:        !p.IsEnabled(),
+			Exclusive:       p.Exclusive,
+			Forced:          p.Forced,
+			TakesControl:    p.TakesControl,
+			RequireApproval: p.RequireApproval,
+			Prompt:          p.Prompt,
+			FormatPrompt:    p.FormatPrompt,
+		}
+	}
+	return out
+}
+
+// ServerOptions returns the MCP server's options for cfg. version is the version the server reports; sampling is
+// how the caller's model is used, when the provider is "sampling".
+func ServerOptions(cfg *config.Config, version string, sampling mcpserver.Sampling, logger *slog.Logger) *mcpserver.Options {
+	sc := cfg.Serve
+	return &mcpserver.Options{
+		Name:             cfg.Agent.Name,
+		Version:          version,
+		ToolName:         sc.ToolName,
+		Description:      cfg.Agent.Description,
+		ProgressInterval: sc.ProgressInterval.Duration,
+		Logger:           logger,
+		Sampling:         sampling,
+		ExposeTools:      sc.ExposeTools,
+		ToolTimeout:      cfg.Agent.ToolTimeout.Duration,
+		InputTimeout:     sc.InputTimeout.Duration,
+		MaxWaitingCalls:  sc.MaxWaitingCalls,
+	}
+}
+
+// HTTPOptions returns the options of the MCP server's HTTP handler for sc, listening at listenAddr, with the bearer
+// token read by the caller ("" for none) and health reporting the MCP servers' states.
+func HTTPOptions(sc config.Serve, token, listenAddr string, health func() any) *mcpserver.HTTPOptions {
+	return &mcpserver.HTTPOptions{
+		Path:           sc.Path,
+		Stateless:      sc.Stateless,
+		Token:          token,
+		ListenAddr:     listenAddr,
+		AllowedHosts:   sc.AllowedHosts,
+		AllowedOrigins: sc.AllowedOrigins,
+		MaxBodyBytes:   sc.MaxBodyBytes,
+		Health:         health,
+	}
+}

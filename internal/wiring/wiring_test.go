@@ -1,0 +1,119 @@
+package wiring
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/agenthost/agenthost/config"
+	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/llm/openai"
+	"github.com/agenthost/agenthost/mcpserver"
+)
+
+// testConfig sets every key the mapping reads to a value other than its default.
+const testConfig = `
+[agent]
+name = "helper"
+description = "Helps."
+instructions = "Be brief."
+max_iterations = 7
+max_tool_calls = 3
+tool_timeout = "40s"
+temperature = 0.5
+citation_style = "sup"
+max_conversations = 20
+conversation_ttl = "5m"
+
+[model]
+provider = "openai"
+model = "m1"
+base_url = "http://127.0.0.1:9/v1"
+api_key_env = ""
+request_timeout = "50s"
+idle_timeout = "15s"
+max_retries = 4
+max_tokens = 300
+context_tokens = 9000
+
+[limits]
+requests = 9
+total_tokens = 5000
+tool_calls = 11
+
+[tools."t"]
+enabled = false
+exclusive = true
+forced = true
+takes_control = true
+require_approval = true
+prompt = "p"
+format_prompt = "f"
+
+[serve]
+tool_name = "ask_helper"
+path = "/agent/mcp"
+stateless = true
+allowed_hosts = ["agent.example.com"]
+allowed_origins = ["https://app.example.com"]
+max_body_bytes = 2048
+expose_tools = true
+progress_interval = "1s"
+input_timeout = "2m"
+max_waiting_calls = 5
+`
+
+func TestMapping(t *testing.T) {
+	cfg, err := config.Parse("agent.toml", []byte(testConfig), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if got, want := OpenAIOptions(cfg.Model, "key", nil), (&openai.Options{
+		BaseURL: "http://127.0.0.1:9/v1", APIKey: "key", Model: "m1", RequestTimeout: 50 * time.Second, MaxRetries: 4,
+		IdleTimeout: 15 * time.Second,
+	}); !reflect.DeepEqual(got, want) {
+		t.Errorf("OpenAIOptions = %+v\nwant %+v", got, want)
+	}
+	m := cfg.Model
+	m.MaxRetries = 0
+	if got := OpenAIOptions(m, "", nil).MaxRetries; got != -1 {
+		t.Errorf("max_retries = 0 gave the adapter %d, want -1 (none)", got)
+	}
+
+	h := HostOptions(cfg, nil)
+	if h.History == nil {
+		t.Fatal("no conversation store")
+	}
+	h.History = nil
+	temp := 0.5
+	if want := (&host.Options{
+		Instructions: "Be brief.", MaxIterations: 7, MaxToolCalls: 3, ToolTimeout: 40 * time.Second, Temperature: &temp,
+		MaxTokens: 300, CitationStyle: host.CitationStyle("sup"), Limits: host.Limits{Requests: 9, TotalTokens: 5000, ToolCalls: 11},
+		ContextTokens: 9000,
+	}); !reflect.DeepEqual(h, want) {
+		t.Errorf("HostOptions = %+v\nwant %+v", h, want)
+	}
+
+	if got, want := Policies(cfg.Tools), map[string]host.ToolPolicy{"t": {
+		Disabled: true, Exclusive: true, Forced: true, TakesControl: true, RequireApproval: true, Prompt: "p", FormatPrompt: "f",
+	}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("Policies = %+v\nwant %+v", got, want)
+	}
+
+	if got, want := ServerOptions(cfg, "v1", mcpserver.SamplingAuto, nil), (&mcpserver.Options{
+		Name: "helper", Version: "v1", ToolName: "ask_helper", Description: "Helps.", ProgressInterval: time.Second,
+		Sampling: mcpserver.SamplingAuto, ExposeTools: true, ToolTimeout: 40 * time.Second, InputTimeout: 2 * time.Minute,
+		MaxWaitingCalls: 5,
+	}); !reflect.DeepEqual(got, want) {
+		t.Errorf("ServerOptions = %+v\nwant %+v", got, want)
+	}
+
+	got := HTTPOptions(cfg.Serve, "tok", "127.0.0.1:1", nil)
+	if want := (&mcpserver.HTTPOptions{
+		Path: "/agent/mcp", Stateless: true, Token: "tok", ListenAddr: "127.0.0.1:1", AllowedHosts: []string{"agent.example.com"},
+		AllowedOrigins: []string{"https://app.example.com"}, MaxBodyBytes: 2048,
+	}); !reflect.DeepEqual(got, want) {
+		t.Errorf("HTTPOptions = %+v\nwant %+v", got, want)
+	}
+}
