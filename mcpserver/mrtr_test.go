@@ -150,11 +150,15 @@ func TestRoundTripsOnTheWire(t *testing.T) {
 	if err != nil || !res.IsError {
 		t.Errorf("retry after the end: %+v, %v", res, err)
 	}
+	// iteration 1, calling delete, delete done, iteration 2. The client hands notifications to their handler on a
+	// goroutine of their own, so the last ones may still be on their way when the result is in.
+	eventually(t, "four progress notifications", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(progress) >= 4
+	})
 	mu.Lock()
 	defer mu.Unlock()
-	if len(progress) < 4 { // iteration 1, calling delete, delete done, iteration 2
-		t.Errorf("progress %v", progress)
-	}
 	for i := 1; i < len(progress); i++ {
 		if progress[i] <= progress[i-1] {
 			t.Errorf("progress not increasing across rounds: %v", progress)
