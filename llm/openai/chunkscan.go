@@ -2,7 +2,6 @@ package openai
 
 import (
 	"bytes"
-	"slices"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -17,8 +16,8 @@ import (
 // reflection and on validating the input twice.
 func scanChunk(data []byte, c *chunk) bool {
 	s := &scanner{b: data}
-	ok := s.object(func(key []byte) bool {
-		switch string(key) {
+	ok := s.object(chunkKeys, func(key string) bool {
+		switch key {
 		case "model":
 			return s.stringInto(&c.Model)
 		case "choices":
@@ -28,89 +27,89 @@ func scanChunk(data []byte, c *chunk) bool {
 				c.Usage = nil
 				return true
 			}
-			if c.Usage == nil {
-				c.Usage = new(usage)
-			}
+			c.Usage = new(usage)
 			u := c.Usage
-			return s.object(func(key []byte) bool {
-				switch string(key) {
+			return s.object(usageKeys, func(key string) bool {
+				switch key {
 				case "prompt_tokens":
 					return s.intInto(&u.PromptTokens)
 				case "completion_tokens":
 					return s.intInto(&u.CompletionTokens)
-				case "total_tokens":
+				default:
 					return s.intInto(&u.TotalTokens)
 				}
-				return s.other(key, "prompt_tokens", "completion_tokens", "total_tokens")
 			})
-		case "error":
+		default: // "error"
 			raw, ok := s.value()
 			if ok {
 				c.Error = append(c.Error[:0], raw...)
 			}
 			return ok
 		}
-		return s.other(key, "model", "choices", "usage", "error")
 	})
 	s.space()
 	return ok && s.i == len(s.b)
 }
 
+// The members each object of a chunk has that this package reads; all others are skipped.
+var (
+	chunkKeys    = []string{"model", "choices", "usage", "error"}
+	usageKeys    = []string{"prompt_tokens", "completion_tokens", "total_tokens"}
+	choiceKeys   = []string{"index", "finish_reason", "delta"}
+	deltaKeys    = []string{"content", "refusal", "tool_calls"}
+	toolCallKeys = []string{"index", "id", "function"}
+	functionKeys = []string{"name", "arguments"}
+)
+
 func (s *scanner) choice(ch *chunkChoice) bool {
-	return s.object(func(key []byte) bool {
-		switch string(key) {
+	return s.object(choiceKeys, func(key string) bool {
+		switch key {
 		case "index":
 			return s.intInto(&ch.Index)
 		case "finish_reason":
 			return s.stringInto(&ch.FinishReason)
-		case "delta":
+		default: // "delta"
 			if s.null() {
 				return true
 			}
 			d := &ch.Delta
-			return s.object(func(key []byte) bool {
-				switch string(key) {
+			return s.object(deltaKeys, func(key string) bool {
+				switch key {
 				case "content":
 					return s.stringInto(&d.Content)
 				case "refusal":
 					return s.stringInto(&d.Refusal)
-				case "tool_calls":
+				default: // "tool_calls"
 					return array(s, &d.ToolCalls, s.toolCall)
 				}
-				return s.other(key, "content", "refusal", "tool_calls")
 			})
 		}
-		return s.other(key, "index", "finish_reason", "delta")
 	})
 }
 
 func (s *scanner) toolCall(tc *chunkToolCall) bool {
-	return s.object(func(key []byte) bool {
-		switch string(key) {
+	return s.object(toolCallKeys, func(key string) bool {
+		switch key {
 		case "index":
 			return s.intInto(&tc.Index)
 		case "id":
 			return s.stringInto(&tc.ID)
-		case "function":
+		default: // "function"
 			if s.null() {
 				return true
 			}
 			f := &tc.Function
-			return s.object(func(key []byte) bool {
-				switch string(key) {
-				case "name":
+			return s.object(functionKeys, func(key string) bool {
+				if key == "name" {
 					return s.stringInto(&f.Name)
-				case "arguments":
-					raw, ok := s.value()
-					if !ok {
-						return false
-					}
-					return f.Arguments.UnmarshalJSON(raw) == nil
 				}
-				return s.other(key, "name", "arguments")
+				raw, ok := s.value() // "arguments"
+				if !ok {
+					return false
+				}
+				return f.Arguments.UnmarshalJSON(raw) == nil
 			})
 		}
-		return s.other(key, "index", "id", "function")
 	})
 }
 
@@ -155,11 +154,13 @@ func (s *scanner) literal(lit string) bool {
 // null consumes a null, if that is what comes next.
 func (s *scanner) null() bool { return s.literal("null") }
 
-// object reads an object, calling member for each key with the scanner at the start of the key's value; member
-// must consume the value.
+// object reads an object. For each key among known it calls member with the scanner at the start of the key's
+// value, which member must consume; the values of other keys are skipped.
 //
-// A key that comes twice is not handled here: encoding/json decodes both, the second into what the first left.
-func (s *scanner) object(member func(key []byte) bool) bool {
+// Input that encoding/json would decode differently is not handled here: a key that matches one of known only
+// when case is ignored (encoding/json would decode it), and a known key that comes twice (encoding/json decodes both,
+// the second into what the first left).
+func (s *scanner) object(known []string, member func(key string) bool) bool {
 	if s.peek() != '{' || s.depth >= maxDepth {
 		return false
 	}
@@ -170,21 +171,28 @@ func (s *scanner) object(member func(key []byte) bool) bool {
 		s.i++
 		return true
 	}
-	var seen [8][]byte
-	n := 0
+	var seen uint64 // bit i: known[i] was read
 	for {
 		if s.peek() != '"' {
 			return false
 		}
 		key, ok := s.str()
-		if !ok || s.peek() != ':' || n == len(seen) || slices.ContainsFunc(seen[:n], func(k []byte) bool { return bytes.Equal(k, key) }) {
+		if !ok || s.peek() != ':' {
 			return false
 		}
-		seen[n] = key
-		n++
 		s.i++
-		if !member(key) {
+		switch i := knownKey(known, key); {
+		case i >= 0:
+			if seen&(1<<i) != 0 || !member(known[i]) {
+				return false
+			}
+			seen |= 1 << i
+		case i == foldedKey:
 			return false
+		default:
+			if _, ok := s.value(); !ok {
+				return false
+			}
 		}
 		switch s.peek() {
 		case ',':
@@ -196,6 +204,24 @@ func (s *scanner) object(member func(key []byte) bool) bool {
 			return false
 		}
 	}
+}
+
+// foldedKey is what knownKey returns for a key that matches a known one only when case is ignored.
+const foldedKey = -2
+
+// knownKey returns the index of key in known, foldedKey, or -1 for a key that is none of them.
+func knownKey(known []string, key []byte) int {
+	for i, k := range known {
+		if string(key) == k {
+			return i
+		}
+	}
+	for _, k := range known {
+		if bytes.EqualFold(key, []byte(k)) {
+			return foldedKey
+		}
+	}
+	return -1
 }
 
 // array reads null or an array of objects into *dst, as encoding/json would: null leaves *dst nil, [] makes it
@@ -234,18 +260,6 @@ func array[T any](s *scanner, dst *[]T, elem func(*T) bool) bool {
 			return false
 		}
 	}
-}
-
-// other skips the value of key, which is none of known; a key that matches one of them only when case is ignored
-// would be decoded by encoding/json, so it is not handled here.
-func (s *scanner) other(key []byte, known ...string) bool {
-	for _, k := range known {
-		if bytes.EqualFold(key, []byte(k)) {
-			return false
-		}
-	}
-	_, ok := s.value()
-	return ok
 }
 
 // stringInto reads a string or null into *dst; null leaves *dst as it is.
@@ -291,7 +305,7 @@ func (s *scanner) value() ([]byte, bool) {
 		}
 	case c == '{':
 		start = s.i
-		if !s.object(func([]byte) bool { _, ok := s.value(); return ok }) {
+		if !s.object(nil, nil) {
 			return nil, false
 		}
 	case c == '[':

@@ -138,6 +138,8 @@ func FuzzScanChunk(f *testing.F) {
 		`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"function":{"arguments":{"a":[1,2.5e3,true,null]}}}]}}]}`,
 		`{"Model":"m","choices":null}`,
 		`{"model":"a","model":"b"}`,
+		`{"usage":{"total_tokens":1},"usage":{"prompt_tokens":2}}`,
+		`{"other":{"a":1,"a":2},"model":"m"}`,
 		`{"error":{"message":"x"}}`,
 		`{"model":"\ud800"}`,
 		` {"model" : "x\n\t\/"} `,
@@ -165,6 +167,8 @@ func TestScanChunkHandlesTheUsualShapes(t *testing.T) {
 		`{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","system_fingerprint":"fp","choices":[{"index":0,"delta":{"content":"It "},"logprobs":null,"finish_reason":null}],"usage":null}`,
 		`{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"f","arguments":"{\"a\":"}}]},"finish_reason":null}]}`,
 		`{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[],"usage":{"prompt_tokens":9,"completion_tokens":12,"total_tokens":21}}`,
+		// OpenAI's own, with more members than the scanner reads, nested ones included.
+		`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt","service_tier":"default","system_fingerprint":"fp","choices":[{"index":0,"delta":{"content":"Hi"},"logprobs":null,"finish_reason":null}],"usage":null,"obfuscation":"x1","extra_a":1,"extra_b":{"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"k8":8,"k9":9,"k1":0}}`,
 	} {
 		var c chunk
 		if !scanChunk([]byte(data), &c) {
