@@ -262,12 +262,10 @@ func isObject(raw json.RawMessage) bool {
 // spec wants progress to increase with every notification: a report that does not is sent one above the last value,
 // without its total, so that a tool that restarts its count still reaches the caller.
 type progressRelay struct {
-	mu      sync.Mutex
-	ctx     context.Context // the request being served; nil between rounds
-	session *mcp.ServerSession
-	token   any // nil: nothing (more) to send now
-	last    float64
-	sent    bool
+	mu   sync.Mutex
+	to   progressTarget
+	last float64
+	sent bool
 }
 
 var _ progressSink = (*progressRelay)(nil)
@@ -275,23 +273,23 @@ var _ progressSink = (*progressRelay)(nil)
 func (r *progressRelay) attach(ctx context.Context, req *mcp.CallToolRequest) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.ctx, r.session, r.token = ctx, req.Session, req.Params.GetProgressToken()
+	r.to = targetOf(ctx, req)
 }
 
 // detach drops the reports that come after the request was answered: its token is no longer valid then.
 func (r *progressRelay) detach() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.ctx, r.session, r.token = nil, nil, nil
+	r.to = progressTarget{}
 }
 
 func (r *progressRelay) report(p host.Progress) {
 	r.mu.Lock()
 	defer r.mu.Unlock() // notifications go out in the order of their progress values
-	if r.token == nil || r.session == nil {
+	if !r.to.active() {
 		return
 	}
-	params := &mcp.ProgressNotificationParams{ProgressToken: r.token, Progress: p.Progress, Total: p.Total, Message: p.Message}
+	params := &mcp.ProgressNotificationParams{Progress: p.Progress, Total: p.Total, Message: p.Message}
 	if r.sent && params.Progress <= r.last {
 		params.Progress = r.last + 1
 		if params.Total < params.Progress {
@@ -299,9 +297,7 @@ func (r *progressRelay) report(p host.Progress) {
 		}
 	}
 	r.last, r.sent = params.Progress, true
-	if err := r.session.NotifyProgress(r.ctx, params); err != nil && r.ctx.Err() == nil {
-		r.token = nil // the client is gone or refuses them: stop sending
-	}
+	r.to.send(params)
 }
 
 // callToolResult converts a tool's Result back into an MCP result, as close to what an MCP server would have sent as
@@ -309,8 +305,8 @@ func (r *progressRelay) report(p host.Progress) {
 // or, when it carries content, an embedded text resource; structured content and the error flag as they are.
 //
 // A Result made from MCP content (see mcpclients) has a placeholder line in Text for each medium and resource link
-// (see host.Placeholder), such as "[image: image/png, 68 bytes]": the model reads those instead of the data. They are taken out again, since
-// the caller gets the content itself. What a Result does not keep cannot come back: an embedded resource's MIME type
+// (see host.Placeholder), such as "[image: image/png, 68 bytes]": the model reads those instead of the data. They
+// are taken out again, since the caller gets the content itself. What a Result does not keep cannot come back: an embedded resource's MIME type
 // (its excerpt is sent as text/plain), text beyond the excerpt, a blob's data (it becomes a link), and the split of
 // several text items (they arrive as one).
 func callToolResult(res *host.Result) *mcp.CallToolResult {

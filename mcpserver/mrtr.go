@@ -56,6 +56,31 @@ type progressSink interface {
 	detach()
 }
 
+// progressTarget is where a call's progress goes: the request being served and its progress token. It is the zero
+// value between rounds and when the request sent no token. Its owner guards it.
+type progressTarget struct {
+	ctx     context.Context
+	session *mcp.ServerSession
+	token   any // nil: nothing (more) to send
+}
+
+func targetOf(ctx context.Context, req *mcp.CallToolRequest) progressTarget {
+	return progressTarget{ctx: ctx, session: req.Session, token: req.Params.GetProgressToken()}
+}
+
+// active reports whether a notification may be sent now: not between rounds, nor once the request ended.
+func (t *progressTarget) active() bool {
+	return t.token != nil && t.session != nil && t.ctx.Err() == nil
+}
+
+// send sends params with the target's token. A client that refuses them gets no more.
+func (t *progressTarget) send(params *mcp.ProgressNotificationParams) {
+	params.ProgressToken = t.token
+	if err := t.session.NotifyProgress(t.ctx, params); err != nil && t.ctx.Err() == nil {
+		t.token = nil // the client is gone or refuses them: stop sending
+	}
+}
+
 // needsRoundTrips reports whether session's client must be asked through input requests.
 func needsRoundTrips(session *mcp.ServerSession) bool {
 	if session == nil {

@@ -352,9 +352,7 @@ type progress struct {
 	interval time.Duration
 
 	mu      sync.Mutex
-	ctx     context.Context // the request being served; nil between rounds
-	session *mcp.ServerSession
-	token   any // nil: nothing to send now
+	to      progressTarget
 	n       float64
 	pending strings.Builder
 	last    time.Time
@@ -371,7 +369,7 @@ func newProgress(interval time.Duration) *progress {
 func (p *progress) attach(ctx context.Context, req *mcp.CallToolRequest) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.ctx, p.session, p.token = ctx, req.Session, req.Params.GetProgressToken()
+	p.to = targetOf(ctx, req)
 }
 
 // detach stops sending: the request was answered, and its token is no longer valid.
@@ -383,13 +381,13 @@ func (p *progress) detach() {
 		p.timer = nil
 	}
 	p.pending.Reset()
-	p.ctx, p.session, p.token = nil, nil, nil
+	p.to = progressTarget{}
 }
 
 func (p *progress) active() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.token != nil
+	return p.to.active()
 }
 
 func (p *progress) event(ev *host.Event) {
@@ -420,7 +418,7 @@ func (p *progress) event(ev *host.Event) {
 // text adds streamed answer text, sending it at once when the interval has passed, else when it next passes.
 func (p *progress) text(delta string) {
 	p.mu.Lock()
-	if p.token == nil {
+	if !p.to.active() {
 		p.mu.Unlock()
 		return
 	}
@@ -454,14 +452,12 @@ func (p *progress) flush() {
 func (p *progress) notify(msg string) {
 	p.mu.Lock()
 	defer p.mu.Unlock() // notifications go out in the order of their progress values
-	if p.token == nil || p.ctx.Err() != nil {
+	if !p.to.active() {
 		return // between rounds, the run ended, or the caller cancelled it: nothing may be sent for this request
 	}
 	p.n++
 	p.last = time.Now()
-	if err := p.session.NotifyProgress(p.ctx, &mcp.ProgressNotificationParams{ProgressToken: p.token, Progress: p.n, Message: msg}); err != nil && p.ctx.Err() == nil {
-		p.token = nil // the client is gone or refuses them: stop sending
-	}
+	p.to.send(&mcp.ProgressNotificationParams{Progress: p.n, Message: msg})
 }
 
 func firstLine(s string) string {

@@ -38,7 +38,7 @@ type wireClient struct {
 // dialWire opens a session: initialize, then notifications/initialized, then the standalone stream unless noSSE.
 func dialWire(ctx context.Context, url string, hc *http.Client, noSSE bool, notifications *atomic.Int64) (*wireClient, error) {
 	c := &wireClient{url: url, hc: hc, protocol: wireProtocol, notifications: notifications}
-	init := map[string]any{
+	params := map[string]any{
 		"protocolVersion": wireProtocol,
 		"capabilities":    map[string]any{},
 		"clientInfo":      map[string]any{"name": "agenthost-loadtest-wire", "version": "dev"},
@@ -46,7 +46,7 @@ func dialWire(ctx context.Context, url string, hc *http.Client, noSSE bool, noti
 	var res struct {
 		ProtocolVersion string `json:"protocolVersion"`
 	}
-	if err := c.request(ctx, "initialize", init, &res); err != nil {
+	if err := c.request(ctx, "initialize", params, &res); err != nil {
 		return nil, fmt.Errorf("initialize: %w", err)
 	}
 	if res.ProtocolVersion == "" {

@@ -296,15 +296,14 @@ func (s *scanner) intInto(dst *int64) bool {
 
 // value skips any JSON value and returns its text.
 func (s *scanner) value() ([]byte, bool) {
+	c := s.peek()
 	start := s.i
-	switch c := s.peek(); {
+	switch {
 	case c == '"':
-		start = s.i
 		if _, ok := s.str(); !ok {
 			return nil, false
 		}
 	case c == '{':
-		start = s.i
 		if !s.object(nil, nil) {
 			return nil, false
 		}
@@ -312,7 +311,6 @@ func (s *scanner) value() ([]byte, bool) {
 		if s.depth >= maxDepth {
 			return nil, false
 		}
-		start = s.i
 		s.i++
 		s.depth++
 		defer func() { s.depth-- }()
@@ -334,12 +332,10 @@ func (s *scanner) value() ([]byte, bool) {
 			return nil, false
 		}
 	case c == '-' || ('0' <= c && c <= '9'):
-		start = s.i
 		if !s.number() {
 			return nil, false
 		}
 	case c == 't' || c == 'f' || c == 'n':
-		start = s.i
 		if !s.literal("true") && !s.literal("false") && !s.literal("null") {
 			return nil, false
 		}

@@ -33,14 +33,8 @@ func (e *eventReader) next() ([]byte, error) {
 	for {
 		line, err := e.line()
 		if err != nil {
-			if errors.Is(err, io.EOF) && len(line) == 0 {
-				return nil, io.EOF
-			}
-			if !errors.Is(err, io.EOF) {
-				return nil, err
-			}
-			// A last line without its newline still counts, but the event it belongs to was never dispatched.
-			return nil, io.EOF
+			// At the end of the body, a last line without its newline belongs to an event never dispatched.
+			return nil, err
 		}
 		if len(line) == 0 {
 			if hasData {
@@ -78,7 +72,7 @@ func (e *eventReader) line() ([]byte, error) {
 		line = long
 	}
 	if err != nil {
-		return line, err
+		return nil, err
 	}
 	line = line[:len(line)-1]
 	if n := len(line); n > 0 && line[n-1] == '\r' {
