@@ -2,6 +2,7 @@ package mcpclients
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -125,4 +126,23 @@ func TestHTTPSessionLost(t *testing.T) {
 	if err != nil || res.Text != `ping:{"n":2}` {
 		t.Errorf("call after reconnecting: %+v, %v", res, err)
 	}
+}
+
+// TestLostBeforeSupervised loses the session before the supervisor first looks at it, as a call that fails right
+// after start-up can on a busy machine: the supervisor must still reconnect.
+func TestLostBeforeSupervised(t *testing.T) {
+	ts := httptest.NewServer(streamable(echoServer("ping")))
+	defer ts.Close()
+	s := newServer(ServerConfig{Name: "web", Prefix: "web", Transport: TransportHTTP, URL: ts.URL},
+		&Options{MinBackoff: 20 * time.Millisecond, MaxBackoff: 100 * time.Millisecond})
+	defer s.close()
+	if err := s.connect(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	session := s.session
+	s.mu.Unlock()
+	s.lost(session, errors.New("the call's connection failed"))
+	s.wg.Go(s.supervise)
+	eventually(t, "the server is connected again", func() bool { return s.Status().State == StateConnected })
 }

@@ -260,31 +260,36 @@ func (s *Server) keep(name string) bool {
 }
 
 // supervise waits for the session to end and reconnects, and lists the tools again when the server says they
-// changed. It runs until close.
+// changed. It runs until close. A call may find the session lost before the supervisor first looks at it: then it
+// reconnects at once.
 func (s *Server) supervise() {
 	for {
 		s.mu.Lock()
 		session := s.session
 		s.mu.Unlock()
-		if session == nil {
-			return // closed before the supervisor got to it
+		if session != nil {
+			s.watch(session)
 		}
-		ended := make(chan error, 1)
-		s.wg.Go(func() { ended <- session.Wait() }) // returns once the session is closed, at the latest by close
-	waiting:
-		for {
-			select {
-			case <-s.ctx.Done():
-				return
-			case err := <-ended:
-				s.lost(session, err)
-				break waiting
-			case <-s.refresh:
-				s.refreshTools(session)
-			}
-		}
-		if !s.reconnect() {
+		if s.ctx.Err() != nil || !s.reconnect() {
 			return
+		}
+	}
+}
+
+// watch returns when session has ended (and is marked lost) or the server is closed; meanwhile it lists the tools
+// again when asked to.
+func (s *Server) watch(session *mcp.ClientSession) {
+	ended := make(chan error, 1)
+	s.wg.Go(func() { ended <- session.Wait() }) // returns once the session is closed, at the latest by close
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case err := <-ended:
+			s.lost(session, err)
+			return
+		case <-s.refresh:
+			s.refreshTools(session)
 		}
 	}
 }
