@@ -19,45 +19,63 @@ import (
 	"github.com/agenthost/agenthost/mcpclients"
 )
 
-// These benchmarks start real child processes: the slowstart fixture, built once per test binary, the first time a
-// benchmark needs it. No test uses it, so `go test` without -bench neither builds nor starts anything.
+// These benchmarks start real child processes: fixture servers from internal/testservers, each built once per test
+// binary, the first time a benchmark needs it. No test uses them, so `go test` without -bench neither builds nor
+// starts anything.
 //
-// The build directory (one binary) is left in the temporary directory: only a TestMain could remove it after the
-// last benchmark, and the package's TestMain belongs to the stdio tests.
+// The build directory (one binary per fixture) is left in the temporary directory: only a TestMain could remove it
+// after the last benchmark, and the package's TestMain belongs to the stdio tests.
 
-const slowstartPackage = "github.com/agenthost/agenthost/internal/testservers/slowstart"
+// A benchFixture is an MCP stdio server that waits its -delay before it serves the tools echo and add.
+type benchFixture struct {
+	name  string // the name of the benchmark case and of the binary
+	pkg   string // the package to build
+	build func() (string, error)
+}
 
-// buildSlowstart builds the slowstart server, once per test binary, and returns the path of its binary. It is built
-// into one fixed directory under the temporary directory, overwritten by every benchmark run, so runs leave at most
-// one copy behind.
-var buildSlowstart = sync.OnceValues(func() (string, error) {
-	dir := filepath.Join(os.TempDir(), "agenthost-bench-slowstart")
+func newBenchFixture(name, pkg string) *benchFixture {
+	f := &benchFixture{name: name, pkg: pkg}
+	f.build = sync.OnceValues(f.buildOnce)
+	return f
+}
+
+var (
+	// slowstart is a go-sdk server.
+	slowstart = newBenchFixture("slowstart", "github.com/agenthost/agenthost/internal/testservers/slowstart")
+	// barestart serves the same tools on the standard library alone, and starts in a third of slowstart's CPU.
+	barestart = newBenchFixture("barestart", "github.com/agenthost/agenthost/internal/testservers/barestart")
+)
+
+// buildOnce builds the fixture into one fixed directory under the temporary directory, overwritten by every
+// benchmark run, so runs leave at most one copy behind, and returns the path of its binary.
+func (f *benchFixture) buildOnce() (string, error) {
+	dir := filepath.Join(os.TempDir(), "agenthost-bench-fixtures")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
-	bin := filepath.Join(dir, "slowstart")
+	bin := filepath.Join(dir, f.name)
 	if runtime.GOOS == "windows" {
 		bin += ".exe"
 	}
-	out, err := exec.Command("go", "build", "-o", bin, slowstartPackage).CombinedOutput()
+	out, err := exec.Command("go", "build", "-o", bin, f.pkg).CombinedOutput()
 	if err != nil {
-		return "", fmt.Errorf("go build %s: %w\n%s", slowstartPackage, err, out)
+		return "", fmt.Errorf("go build %s: %w\n%s", f.pkg, err, out)
 	}
 	return bin, nil
-})
+}
 
-func slowstartBinary(b *testing.B) string {
+func (f *benchFixture) binary(b *testing.B) string {
 	b.Helper()
-	bin, err := buildSlowstart()
+	bin, err := f.build()
 	if err != nil {
 		b.Fatal(err)
 	}
 	return bin
 }
 
-// slowstartConfigs returns n stdio servers that each wait delay before serving. Every one is required, so a server
-// that fails to start fails Connect instead of being skipped.
-func slowstartConfigs(bin string, n int, delay string) []mcpclients.ServerConfig {
+// fixtureConfigs returns n stdio servers of the fixture bin that each wait delay before serving. Every one is
+// required, so a server that fails to start fails Connect instead of being skipped.
+func fixtureConfigs(bin string, n int, delay string) []mcpclients.ServerConfig {
 	cfgs := make([]mcpclients.ServerConfig, n)
 	for i := range cfgs {
 		name := "s" + strconv.Itoa(i)
@@ -77,34 +95,42 @@ func slowstartConfigs(bin string, n int, delay string) []mcpclients.ServerConfig
 // server and with 20, each a child process that waits 200ms before it serves. The connections run concurrently, so
 // 20 servers should take about as long as one.
 //
+// It runs every case with both fixtures. The go-sdk one (fixture=slowstart) costs about 8.5 ms of CPU to start,
+// answer and exit; twenty of them at once are 170 ms of CPU, which a 2-core machine cannot hide entirely behind the
+// 200 ms wait. The bare one (fixture=barestart) costs about 2.5 ms, so its figures show mostly the client.
+//
 // servers=1 and servers=20 report each case alone. paired connects one server and then 20 in every op, timing each,
 // so that both cases meet the same conditions on a shared machine; it reports the median of each ("ms-one-server",
 // "ms-20-servers") and their ratio ("x-one-server"). Close and the checks after it are not timed.
 func BenchmarkStartup(b *testing.B) {
-	bin := slowstartBinary(b)
-	one, twenty := slowstartConfigs(bin, 1, "200ms"), slowstartConfigs(bin, 20, "200ms")
-	for _, n := range []int{1, 20} {
-		b.Run("servers="+strconv.Itoa(n), func(b *testing.B) {
-			cfgs := one
-			if n == 20 {
-				cfgs = twenty
+	for _, f := range []*benchFixture{barestart, slowstart} {
+		b.Run("fixture="+f.name, func(b *testing.B) {
+			bin := f.binary(b)
+			one, twenty := fixtureConfigs(bin, 1, "200ms"), fixtureConfigs(bin, 20, "200ms")
+			for _, n := range []int{1, 20} {
+				b.Run("servers="+strconv.Itoa(n), func(b *testing.B) {
+					cfgs := one
+					if n == 20 {
+						cfgs = twenty
+					}
+					for b.Loop() {
+						benchConnect(b, cfgs)
+					}
+				})
 			}
-			for b.Loop() {
-				benchConnect(b, cfgs)
-			}
+			b.Run("paired", func(b *testing.B) {
+				var ones, twenties []time.Duration
+				for b.Loop() {
+					ones = append(ones, benchConnect(b, one))
+					twenties = append(twenties, benchConnect(b, twenty))
+				}
+				m1, m20 := benchMedian(ones), benchMedian(twenties)
+				b.ReportMetric(m1/1e6, "ms-one-server")
+				b.ReportMetric(m20/1e6, "ms-20-servers")
+				b.ReportMetric(m20/m1, "x-one-server")
+			})
 		})
 	}
-	b.Run("paired", func(b *testing.B) {
-		var ones, twenties []time.Duration
-		for b.Loop() {
-			ones = append(ones, benchConnect(b, one))
-			twenties = append(twenties, benchConnect(b, twenty))
-		}
-		m1, m20 := benchMedian(ones), benchMedian(twenties)
-		b.ReportMetric(m1/1e6, "ms-one-server")
-		b.ReportMetric(m20/1e6, "ms-20-servers")
-		b.ReportMetric(m20/m1, "x-one-server")
-	})
 }
 
 // benchConnect connects to the servers of cfgs, checks that every one connected, and closes them; it returns the
@@ -143,7 +169,7 @@ var benchEchoArgs = json.RawMessage(`{"text":"hello"}`)
 // reports the median call on each path and, as "overhead-ns/call", the median of the differences within an op:
 // medians, because a garbage collection or a descheduled process adds milliseconds to a few calls.
 func BenchmarkCallOverhead(b *testing.B) {
-	bin := slowstartBinary(b)
+	bin := slowstart.binary(b)
 	var direct benchCost // of path=direct in this run; zero until it ran
 
 	b.Run("path=direct", func(b *testing.B) {
@@ -221,7 +247,7 @@ func benchDirectCall(b *testing.B, bin string) (call func()) {
 // host.Tool's Call with a host.Call as the loop makes it; the client is closed when b ends.
 func benchMCPClientsCall(b *testing.B, bin string) (call func()) {
 	b.Helper()
-	c, err := mcpclients.Connect(b.Context(), slowstartConfigs(bin, 1, "0s"), nil)
+	c, err := mcpclients.Connect(b.Context(), fixtureConfigs(bin, 1, "0s"), nil)
 	if err != nil {
 		b.Fatal(err)
 	}
