@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	mcpgoserver "github.com/mark3labs/mcp-go/server"
@@ -20,7 +23,11 @@ const serverEnv = "MCPCLIENTS_TEST_SERVER"
 func TestMain(m *testing.M) {
 	switch os.Getenv(serverEnv) {
 	case "":
-		os.Exit(m.Run())
+		code := m.Run()
+		if code == 0 {
+			code = checkNoServerGoroutines()
+		}
+		os.Exit(code)
 	case "mcp-go":
 		os.Exit(serveMCPGo())
 	case "family":
@@ -84,4 +91,27 @@ func serveFamily() int {
 		return 1
 	}
 	return 0
+}
+
+// checkNoServerGoroutines fails the run when a goroutine of this package's servers (a supervisor, a session's
+// waiter) outlives the tests: every test closes what it connected, and Close must stop them all.
+func checkNoServerGoroutines() int {
+	var leaked []string
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		leaked = leaked[:0]
+		buf := make([]byte, 8<<20)
+		for g := range strings.SplitSeq(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+			if strings.Contains(g, "agenthost/mcpclients.(*Server)") {
+				leaked = append(leaked, g)
+			}
+		}
+		if len(leaked) == 0 {
+			return 0
+		}
+		if time.Now().After(deadline) {
+			break
+		}
+	}
+	fmt.Fprintf(os.Stderr, "%d goroutines of MCP servers outlived the tests (a test did not close its Client, or Close left them):\n\n%s\n", len(leaked), strings.Join(leaked, "\n\n"))
+	return 1
 }

@@ -1,9 +1,11 @@
 package mcpclients
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -17,18 +19,18 @@ import (
 	"github.com/agenthost/agenthost/llm/openai"
 )
 
-// memServers serves go-sdk servers over in-memory transports: each connection (reconnections included) gets a new
-// pair, and the test can cut the current one as a crashed server would.
+// memServers serves go-sdk servers over in-memory pipes: each connection (reconnections included) gets a new pipe,
+// and the test can cut the current one as a crashed server would.
 type memServers struct {
-	mu       sync.Mutex
-	servers  map[string]*mcp.Server
-	sessions map[string]*mcp.ServerSession
-	refuse   map[string]bool
-	dials    map[string]int
+	mu      sync.Mutex
+	servers map[string]*mcp.Server
+	conns   map[string]net.Conn // the server's end of the current pipe
+	refuse  map[string]bool
+	dials   map[string]int
 }
 
 func newMemServers() *memServers {
-	return &memServers{servers: map[string]*mcp.Server{}, sessions: map[string]*mcp.ServerSession{}, refuse: map[string]bool{}, dials: map[string]int{}}
+	return &memServers{servers: map[string]*mcp.Server{}, conns: map[string]net.Conn{}, refuse: map[string]bool{}, dials: map[string]int{}}
 }
 
 func (m *memServers) dial(cfg ServerConfig) (mcp.Transport, error) {
@@ -39,21 +41,22 @@ func (m *memServers) dial(cfg ServerConfig) (mcp.Transport, error) {
 	if srv == nil || m.refuse[cfg.Name] {
 		return nil, errors.New("connection refused")
 	}
-	ct, st := mcp.NewInMemoryTransports()
-	ss, err := srv.Connect(context.Background(), st, nil)
-	if err != nil {
+	cc, sc := net.Pipe()
+	if _, err := srv.Connect(context.Background(), &mcp.IOTransport{Reader: sc, Writer: sc}, nil); err != nil {
 		return nil, err
 	}
-	m.sessions[cfg.Name] = ss
-	return ct, nil
+	m.conns[cfg.Name] = sc
+	return &mcp.IOTransport{Reader: cc, Writer: cc}, nil
 }
 
-// cut closes the server side of the current connection.
+// cut breaks the current connection as a server process that dies would: the server's end of the pipe closes
+// under it, so both sides read EOF and the server's handlers in flight are cancelled. (ServerSession.Close is a
+// graceful shutdown instead: it waits for the handlers in flight to return.)
 func (m *memServers) cut(name string) {
 	m.mu.Lock()
-	ss := m.sessions[name]
+	conn := m.conns[name]
 	m.mu.Unlock()
-	ss.Close()
+	conn.Close()
 }
 
 func (m *memServers) setRefuse(name string, refuse bool) {
@@ -425,7 +428,15 @@ func TestResources(t *testing.T) {
 	}
 }
 
+// TestReconnect runs on the newest protocol, where the client keeps a subscriptions/listen request open, and on
+// 2025-11-25, where it does not.
 func TestReconnect(t *testing.T) {
+	for _, version := range []string{"", "2025-11-25"} {
+		t.Run("protocol="+cmp.Or(version, "latest"), func(t *testing.T) { testReconnect(t, version) })
+	}
+}
+
+func testReconnect(t *testing.T, protocolVersion string) {
 	m := newMemServers()
 	srv := echoServer("ping")
 	block := make(chan struct{})
@@ -435,7 +446,7 @@ func TestReconnect(t *testing.T) {
 		return nil, ctx.Err()
 	}))
 	m.servers["s"] = srv
-	c := connect(t, m, nil, ServerConfig{Name: "s", Prefix: "s"})
+	c := connect(t, m, nil, ServerConfig{Name: "s", Prefix: "s", ProtocolVersion: protocolVersion})
 	set := c.Toolsets()[0]
 
 	// The connection dies while a call is in flight: the call returns an error result naming the server.
@@ -444,7 +455,10 @@ func TestReconnect(t *testing.T) {
 		<-block
 		m.cut("s")
 	}()
-	res, err := findTool(t, set, "s_hang").Call(t.Context(), json.RawMessage(`{}`), nil)
+	// The call must end because the connection broke: the deadline only turns a regression into a failure.
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	res, err := findTool(t, set, "s_hang").Call(ctx, json.RawMessage(`{}`), nil)
 	if err != nil || !res.IsError || !strings.Contains(res.Text, `MCP server "s"`) {
 		t.Fatalf("call in flight when the server died: %+v, %v", res, err)
 	}
@@ -493,4 +507,85 @@ func TestCloseIsIdempotent(t *testing.T) {
 	if st := c.Status()[0]; st.State != StateClosed {
 		t.Errorf("state after Close: %s", st.State)
 	}
+}
+
+// TestCloseWithWorkInFlight closes the client while a tool call is in flight and while the server waits for an
+// answer to its elicitation: Close must not wait for either, and what was waiting must see it end.
+func TestCloseWithWorkInFlight(t *testing.T) {
+	m := newMemServers()
+	srv := echoServer("ping")
+	started := make(chan struct{}, 2)
+	srv.AddTool(textTool("hang", func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		started <- struct{}{}
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}))
+	srv.AddTool(textTool("ask", func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		// This server does not pass the call's cancellation on to its question, so only the client can end it.
+		_, err := req.Session.Elicit(context.WithoutCancel(ctx), &mcp.ElicitParams{Message: "Name?", RequestedSchema: json.RawMessage(`{"type":"object"}`)})
+		return nil, err
+	}))
+	m.servers["s"] = srv
+	c := connect(t, m, nil, ServerConfig{Name: "s", Prefix: "s", ProtocolVersion: "2025-11-25"})
+	set := c.Toolsets()[0]
+	ia := &blockingAsker{asked: started, cancelled: make(chan struct{})}
+
+	type outcome struct {
+		res *host.Result
+		err error
+	}
+	calls := make(chan outcome, 2)
+	for _, name := range []string{"s_hang", "s_ask"} {
+		go func() {
+			res, err := findTool(t, set, name).Call(t.Context(), json.RawMessage(`{}`), host.NewCall(name, name, "mcp:s", nil, ia))
+			calls <- outcome{res, err}
+		}()
+	}
+	for range 2 {
+		select {
+		case <-started:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the calls did not start")
+		}
+	}
+	closed := make(chan struct{})
+	go func() {
+		c.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Close waited for the work in flight")
+	}
+	for range 2 {
+		o := <-calls
+		if o.err != nil || !o.res.IsError || !strings.Contains(o.res.Text, `MCP server "s" was shut down during the call`) {
+			t.Errorf("a call in flight at Close: %+v, %v", o.res, o.err)
+		}
+	}
+	select {
+	case <-ia.cancelled:
+	case <-time.After(30 * time.Second):
+		t.Error("the elicitation in flight at Close was never cancelled")
+	}
+}
+
+// blockingAsker approves nothing and answers no elicitation: it waits until its context ends.
+type blockingAsker struct {
+	asked     chan<- struct{}
+	cancelled chan struct{}
+	once      sync.Once
+}
+
+func (a *blockingAsker) Approve(ctx context.Context, _ *host.ApprovalRequest) (bool, error) {
+	<-ctx.Done()
+	return false, ctx.Err()
+}
+
+func (a *blockingAsker) Elicit(ctx context.Context, _ *host.ElicitRequest) (*host.ElicitResult, error) {
+	a.asked <- struct{}{}
+	<-ctx.Done()
+	a.once.Do(func() { close(a.cancelled) })
+	return nil, ctx.Err()
 }

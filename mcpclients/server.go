@@ -177,6 +177,15 @@ func (s *Server) connect(ctx context.Context) error {
 	}
 	init := session.InitializeResult()
 	s.mu.Lock()
+	if s.ctx.Err() != nil {
+		// close ran while this connection was being made: it saw no session to close, so this one is closed here,
+		// or the supervisor would wait for it forever.
+		s.mu.Unlock()
+		_ = session.Close()
+		stop()
+		killProcessGroup(cmd)
+		return s.ctx.Err()
+	}
 	s.session, s.stop, s.cmd, s.tools, s.state, s.lastErr = session, stop, cmd, tools, StateConnected, nil
 	if init != nil {
 		s.protocol, s.instructions = init.ProtocolVersion, init.Instructions
@@ -309,11 +318,9 @@ func (s *Server) lost(session *mcp.ClientSession, err error) {
 	}
 	s.lastErr = err
 	s.mu.Unlock()
-	if s.ctx.Err() != nil {
-		stop()
-		return
+	if s.ctx.Err() == nil { // at shutdown, close finds no session left: it is closed here all the same
+		s.logger.Warn("MCP server went away; reconnecting", "err", err)
 	}
-	s.logger.Warn("MCP server went away; reconnecting", "err", err)
 	_ = session.Close()
 	stop()
 	killProcessGroup(cmd)
@@ -454,9 +461,22 @@ func (s *Server) interactor(ctx context.Context) host.Interactor {
 	return nil
 }
 
+// bound returns a context that ends with ctx or when the server is closed, whichever comes first. The SDK's
+// Close waits for the requests in flight, both ways, so whatever waits on the server's behalf runs under it.
+func (s *Server) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(s.ctx, cancel)
+	return ctx, func() {
+		stop()
+		cancel()
+	}
+}
+
 // handleElicitation forwards a server's elicitation to whoever called the orchestrator; with nobody to ask, it is
 // declined.
 func (s *Server) handleElicitation(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	ia := s.interactor(ctx)
 	if ia == nil {
 		s.logger.Info("elicitation declined: nobody to ask", "message", req.Params.Message)
@@ -478,6 +498,8 @@ func (s *Server) handleSampling(ctx context.Context, req *mcp.CreateMessageReque
 	if err != nil {
 		return nil, err
 	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	resp, err := s.opts.Sampler.Generate(ctx, lreq, nil)
 	if err != nil {
 		return nil, fmt.Errorf("the host's model failed: %w", err)

@@ -51,12 +51,17 @@ func (s *Server) do(ctx context.Context, call *host.Call, params progressParams,
 	token, done := s.track(call)
 	defer done()
 	params.SetProgressToken(token)
-	res, err := f(context.WithValue(ctx, callKey{}, call), session)
+	// Closing the server ends its calls in flight: the SDK's Close would otherwise wait for their answers.
+	callCtx, cancel := s.bound(ctx)
+	defer cancel()
+	res, err := f(context.WithValue(callCtx, callKey{}, call), session)
 	switch {
 	case err == nil:
 		return res, nil
 	case ctx.Err() != nil:
 		return nil, ctx.Err()
+	case s.ctx.Err() != nil:
+		return &host.Result{Text: fmt.Sprintf("MCP server %q was shut down during the call", s.cfg.Name), IsError: true}, nil
 	case isServerError(err):
 		return &host.Result{Text: fmt.Sprintf("MCP server %q returned an error: %v", s.cfg.Name, err), IsError: true}, nil
 	default:
