@@ -52,9 +52,15 @@ type Server struct {
 	refresh      chan struct{}
 
 	callsMu sync.Mutex
-	calls   map[string]*host.Call // in flight, by progress token
-	order   []string              // progress tokens of calls in flight, oldest first
+	calls   map[string]inFlight // by progress token
+	order   []string            // progress tokens of calls in flight, oldest first
 	nextID  uint64
+}
+
+// inFlight is a call in flight to the server.
+type inFlight struct {
+	call   *host.Call
+	cancel context.CancelFunc // ends it when the server is closed
 }
 
 var (
@@ -73,7 +79,7 @@ func newServer(cfg ServerConfig, opts *Options) *Server {
 	s := &Server{
 		cfg: cfg, opts: opts, logger: logger.With("server", cfg.Name),
 		minBackoff: opts.MinBackoff, maxBackoff: opts.MaxBackoff,
-		state: StateFailed, calls: map[string]*host.Call{}, refresh: make(chan struct{}, 1),
+		state: StateFailed, calls: map[string]inFlight{}, refresh: make(chan struct{}, 1),
 	}
 	if s.minBackoff <= 0 {
 		s.minBackoff = defaultMinBackoff
@@ -395,9 +401,11 @@ func (s *Server) current() (*mcp.ClientSession, error) {
 	}
 }
 
-// close ends the session, stops the child and the supervisor. It is safe to call more than once.
+// close ends the calls in flight and the session, stops the child and the supervisor. It is safe to call more than
+// once.
 func (s *Server) close() {
 	s.cancel()
+	s.endCalls()
 	s.mu.Lock()
 	session, cmd := s.session, s.cmd
 	s.session, s.stop, s.cmd = nil, nil, nil // s.cancel above ended every connection's context
@@ -412,15 +420,22 @@ func (s *Server) close() {
 	s.wg.Wait()
 }
 
-// track registers a call in flight and returns its progress token and a function that ends the registration.
-func (s *Server) track(call *host.Call) (token string, done func()) {
+// track registers a call in flight and returns its progress token, the context to make it under, and a function
+// that ends the registration. The context ends with ctx or when the server is closed: the SDK's Close waits for the
+// requests in flight, so close ends them first.
+func (s *Server) track(ctx context.Context, call *host.Call) (token string, callCtx context.Context, done func()) {
+	callCtx, cancel := context.WithCancel(ctx)
 	s.callsMu.Lock()
 	s.nextID++
 	token = s.cfg.Name + "-" + strconv.FormatUint(s.nextID, 10)
-	s.calls[token] = call
+	s.calls[token] = inFlight{call: call, cancel: cancel}
 	s.order = append(s.order, token)
 	s.callsMu.Unlock()
-	return token, func() {
+	if s.ctx.Err() != nil { // close may have ended the calls in flight before this one was registered
+		cancel()
+	}
+	return token, callCtx, func() {
+		cancel()
 		s.callsMu.Lock()
 		delete(s.calls, token)
 		for i, t := range s.order {
@@ -433,11 +448,20 @@ func (s *Server) track(call *host.Call) (token string, done func()) {
 	}
 }
 
+// endCalls cancels every call in flight. close calls it after ending s.ctx, so a call registered later sees that.
+func (s *Server) endCalls() {
+	s.callsMu.Lock()
+	defer s.callsMu.Unlock()
+	for _, c := range s.calls {
+		c.cancel()
+	}
+}
+
 // handleProgress relays a progress notification to the call it belongs to.
 func (s *Server) handleProgress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
 	token := fmt.Sprint(req.Params.ProgressToken)
 	s.callsMu.Lock()
-	call := s.calls[token]
+	call := s.calls[token].call
 	s.callsMu.Unlock()
 	call.ReportProgress(host.Progress{Progress: req.Params.Progress, Total: req.Params.Total, Message: req.Params.Message})
 }
@@ -454,15 +478,16 @@ func (s *Server) interactor(ctx context.Context) host.Interactor {
 	s.callsMu.Lock()
 	defer s.callsMu.Unlock()
 	for i := len(s.order) - 1; i >= 0; i-- {
-		if ia := s.calls[s.order[i]].Interactor(); ia != nil {
+		if ia := s.calls[s.order[i]].call.Interactor(); ia != nil {
 			return ia
 		}
 	}
 	return nil
 }
 
-// bound returns a context that ends with ctx or when the server is closed, whichever comes first. The SDK's
-// Close waits for the requests in flight, both ways, so whatever waits on the server's behalf runs under it.
+// bound returns a context that ends with ctx or when the server is closed, whichever comes first. The SDK's Close
+// waits for the server's requests in flight, so a handler that waits on the server's behalf (for the user, for the
+// model) runs under it.
 func (s *Server) bound(ctx context.Context) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(s.ctx, cancel)

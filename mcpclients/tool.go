@@ -48,12 +48,9 @@ func (s *Server) do(ctx context.Context, call *host.Call, params progressParams,
 	if err != nil {
 		return &host.Result{Text: err.Error(), IsError: true}, nil
 	}
-	token, done := s.track(call)
+	token, callCtx, done := s.track(ctx, call)
 	defer done()
 	params.SetProgressToken(token)
-	// Closing the server ends its calls in flight: the SDK's Close would otherwise wait for their answers.
-	callCtx, cancel := s.bound(ctx)
-	defer cancel()
 	res, err := f(context.WithValue(callCtx, callKey{}, call), session)
 	switch {
 	case err == nil:
