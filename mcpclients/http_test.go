@@ -73,7 +73,7 @@ func TestHTTPTransportsAndHeaders(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer c.Close()
-			res, err := findTool(t, c.Toolsets()[0], "web_ping").Call(t.Context(), json.RawMessage(`{"a":1}`), nil)
+			res, err := findTool(t, c.Toolsets()[0], "web_ping").Call(bounded(t), json.RawMessage(`{"a":1}`), nil)
 			if err != nil || res.Text != `ping:{"a":1}` {
 				t.Fatalf("call: %+v, %v", res, err)
 			}
@@ -110,19 +110,19 @@ func TestHTTPSessionLost(t *testing.T) {
 
 	h.nothing.Store(true)
 	h.swap(streamable(echoServer("ping"))) // the restarted server knows no session
-	res, err := ping.Call(t.Context(), json.RawMessage(`{}`), nil)
+	res, err := ping.Call(bounded(t), json.RawMessage(`{}`), nil)
 	if err != nil || !res.IsError || !strings.Contains(res.Text, `MCP server "web"`) {
 		t.Fatalf("call to a server that went away: %+v, %v", res, err)
 	}
 	eventually(t, "the server is marked as reconnecting", func() bool { return c.Status()[0].State == StateReconnecting })
-	res, err = ping.Call(t.Context(), json.RawMessage(`{}`), nil)
+	res, err = ping.Call(bounded(t), json.RawMessage(`{}`), nil)
 	if err != nil || !res.IsError || !strings.Contains(res.Text, "is not connected") {
 		t.Errorf("call while down: %+v, %v", res, err)
 	}
 
 	h.nothing.Store(false)
 	eventually(t, "the client is connected again", func() bool { return c.Status()[0].State == StateConnected })
-	res, err = ping.Call(t.Context(), json.RawMessage(`{"n":2}`), nil)
+	res, err = ping.Call(bounded(t), json.RawMessage(`{"n":2}`), nil)
 	if err != nil || res.Text != `ping:{"n":2}` {
 		t.Errorf("call after reconnecting: %+v, %v", res, err)
 	}

@@ -136,6 +136,14 @@ func findTool(t *testing.T, set host.Toolset, name string) host.Tool {
 	return nil
 }
 
+// bounded returns a context for a call that should end on its own. It ends after a minute, generous for any
+// machine, so that a call that hangs fails its test instead of the whole package.
+func bounded(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
 // eventually polls cond until it holds or a generous deadline passes. It is for state that settles asynchronously
 // (a reconnection, a refreshed list), never for timing claims.
 func eventually(t *testing.T, what string, cond func() bool) {
@@ -176,7 +184,7 @@ func TestListingFilteringNaming(t *testing.T) {
 		t.Errorf("instructions of a server with use_instructions off: %q", got)
 	}
 	// The tool is called by its own name, with the arguments as the model wrote them.
-	res, err := findTool(t, sets[0], "fs_list_dir").Call(t.Context(), json.RawMessage(`{"path":"/tmp"}`), nil)
+	res, err := findTool(t, sets[0], "fs_list_dir").Call(bounded(t), json.RawMessage(`{"path":"/tmp"}`), nil)
 	if err != nil || res.Text != `list.dir:{"path":"/tmp"}` {
 		t.Errorf("call: %+v, %v", res, err)
 	}
@@ -278,7 +286,7 @@ func TestProgressAndCancellation(t *testing.T) {
 		}
 		mu.Unlock()
 	}, nil)
-	res, err := findTool(t, set, "s_work").Call(t.Context(), json.RawMessage(`{}`), call)
+	res, err := findTool(t, set, "s_work").Call(bounded(t), json.RawMessage(`{}`), call)
 	if err != nil || res.Text != "done" {
 		t.Fatalf("call: %+v, %v", res, err)
 	}
@@ -370,7 +378,7 @@ func TestSamplingAndElicitation(t *testing.T) {
 	}
 
 	llmSrv.Enqueue(fakellm.Turn{Text: "A protocol for tools."})
-	res, err := findTool(t, sets[0], "s_summarise").Call(t.Context(), json.RawMessage(`{}`), nil)
+	res, err := findTool(t, sets[0], "s_summarise").Call(bounded(t), json.RawMessage(`{}`), nil)
 	if err != nil || res.IsError || res.Text != "model said: A protocol for tools." {
 		t.Fatalf("sampling: %+v, %v", res, err)
 	}
@@ -378,7 +386,7 @@ func TestSamplingAndElicitation(t *testing.T) {
 	if req.Messages[0].Content != "Be short." || req.Messages[1].Content != "Summarise MCP." || req.MaxTokens == nil || *req.MaxTokens != 100 {
 		t.Errorf("the model got %+v (max tokens %v), want the server's messages capped at 100 tokens", req.Messages, req.MaxTokens)
 	}
-	res, _ = findTool(t, sets[1], "n_summarise").Call(t.Context(), json.RawMessage(`{}`), nil)
+	res, _ = findTool(t, sets[1], "n_summarise").Call(bounded(t), json.RawMessage(`{}`), nil)
 	if !res.IsError || !strings.Contains(res.Text, `sampling is not allowed for MCP server "nosampling"`) {
 		t.Errorf("refused sampling: %+v", res)
 	}
@@ -388,14 +396,14 @@ func TestSamplingAndElicitation(t *testing.T) {
 
 	// Elicitation goes to the interactor of the call that is running; with none, it is declined.
 	a := &asker{}
-	res, err = findTool(t, sets[0], "s_greet").Call(t.Context(), json.RawMessage(`{}`), host.NewCall("g", "s_greet", "mcp:s", nil, a))
+	res, err = findTool(t, sets[0], "s_greet").Call(bounded(t), json.RawMessage(`{}`), host.NewCall("g", "s_greet", "mcp:s", nil, a))
 	if err != nil || res.Text != "hello Ada" {
 		t.Fatalf("elicitation: %+v, %v", res, err)
 	}
 	if len(a.asked) != 1 || a.asked[0].Message != "What is your name?" || a.asked[0].Source != "mcp:s" || !strings.Contains(string(a.asked[0].Schema), `"name"`) {
 		t.Errorf("asked %+v", a.asked)
 	}
-	res, err = findTool(t, sets[0], "s_greet").Call(t.Context(), json.RawMessage(`{}`), nil)
+	res, err = findTool(t, sets[0], "s_greet").Call(bounded(t), json.RawMessage(`{}`), nil)
 	if err != nil || res.Text != "declined" {
 		t.Errorf("elicitation with nobody to ask: %+v, %v", res, err)
 	}
@@ -419,7 +427,7 @@ func TestResources(t *testing.T) {
 	if d := reader.Spec().Description; !strings.Contains(d, "- file:///docs/a.md — Doc A") || !strings.Contains(d, "- file:///docs/b.md — Doc B") {
 		t.Errorf("description %q", d)
 	}
-	res, err := reader.Call(t.Context(), json.RawMessage(`{"uri":"file:///docs/a.md"}`), nil)
+	res, err := reader.Call(bounded(t), json.RawMessage(`{"uri":"file:///docs/a.md"}`), nil)
 	if err != nil || len(res.References) != 1 || res.References[0].URI != "file:///docs/a.md" || res.References[0].Title != "Doc A" || !strings.Contains(res.Text, "About a.") {
 		t.Errorf("read: %+v, %v", res, err)
 	}
@@ -464,7 +472,7 @@ func testReconnect(t *testing.T, protocolVersion string) {
 	}
 	eventually(t, "the server is marked as reconnecting", func() bool { return c.Status()[0].State == StateReconnecting })
 	// While it is down, a call fails at once, and the tools stay listed.
-	res, err = findTool(t, set, "s_ping").Call(t.Context(), json.RawMessage(`{}`), nil)
+	res, err = findTool(t, set, "s_ping").Call(bounded(t), json.RawMessage(`{}`), nil)
 	if err != nil || !res.IsError || !strings.Contains(res.Text, "is not connected") {
 		t.Errorf("call while down: %+v, %v", res, err)
 	}
@@ -473,7 +481,7 @@ func testReconnect(t *testing.T, protocolVersion string) {
 	// Once it can be reached again, it reconnects and the next call works.
 	m.setRefuse("s", false)
 	eventually(t, "the server is back", func() bool { return c.Status()[0].State == StateConnected })
-	res, err = findTool(t, set, "s_ping").Call(t.Context(), json.RawMessage(`{"n":1}`), nil)
+	res, err = findTool(t, set, "s_ping").Call(bounded(t), json.RawMessage(`{"n":1}`), nil)
 	if err != nil || res.Text != `ping:{"n":1}` {
 		t.Errorf("call after reconnecting: %+v, %v", res, err)
 	}
@@ -484,7 +492,7 @@ func TestServerErrorIsNotAConnectionFailure(t *testing.T) {
 	m.servers["s"] = echoServer("ping")
 	c := connect(t, m, nil, ServerConfig{Name: "s", Prefix: "s"})
 	missing := &tool{server: c.servers[0], name: "no_such_tool", spec: host.ToolSpec{Name: "s_no_such_tool"}}
-	res, err := missing.Call(t.Context(), json.RawMessage(`{}`), nil)
+	res, err := missing.Call(bounded(t), json.RawMessage(`{}`), nil)
 	if err != nil || !res.IsError || !strings.Contains(res.Text, "no_such_tool") {
 		t.Errorf("unknown tool: %+v, %v", res, err)
 	}
@@ -500,7 +508,7 @@ func TestCloseIsIdempotent(t *testing.T) {
 	tl := findTool(t, c.Toolsets()[0], "s_ping")
 	c.Close()
 	c.Close()
-	res, err := tl.Call(t.Context(), json.RawMessage(`{}`), nil)
+	res, err := tl.Call(bounded(t), json.RawMessage(`{}`), nil)
 	if err != nil || !res.IsError || !strings.Contains(res.Text, "shut down") {
 		t.Errorf("call after Close: %+v, %v", res, err)
 	}
@@ -535,9 +543,11 @@ func TestCloseWithWorkInFlight(t *testing.T) {
 		err error
 	}
 	calls := make(chan outcome, 2)
+	ctx := bounded(t)
 	for _, name := range []string{"s_hang", "s_ask"} {
+		tl := findTool(t, set, name)
 		go func() {
-			res, err := findTool(t, set, name).Call(t.Context(), json.RawMessage(`{}`), host.NewCall(name, name, "mcp:s", nil, ia))
+			res, err := tl.Call(ctx, json.RawMessage(`{}`), host.NewCall(name, name, "mcp:s", nil, ia))
 			calls <- outcome{res, err}
 		}()
 	}
@@ -559,7 +569,12 @@ func TestCloseWithWorkInFlight(t *testing.T) {
 		t.Fatal("Close waited for the work in flight")
 	}
 	for range 2 {
-		o := <-calls
+		var o outcome
+		select {
+		case o = <-calls:
+		case <-time.After(30 * time.Second):
+			t.Fatal("a call in flight at Close never returned")
+		}
 		if o.err != nil || !o.res.IsError || !strings.Contains(o.res.Text, `MCP server "s" was shut down during the call`) {
 			t.Errorf("a call in flight at Close: %+v, %v", o.res, o.err)
 		}

@@ -95,7 +95,7 @@ func TestStdioStderrAndNoOrphans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := findTool(t, c.Toolsets()[0], "fam_pids").Call(t.Context(), json.RawMessage(`{}`), nil)
+	res, err := findTool(t, c.Toolsets()[0], "fam_pids").Call(bounded(t), json.RawMessage(`{}`), nil)
 	if err != nil || res.IsError {
 		t.Fatalf("pids: %+v, %v", res, err)
 	}

@@ -215,7 +215,7 @@ func TestGatewayForwardsCalls(t *testing.T) {
 		{"broken", nil, "connection refused", true},
 	}
 	for _, tt := range tests {
-		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: tt.tool, Arguments: tt.args})
+		res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: tt.tool, Arguments: tt.args})
 		if err != nil {
 			t.Fatalf("%s: %v", tt.tool, err)
 		}
@@ -226,7 +226,7 @@ func TestGatewayForwardsCalls(t *testing.T) {
 	if string(gotArgs) != `{}` || gotCall == nil || gotCall.Tool != "echo" || gotCall.Source != "mcp:up" || gotCall.ID == "" {
 		t.Errorf("the tool got args %s and call %+v", gotArgs, gotCall)
 	}
-	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "echo"})
+	res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "echo"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -349,7 +349,7 @@ func TestGatewayApprovalAndElicitation(t *testing.T) {
 				}
 				s := newGateway(t, src, policies, 0)
 				cs := connectAt(t, s, version, &opts)
-				res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: tt.tool})
+				res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: tt.tool})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -417,7 +417,7 @@ func TestGatewayFollowsListChanges(t *testing.T) {
 			break
 		}
 	}
-	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "a"})
+	res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "a"})
 	if err != nil || callText(t, res) != "A2" {
 		t.Errorf("call of the new a: %v, %v", res, err)
 	}
@@ -435,7 +435,7 @@ func TestGatewayToolGoneBeforeSync(t *testing.T) {
 	src.set(textTool("a", "A"))
 	cs := gwConnect(t, newGateway(t, src, nil, time.Hour), nil)
 	src.set()
-	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "a"})
+	res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "a"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -68,6 +68,14 @@ func toolMessage(st *setup) string {
 	return got
 }
 
+// bounded returns a context for a call that should end on its own. It ends after a minute, generous for any
+// machine, so that a call that hangs fails its test instead of the whole package.
+func bounded(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
 // eventually waits, bounded, for cond.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -98,7 +106,7 @@ func TestRoundTripsOnTheWire(t *testing.T) {
 	args := map[string]any{"prompt": "clean up"}
 	params := &mcp.CallToolParams{Name: "ask_helper_bot", Arguments: args}
 	params.SetProgressToken("p1")
-	res, err := cs.CallTool(t.Context(), params)
+	res, err := cs.CallTool(bounded(t), params)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +132,7 @@ func TestRoundTripsOnTheWire(t *testing.T) {
 		{"other arguments", res.RequestState, map[string]any{"prompt": "something else"}},
 	} {
 		retry := &mcp.CallToolParams{Name: "ask_helper_bot", Arguments: bad.args, RequestState: bad.state, InputResponses: approve}
-		res, err := cs.CallTool(t.Context(), retry)
+		res, err := cs.CallTool(bounded(t), retry)
 		if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "no longer waiting") {
 			t.Errorf("%s: %+v, %v", bad.name, res, err)
 		}
@@ -132,7 +140,7 @@ func TestRoundTripsOnTheWire(t *testing.T) {
 
 	retry := &mcp.CallToolParams{Name: "ask_helper_bot", Arguments: args, RequestState: res.RequestState, InputResponses: approve}
 	retry.SetProgressToken("p1")
-	res, err = cs.CallTool(t.Context(), retry)
+	res, err = cs.CallTool(bounded(t), retry)
 	if err != nil || res.IsError || res.NeedsInput() {
 		t.Fatalf("second round: %+v, %v", res, err)
 	}
@@ -146,7 +154,7 @@ func TestRoundTripsOnTheWire(t *testing.T) {
 		t.Errorf("%d calls still held", n)
 	}
 	// The retry of a finished call finds nothing.
-	res, err = cs.CallTool(t.Context(), retry)
+	res, err = cs.CallTool(bounded(t), retry)
 	if err != nil || !res.IsError {
 		t.Errorf("retry after the end: %+v, %v", res, err)
 	}
@@ -174,7 +182,7 @@ func TestRoundTripCallerNeverComesBack(t *testing.T) {
 	cs := manualClient(t, st.server)
 	st.llm.Enqueue(fakellm.Turn{ToolCalls: call(fakellm.ToolCall{ID: "d", Name: "delete", Arguments: `{}`})}, fakellm.Turn{Text: "ok"})
 	params := &mcp.CallToolParams{Name: "ask_helper_bot", Arguments: map[string]any{"prompt": "clean up"}}
-	res, err := cs.CallTool(t.Context(), params)
+	res, err := cs.CallTool(bounded(t), params)
 	if err != nil || !res.NeedsInput() {
 		t.Fatalf("first round: %+v, %v", res, err)
 	}
@@ -199,7 +207,7 @@ func TestRoundTripCallerNeverComesBack(t *testing.T) {
 	}
 	params.RequestState = res.RequestState
 	params.InputResponses = mcp.InputResponseMap{key: &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}}
-	res, err = cs.CallTool(t.Context(), params)
+	res, err = cs.CallTool(bounded(t), params)
 	if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "no longer waiting") {
 		t.Errorf("late answer: %+v, %v", res, err)
 	}
@@ -243,15 +251,24 @@ func TestRoundTripLimit(t *testing.T) {
 	st.server.rounds.max = 1
 	cs := manualClient(t, st.server)
 	st.llm.Enqueue(fakellm.Turn{ToolCalls: call(fakellm.ToolCall{ID: "d", Name: "delete", Arguments: `{}`})})
-	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "ask_helper_bot", Arguments: map[string]any{"prompt": "one"}})
+	res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "ask_helper_bot", Arguments: map[string]any{"prompt": "one"}})
 	if err != nil || !res.NeedsInput() {
 		t.Fatalf("first call: %+v, %v", res, err)
 	}
-	res, err = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "ask_helper_bot", Arguments: map[string]any{"prompt": "two"}})
+	res, err = cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "ask_helper_bot", Arguments: map[string]any{"prompt": "two"}})
 	if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "too many calls") {
 		t.Errorf("second call: %+v, %v", res, err)
 	}
-	st.server.Close() // cancels the first
+	closed := make(chan struct{})
+	go func() {
+		st.server.Close() // cancels the first
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not end the held call")
+	}
 	if n := st.server.rounds.waiting(); n != 0 {
 		t.Errorf("%d calls held after Close", n)
 	}
@@ -288,7 +305,7 @@ func TestRoundTripsOverHTTP(t *testing.T) {
 				t.Fatalf("protocol %s, want %s", got, tt.protocol)
 			}
 			st.llm.Enqueue(fakellm.Turn{ToolCalls: call(fakellm.ToolCall{ID: "d", Name: "delete", Arguments: `{}`})}, fakellm.Turn{Text: "ok"})
-			res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "ask_helper_bot", Arguments: map[string]any{"prompt": "clean up"}})
+			res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "ask_helper_bot", Arguments: map[string]any{"prompt": "clean up"}})
 			if err != nil || res.IsError || structured(t, res).Answer != "ok" {
 				t.Fatalf("call: %+v, %v", res, err)
 			}

@@ -35,7 +35,7 @@ func connectTo(t *testing.T, s *Server, opts *mcp.ClientOptions) *mcp.ClientSess
 
 func agentText(t *testing.T, cs *mcp.ClientSession, args map[string]any) (*mcp.CallToolResult, string) {
 	t.Helper()
-	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "ask_geo", Arguments: args})
+	res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "ask_geo", Arguments: args})
 	if err != nil {
 		t.Fatal(err)
 	}

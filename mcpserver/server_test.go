@@ -133,7 +133,7 @@ func TestAgentTool(t *testing.T) {
 	)
 	params := &mcp.CallToolParams{Name: agent.Name, Arguments: map[string]any{"prompt": "Where is it?"}}
 	params.SetProgressToken("p1")
-	res, err := cs.CallTool(t.Context(), params)
+	res, err := cs.CallTool(bounded(t), params)
 	if err != nil || res.IsError {
 		t.Fatalf("call: %+v, %v", res, err)
 	}
@@ -191,7 +191,7 @@ func TestAgentTool(t *testing.T) {
 
 	// The conversation goes on with its id; an unknown id is an error result.
 	st.llm.Enqueue(fakellm.Turn{Text: "Still the spec."})
-	res, err = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: agent.Name, Arguments: map[string]any{"prompt": "Sure?", "conversation_id": out.ConversationID}})
+	res, err = cs.CallTool(bounded(t), &mcp.CallToolParams{Name: agent.Name, Arguments: map[string]any{"prompt": "Sure?", "conversation_id": out.ConversationID}})
 	if err != nil || res.IsError || structured(t, res).ConversationID != out.ConversationID {
 		t.Fatalf("follow-up: %+v, %v", res, err)
 	}
@@ -212,7 +212,7 @@ func TestAgentToolBadInput(t *testing.T) {
 		{map[string]any{"prompt": "x", "disabled_tools": []string{"delete"}}, `disabled_tools: tool "delete" is disabled`},
 		{map[string]any{"prompt": "x", "conversation_id": "nope"}, `unknown conversation id "nope"`},
 	} {
-		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "ask_helper_bot", Arguments: tt.args})
+		res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "ask_helper_bot", Arguments: tt.args})
 		if err != nil {
 			// The SDK may reject input that breaks the schema before our handler sees it; that is an error too.
 			if !strings.Contains(err.Error(), "nope") && !strings.Contains(err.Error(), "prompt") && !strings.Contains(err.Error(), "delete") {
@@ -277,7 +277,7 @@ func TestApprovalThroughElicitation(t *testing.T) {
 				}
 				cs := connectAt(t, st.server, version, opts)
 				st.llm.Enqueue(fakellm.Turn{ToolCalls: call(fakellm.ToolCall{ID: "d", Name: "delete", Arguments: `{"path":"/tmp/x"}`})}, fakellm.Turn{Text: "ok"})
-				res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "ask_helper_bot", Arguments: map[string]any{"prompt": "clean up"}})
+				res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "ask_helper_bot", Arguments: map[string]any{"prompt": "clean up"}})
 				if err != nil || res.IsError {
 					t.Fatalf("call: %+v, %v", res, err)
 				}
@@ -378,7 +378,7 @@ func TestHTTPStatefulAndStateless(t *testing.T) {
 			t.Fatalf("stateless=%v: %v", stateless, err)
 		}
 		st.llm.Enqueue(fakellm.Turn{Text: "hi"})
-		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "ask_helper_bot", Arguments: map[string]any{"prompt": "hello"}})
+		res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "ask_helper_bot", Arguments: map[string]any{"prompt": "hello"}})
 		if err != nil || res.IsError || structured(t, res).Answer != "hi" {
 			t.Errorf("stateless=%v: %+v, %v", stateless, res, err)
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,6 +52,13 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// processLimit bounds each run of the binary, so that one that hangs fails its test instead of the whole package.
+// It is generous: it is never a claim about how long a run takes.
+const processLimit = 2 * time.Minute
+
+// testHTTP is the tests' HTTP client: a server that accepts and never answers fails the test instead of hanging it.
+var testHTTP = &http.Client{Timeout: time.Minute}
+
 type result struct {
 	stdout, stderr string
 	code           int
@@ -60,7 +68,10 @@ type result struct {
 // test's own without any API key, so a developer's key never reaches a test.
 func agenthost(t *testing.T, dir, stdin string, env []string, args ...string) result {
 	t.Helper()
-	cmd := exec.CommandContext(t.Context(), binary, args...)
+	ctx, cancel := context.WithTimeout(t.Context(), processLimit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd.WaitDelay = 10 * time.Second
 	cmd.Dir = dir
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "OPENAI_API_KEY=") {
@@ -72,6 +83,9 @@ func agenthost(t *testing.T, dir, stdin string, env []string, args ...string) re
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("agenthost %q did not finish within %v; stderr:\n%s", args, processLimit, errOut.String())
+	}
 	code := 0
 	if exitErr, ok := errors.AsType[*exec.ExitError](err); ok {
 		code = exitErr.ExitCode()
@@ -301,13 +315,31 @@ func TestInterrupt(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	deadline := time.After(processLimit)
 	for srv.RequestCount() == 0 {
-		time.Sleep(10 * time.Millisecond) // bounded by the test's own timeout
+		select {
+		case err := <-exited:
+			t.Fatalf("agenthost exited before calling the model: %v; stderr: %s", err, stderr.String())
+		case <-deadline:
+			_ = cmd.Process.Kill()
+			<-exited // stderr is complete only then
+			t.Fatalf("agenthost never called the model; stderr: %s", stderr.String())
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
 	if err := cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
-	err := cmd.Wait()
+	var err error
+	select {
+	case err = <-exited:
+	case <-deadline:
+		_ = cmd.Process.Kill()
+		<-exited
+		t.Fatalf("agenthost did not exit after SIGINT; stderr: %s", stderr.String())
+	}
 	if exitErr, ok := errors.AsType[*exec.ExitError](err); !ok || exitErr.ExitCode() != 1 {
 		t.Fatalf("exit: %v; stderr: %s", err, stderr.String())
 	}

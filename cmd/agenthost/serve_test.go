@@ -567,7 +567,7 @@ allowed_origins = ["https://app.example.test"]
 				if tt.origin != "" {
 					req.Header.Set("Origin", tt.origin)
 				}
-				resp, err := http.DefaultClient.Do(req)
+				resp, err := testHTTP.Do(req)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -664,7 +664,9 @@ require_approval = true
 				fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "b1", Name: "fx_shout", Arguments: `{"text":"hello"}`}}},
 				fakellm.Turn{Text: "Shouted."},
 			)
-			res, err := session.CallTool(t.Context(), &mcp.CallToolParams{Name: "ask_a", Arguments: map[string]any{"prompt": "Have B shout hello."}})
+			ctx, cancel := context.WithTimeout(t.Context(), processLimit)
+			defer cancel()
+			res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "ask_a", Arguments: map[string]any{"prompt": "Have B shout hello."}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -785,7 +787,7 @@ func TestServeHTTPArguments(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			url := startServe(t, []string{"TEST_KEY=k"}, tt.args...)
-			resp, err := http.Get(strings.TrimSuffix(url, "/mcp") + "/healthz")
+			resp, err := testHTTP.Get(strings.TrimSuffix(url, "/mcp") + "/healthz")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -321,7 +321,8 @@ func TestHangUnblocks(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s, client := start(t)
 			s.Enqueue(fakellm.Turn{Text: "abcdefghijklmnop", ChunkSize: 1, HangAfter: 2})
-			ctx, cancel := context.WithCancel(t.Context())
+			// The deadline only turns a hang that is never unblocked into a failure.
+			ctx, cancel := context.WithTimeout(t.Context(), bound)
 			defer cancel()
 			stream := client.Chat.Completions.NewStreaming(ctx, params(false))
 			defer stream.Close()
@@ -330,8 +331,11 @@ func TestHangUnblocks(t *testing.T) {
 				n++
 				if n == 2 {
 					// The third chunk never comes: unblock the hang from the side under test.
-					tt.unblock(cancel, s)
+					within(t, "unblocking the hang", func() { tt.unblock(cancel, s) })
 				}
+			}
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				t.Fatal("the hang was never unblocked")
 			}
 			if stream.Err() == nil {
 				t.Error("a hung stream ended without an error")
@@ -355,10 +359,31 @@ func TestLatencyInterruptedByClose(t *testing.T) {
 		_, err := client.Chat.Completions.New(t.Context(), params(false))
 		done <- err
 	}()
-	<-arrived
-	s.Close() // must not wait for the latency to pass
-	if err := <-done; err == nil {
-		t.Error("a request interrupted by Close succeeded")
+	within(t, "the request reaching the server", func() { <-arrived })
+	within(t, "Close", s.Close) // it must not wait for the latency to pass
+	within(t, "the interrupted request", func() {
+		if err := <-done; err == nil {
+			t.Error("a request interrupted by Close succeeded")
+		}
+	})
+}
+
+// bound is how long a test waits for what should happen at once, generous for any machine: a regression then fails
+// the test instead of hanging it.
+const bound = 30 * time.Second
+
+// within runs f and fails the test if it has not returned within bound.
+func within(t *testing.T, what string, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	select {
+	case <-done:
+	case <-time.After(bound):
+		t.Fatalf("%s did not end within %v", what, bound)
 	}
 }
 

@@ -431,7 +431,10 @@ func TestBrokenStreams(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := startServer(t)
 			s.Enqueue(tt.turn)
-			_, err := newModel(t, s, tt.edit).Generate(t.Context(), userRequest("hi"), nil)
+			// The limit under test ends the call; this outer one only turns a regression into a failure.
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			_, err := newModel(t, s, tt.edit).Generate(ctx, userRequest("hi"), nil)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("error = %v, want one containing %q", err, tt.want)
 			}
