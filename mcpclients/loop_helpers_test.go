@@ -20,6 +20,7 @@ import (
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/internal/fakellm"
 	"github.com/agenthost/agenthost/internal/peers"
+	"github.com/agenthost/agenthost/internal/testwait"
 	"github.com/agenthost/agenthost/llm/openai"
 	"github.com/agenthost/agenthost/mcpclients"
 )
@@ -189,13 +190,7 @@ func waitForTools(t *testing.T, set host.Toolset, names ...string) {
 // waitUntil polls cond until it holds, failing the test after settle.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(settle)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting until %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testwait.Until(t, settle, what, cond)
 }
 
 // everythingStdio is server-everything over stdio, its tools prefixed "ev", allowed to sample.

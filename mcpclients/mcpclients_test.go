@@ -16,6 +16,7 @@ import (
 
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/internal/fakellm"
+	"github.com/agenthost/agenthost/internal/testwait"
 	"github.com/agenthost/agenthost/llm/openai"
 )
 
@@ -136,25 +137,13 @@ func findTool(t *testing.T, set host.Toolset, name string) host.Tool {
 	return nil
 }
 
-// bounded returns a context for a call that should end on its own. It ends after a minute, generous for any
-// machine, so that a call that hangs fails its test instead of the whole package.
-func bounded(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
+// bounded returns a context for a call that should end on its own, so that one that hangs fails its test.
+func bounded(t *testing.T) context.Context { return testwait.Context(t, time.Minute) }
 
-// eventually polls cond until it holds or a generous deadline passes. It is for state that settles asynchronously
-// (a reconnection, a refreshed list), never for timing claims.
+// eventually waits for state that settles asynchronously: a reconnection, a refreshed list.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.Until(t, 10*time.Second, what, cond)
 }
 
 func TestListingFilteringNaming(t *testing.T) {

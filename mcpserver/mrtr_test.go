@@ -14,6 +14,7 @@ import (
 
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/internal/fakellm"
+	"github.com/agenthost/agenthost/internal/testwait"
 )
 
 // The protocol versions a caller may speak: the last one where the server sends requests to the client during a
@@ -68,22 +69,13 @@ func toolMessage(st *setup) string {
 	return got
 }
 
-// bounded returns a context for a call that should end on its own. It ends after a minute, generous for any
-// machine, so that a call that hangs fails its test instead of the whole package.
-func bounded(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
+// bounded returns a context for a call that should end on its own, so that one that hangs fails its test.
+func bounded(t *testing.T) context.Context { return testwait.Context(t, time.Minute) }
 
-// eventually waits, bounded, for cond.
+// eventually waits for state that settles asynchronously.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("never: %s", what)
-		}
-	}
+	testwait.Until(t, 10*time.Second, what, cond)
 }
 
 // TestRoundTripsOnTheWire follows one call of a caller on 2026-07-28 round by round: the approval comes back as an

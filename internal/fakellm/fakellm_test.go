@@ -14,6 +14,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/agenthost/agenthost/internal/fakellm"
+	"github.com/agenthost/agenthost/internal/testwait"
 )
 
 // These tests drive the fake with the real openai-go client: they prove that what the fake sends is what an
@@ -375,16 +376,7 @@ const bound = 30 * time.Second
 // within runs f and fails the test if it has not returned within bound.
 func within(t *testing.T, what string, f func()) {
 	t.Helper()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		f()
-	}()
-	select {
-	case <-done:
-	case <-time.After(bound):
-		t.Fatalf("%s did not end within %v", what, bound)
-	}
+	testwait.Within(t, bound, what, f)
 }
 
 func TestScriptRanOut(t *testing.T) {
