@@ -452,10 +452,8 @@ func testReconnect(t *testing.T, protocolVersion string) {
 		<-block
 		m.cut("s")
 	}()
-	// The call must end because the connection broke: the deadline only turns a regression into a failure.
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	res, err := findTool(t, set, "s_hang").Call(ctx, json.RawMessage(`{}`), nil)
+	// The call must end because the connection broke: the bound only turns a regression into a failure.
+	res, err := findTool(t, set, "s_hang").Call(bounded(t), json.RawMessage(`{}`), nil)
 	if err != nil || !res.IsError || !strings.Contains(res.Text, `MCP server "s"`) {
 		t.Fatalf("call in flight when the server died: %+v, %v", res, err)
 	}
