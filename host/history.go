@@ -101,7 +101,7 @@ func (h *History) Len() int {
 
 // Messages returns a copy of a conversation's messages.
 func (h *History) Messages(ctx context.Context, id string) ([]llm.Message, error) {
-	c, err := h.acquire(ctx, id)
+	c, err := h.acquire(ctx, id, false)
 	if err != nil {
 		return nil, err
 	}
@@ -109,30 +109,30 @@ func (h *History) Messages(ctx context.Context, id string) ([]llm.Message, error
 	return slices.Clone(c.messages), nil
 }
 
-// acquire returns the conversation id, locked for the caller; an empty id starts a new one. Release it with release.
-func (h *History) acquire(ctx context.Context, id string) (*conversation, error) {
+// acquire returns the conversation id, locked for the caller; an empty id starts a new one, and so does an unknown
+// one when create is set (then under that id). Release it with release.
+func (h *History) acquire(ctx context.Context, id string, create bool) (*conversation, error) {
 	h.mu.Lock()
 	h.expireLocked()
 	var c *conversation
-	if id == "" {
-		for {
-			id = h.newID()
-			if _, taken := h.convs[id]; !taken {
-				break
+	e, known := h.convs[id]
+	switch {
+	case known:
+		c = e.Value.(*conversation)
+		c.lastUsed = h.now()
+		h.lru.MoveToFront(e)
+	case id == "" || create:
+		for id == "" {
+			if id = h.newID(); h.convs[id] != nil {
+				id = ""
 			}
 		}
 		c = &conversation{id: id, lock: make(chan struct{}, 1), lastUsed: h.now()}
 		h.convs[id] = h.lru.PushFront(c)
 		h.evictLocked()
-	} else {
-		e, ok := h.convs[id]
-		if !ok {
-			h.mu.Unlock()
-			return nil, fmt.Errorf("%w %q (it may have expired after %s idle; omit it to start a new conversation)", ErrUnknownConversation, id, h.ttl)
-		}
-		c = e.Value.(*conversation)
-		c.lastUsed = h.now()
-		h.lru.MoveToFront(e)
+	default:
+		h.mu.Unlock()
+		return nil, fmt.Errorf("%w %q (it may have expired after %s idle; omit it to start a new conversation)", ErrUnknownConversation, id, h.ttl)
 	}
 	h.mu.Unlock()
 

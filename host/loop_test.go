@@ -667,6 +667,37 @@ func TestConversationContinues(t *testing.T) {
 	}
 }
 
+// A front-end whose callers choose conversation ids (A2A's contextId) starts a conversation under the caller's id,
+// and the tools of its runs see that id.
+func TestStartConversationWithCallersID(t *testing.T) {
+	var seen []string
+	var mu sync.Mutex
+	probe := &funcTool{spec: ToolSpec{Name: "probe", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		fn: func(_ context.Context, _ json.RawMessage, call *Call) (*Result, error) {
+			mu.Lock()
+			seen = append(seen, call.ConversationID)
+			mu.Unlock()
+			return &Result{Text: "ok"}, nil
+		}}
+	h := newHarness(t, harnessConfig{tools: []Tool{probe}})
+	h.srv.Enqueue(fakellm.Turn{ToolCalls: []fakellm.ToolCall{call("1", "probe", `{}`)}}, fakellm.Turn{Text: "one"})
+	first := h.mustAsk(t, &Request{Prompt: "one", ConversationID: "ctx-from-caller", StartConversation: true})
+	if first.ConversationID != "ctx-from-caller" {
+		t.Fatalf("conversation id = %q, want the caller's", first.ConversationID)
+	}
+	h.srv.Enqueue(fakellm.Turn{ToolCalls: []fakellm.ToolCall{call("2", "probe", `{}`)}}, fakellm.Turn{Text: "two"})
+	second := h.mustAsk(t, &Request{Prompt: "two", ConversationID: "ctx-from-caller", StartConversation: true})
+	if second.ConversationID != "ctx-from-caller" {
+		t.Errorf("second conversation id = %q", second.ConversationID)
+	}
+	if msgs := h.srv.Requests()[2].Messages; len(msgs) < 5 || msgs[1].Content != "one" {
+		t.Errorf("the second run did not continue the first: %+v", msgs)
+	}
+	if !slices.Equal(seen, []string{"ctx-from-caller", "ctx-from-caller"}) {
+		t.Errorf("tools saw conversation ids %q", seen)
+	}
+}
+
 func TestEventsInOrder(t *testing.T) {
 	h := newHarness(t, harnessConfig{tools: []Tool{(&counter{name: "c"}).tool()}})
 	h.srv.Enqueue(

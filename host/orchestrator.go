@@ -120,6 +120,9 @@ type Request struct {
 	Prompt string
 	// ConversationID continues a conversation; empty starts a new one.
 	ConversationID string
+	// StartConversation makes an unknown ConversationID start a new conversation under that id, instead of failing
+	// with ErrUnknownConversation: for front-ends whose callers choose the ids (an A2A contextId).
+	StartConversation bool
 	Selection
 	// Interactor is asked for approvals and input during the run; nil means nobody can be asked.
 	Interactor Interactor
@@ -208,7 +211,7 @@ func (r *run) run(ctx context.Context) (*Answer, error) {
 	if err := checkSelection(tools, r.req.Selection); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
 	}
-	conv, err := o.history.acquire(ctx, r.req.ConversationID)
+	conv, err := o.history.acquire(ctx, r.req.ConversationID, r.req.StartConversation)
 	if err != nil {
 		return nil, err
 	}

@@ -205,7 +205,7 @@ func (p *progressRelay) send(ev *Event) {
 // questions to the run's interactor.
 func (r *run) newCall(iter int, s *slot, relay *progressRelay) *Call {
 	t := s.tool
-	call := &Call{ID: s.call.ID, Tool: t.Spec.Name, Source: t.Source, interactor: r.req.Interactor}
+	call := &Call{ID: s.call.ID, Tool: t.Spec.Name, Source: t.Source, ConversationID: r.conv.id, interactor: r.req.Interactor}
 	call.progress = func(p Progress) {
 		relay.send(&Event{Kind: EventToolProgress, Iteration: iter, ToolCall: &ToolEvent{ID: s.call.ID, Name: t.Spec.Name, Source: t.Source, Progress: &p}})
 	}

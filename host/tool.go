@@ -104,6 +104,9 @@ type Call struct {
 	ID string
 	// Tool is the tool's final name; Source is the name of its Toolset.
 	Tool, Source string
+	// ConversationID is the conversation of the run that made the call, "" outside a run. A tool that keeps state
+	// per conversation (an A2A peer's context) keys it by this id.
+	ConversationID string
 
 	progress   func(Progress)
 	interactor Interactor
