@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/agenthost/agenthost/internal/httpedge"
 	"github.com/agenthost/agenthost/internal/wiring"
 	"github.com/agenthost/agenthost/mcpserver"
 )
@@ -99,7 +100,7 @@ func cmdServe(ctx context.Context, args []string, io *stdio) error {
 	}
 	handler := srv.Handler(wiring.HTTPOptions(sc, token, ln.Addr().String(), func() any { return a.mcp.Status() }))
 	fmt.Fprintf(io.err, "agenthost: serving MCP at http://%s%s (tool %s)\n", ln.Addr(), orDefault(sc.Path, "/mcp"), srv.ToolName())
-	return mcpserver.Serve(ctx, ln, handler)
+	return httpedge.Serve(ctx, ln, handler)
 }
 
 func isLoopback(addr net.Addr) bool {

@@ -21,6 +21,7 @@ import (
 	"github.com/agenthost/agenthost/builtin"
 	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/internal/httpedge"
 	"github.com/agenthost/agenthost/internal/wiring"
 	"github.com/agenthost/agenthost/llm/openai"
 	"github.com/agenthost/agenthost/mcpserver"
@@ -80,7 +81,7 @@ func serveChild(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	defer profSrv.Close()
 
 	fmt.Fprintf(stdout, "mcp=http://%s%s pprof=%s tool=%s\n", ln.Addr(), cfg.Serve.Path, profLn.Addr(), toolName)
-	return mcpserver.Serve(ctx, ln, handler)
+	return httpedge.Serve(ctx, ln, handler)
 }
 
 // agentHandler builds the agent's MCP handler as cmd/agenthost's build and cmdServe do for cfg, with the model at

@@ -1,0 +1,156 @@
+// Package httpedge is the HTTP edge that agenthost's servers share (the MCP endpoint of mcpserver and the A2A
+// endpoint of a2a): the checks every request passes before it reaches a handler (Host and Origin against allow-lists,
+// a bearer token compared in constant time, a cap on the body), and serving a listener until shutdown with the
+// requests in flight cancelled and drained.
+//
+// It imports only the standard library.
+package httpedge
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Options configures Guard. The zero value accepts loopback hosts and origins, needs no token and caps bodies at
+// 4 MiB.
+type Options struct {
+	// Token, when not empty, is required on every request as "Authorization: Bearer <Token>".
+	Token string
+	// ListenAddr is the address the server listens on; its host is accepted in the Host header.
+	ListenAddr string
+	// AllowedHosts are Host header values accepted besides loopback names and ListenAddr's host (host or host:port).
+	AllowedHosts []string
+	// AllowedOrigins are Origin header values accepted besides loopback origins (scheme://host[:port]). A request
+	// without Origin (not from a browser) is accepted.
+	AllowedOrigins []string
+	// MaxBodyBytes caps a request body; 0 means 4 MiB.
+	MaxBodyBytes int64
+	// Public, when set, says which requests are served without the token (an A2A agent card, which clients read
+	// before they know how to authenticate). Host and Origin are checked for them all the same.
+	Public func(*http.Request) bool
+	// Realm names the server in the WWW-Authenticate header of a 401; "" means "agenthost".
+	Realm string
+}
+
+// Guard returns a handler that checks every request before next sees it: Host and Origin against the allow-lists
+// (DNS-rebinding protection: a foreign one gets 403), then the bearer token (401 without the right one), and caps the
+// body.
+func Guard(next http.Handler, o Options) http.Handler {
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = 4 << 20
+	}
+	if o.Realm == "" {
+		o.Realm = "agenthost"
+	}
+	return &guard{opts: o, next: next, hosts: allowedHosts(o)}
+}
+
+type guard struct {
+	opts  Options
+	next  http.Handler
+	hosts []string // accepted Host values, lower case, with and without port
+}
+
+func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !g.hostAllowed(r.Host) {
+		http.Error(w, "forbidden: Host not allowed", http.StatusForbidden)
+		return
+	}
+	if origin := r.Header.Get("Origin"); origin != "" && !g.originAllowed(origin) {
+		http.Error(w, "forbidden: Origin not allowed", http.StatusForbidden)
+		return
+	}
+	if g.opts.Token != "" && (g.opts.Public == nil || !g.opts.Public(r)) && !TokenMatches(r, g.opts.Token) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="`+g.opts.Realm+`"`)
+		http.Error(w, "unauthorized: a bearer token is required", http.StatusUnauthorized)
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, g.opts.MaxBodyBytes)
+	g.next.ServeHTTP(w, r)
+}
+
+// TokenMatches reports whether r carries "Authorization: Bearer <token>", compared in constant time.
+func TokenMatches(r *http.Request, token string) bool {
+	const prefix = "Bearer "
+	auth := r.Header.Get("Authorization")
+	return strings.HasPrefix(auth, prefix) && subtle.ConstantTimeCompare([]byte(auth[len(prefix):]), []byte(token)) == 1
+}
+
+func allowedHosts(o Options) []string {
+	hosts := []string{"localhost", "127.0.0.1", "::1", "[::1]"}
+	if o.ListenAddr != "" {
+		if h, _, err := net.SplitHostPort(o.ListenAddr); err == nil && h != "" {
+			hosts = append(hosts, strings.ToLower(h))
+		}
+	}
+	for _, h := range o.AllowedHosts {
+		hosts = append(hosts, strings.ToLower(h))
+	}
+	return hosts
+}
+
+func (g *guard) hostAllowed(hostport string) bool {
+	hostport = strings.ToLower(hostport)
+	if slices.Contains(g.hosts, hostport) {
+		return true
+	}
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return false
+	}
+	return slices.Contains(g.hosts, host) || slices.Contains(g.hosts, "["+host+"]")
+}
+
+func (g *guard) originAllowed(origin string) bool {
+	if slices.ContainsFunc(g.opts.AllowedOrigins, func(o string) bool { return strings.EqualFold(strings.TrimSuffix(o, "/"), origin) }) {
+		return true
+	}
+	u, err := url.Parse(origin)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		return false
+	}
+	switch strings.ToLower(u.Hostname()) {
+	case "localhost", "127.0.0.1", "::1":
+		return true
+	}
+	return false
+}
+
+// drainTimeout is how long Serve lets requests finish after it cancelled their runs, before it cuts them.
+const drainTimeout = 5 * time.Second
+
+// Serve serves handler on ln until ctx ends, then cancels the requests in flight (and so their runs, which end
+// promptly) and drains: connections get drainTimeout to finish, then the rest are cut.
+func Serve(ctx context.Context, ln net.Listener, handler http.Handler) error {
+	runs, cancelRuns := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelRuns()
+	hs := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return runs },
+	}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	cancelRuns()
+	drain, cancel := context.WithTimeout(context.Background(), drainTimeout)
+	defer cancel()
+	if err := hs.Shutdown(drain); err != nil {
+		hs.Close()
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
