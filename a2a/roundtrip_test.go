@@ -1,0 +1,81 @@
+package a2a
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/internal/fakellm"
+	"github.com/agenthost/agenthost/internal/httpedge"
+	"github.com/agenthost/agenthost/llm/openai"
+)
+
+// docTool returns a result with one reference, so that the answer cites it.
+type docTool struct{}
+
+func (docTool) Spec() host.ToolSpec {
+	return host.ToolSpec{Name: "docs", Description: "finds docs", InputSchema: json.RawMessage(`{"type":"object"}`)}
+}
+
+func (docTool) Call(context.Context, json.RawMessage, *host.Call) (*host.Result, error) {
+	return &host.Result{Text: "found", References: []host.Reference{{Title: "The Guide", URI: "https://example.com/guide"}}}, nil
+}
+
+type toolList []host.Tool
+
+func (l toolList) Name() string                               { return "test" }
+func (l toolList) Tools(context.Context) ([]host.Tool, error) { return l, nil }
+
+// newTestServer serves an orchestrator on a fakellm model over A2A, on an httptest server.
+func newTestServer(t *testing.T, policies map[string]host.ToolPolicy, tools ...host.Tool) (*fakellm.Server, *Server, string) {
+	t.Helper()
+	llm := fakellm.New()
+	t.Cleanup(llm.Close)
+	model, err := openai.New(&openai.Options{BaseURL: llm.URL, APIKey: "sk-test", Model: "fake", MaxRetries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm := host.NewToolManager([]host.Toolset{toolList(tools)}, &host.ToolManagerOptions{Policies: policies})
+	orch := host.New(model, tm, nil)
+	hs := httptest.NewUnstartedServer(nil)
+	url := "http://" + hs.Listener.Addr().String() + "/"
+	srv := NewServer(orch, &ServerOptions{Name: "tester", URL: url})
+	hs.Config.Handler = srv.Handler(httpedge.Options{}, nil)
+	hs.Start()
+	t.Cleanup(func() { hs.Close(); srv.Close() })
+	return llm, srv, url
+}
+
+func TestRoundTripThroughPeerTool(t *testing.T) {
+	llm, _, url := newTestServer(t, nil, docTool{})
+	llm.Enqueue(
+		fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "c1", Name: "docs", Arguments: `{}`}}},
+		fakellm.Turn{Text: "See the guide [source 1]."},
+	)
+	peers, err := Connect(t.Context(), []PeerConfig{{Name: "b", URL: url}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer peers.Close()
+	tools, _ := peers.Toolsets()[0].Tools(t.Context())
+	if len(tools) != 1 {
+		t.Fatalf("tools = %d", len(tools))
+	}
+	var progress []string
+	call := host.NewCall("x", "b", "a2a:b", func(p host.Progress) { progress = append(progress, p.Message) }, nil)
+	res, err := tools[0].Call(t.Context(), json.RawMessage(`{"message":"find the guide"}`), call)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.IsError || !strings.Contains(res.Text, "See the guide [1].") {
+		t.Errorf("result = %+v", res)
+	}
+	if len(res.References) != 1 || res.References[0].URI != "https://example.com/guide" || res.References[0].Title != "The Guide" {
+		t.Errorf("references = %+v", res.References)
+	}
+	t.Logf("progress: %q", progress)
+	t.Logf("text: %q structured: %s", res.Text, res.Structured)
+}

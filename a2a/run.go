@@ -1,0 +1,357 @@
+package a2a
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agenthost/agenthost/host"
+)
+
+// run runs the orchestrator for a task and turns its events into the task's updates: WORKING with a message naming
+// each tool call as it starts, the answer artifact as the model writes it, and the final state.
+func (s *Server) run(ctx context.Context, st *serverTask, prompt string) {
+	s.setStatus(st, stateWorking, nil)
+	req := &host.Request{
+		Prompt:            prompt,
+		ConversationID:    st.contextID,
+		StartConversation: true,
+		Interactor:        &taskInteractor{s: s, st: st},
+	}
+	var ans *host.Answer
+	var runErr error
+	for ev, err := range s.orch.Run(ctx, req) {
+		if err != nil {
+			runErr = err
+			break
+		}
+		s.event(st, ev)
+		if ev.Kind == host.EventAnswer {
+			ans = ev.Answer
+		}
+	}
+	s.finish(ctx, st, ans, runErr)
+}
+
+// event takes one event of the run into the task.
+func (s *Server) event(st *serverTask, ev *host.Event) {
+	switch ev.Kind {
+	case host.EventIteration:
+		s.store.update(st, func(t *serverTask) *streamResponse {
+			// Text written in an iteration that went on to call tools was the model thinking aloud: the answer
+			// starts again with the next text.
+			t.answerReset = t.answerText.Len() > 0
+			return nil
+		})
+	case host.EventTextDelta:
+		s.store.update(st, func(t *serverTask) *streamResponse {
+			appendChunk := t.answerSent && !t.answerReset
+			if t.answerReset {
+				t.answerText.Reset()
+				t.answerReset = false
+			}
+			t.answerText.WriteString(ev.Text)
+			t.answerSent = true
+			t.setAnswer([]part{textPart(t.answerText.String())})
+			return &streamResponse{ArtifactUpdate: &artifactUpdate{
+				TaskID: t.id, ContextID: t.contextID, Append: appendChunk,
+				Artifact: artifact{ArtifactID: answerArtifactID(t), Name: "answer", Parts: []part{textPart(ev.Text)}},
+			}}
+		})
+	case host.EventToolStart:
+		tc := ev.ToolCall
+		s.setStatus(st, stateWorking, agentText(st, fmt.Sprintf("Calling %s (%s) with %s", tc.Name, tc.Source, clip(string(tc.Arguments), 500))))
+	case host.EventToolProgress:
+		if tc := ev.ToolCall; tc.Progress != nil && tc.Progress.Message != "" {
+			s.setStatus(st, stateWorking, agentText(st, fmt.Sprintf("%s: %s", tc.Name, clip(tc.Progress.Message, 500))))
+		}
+	case host.EventToolEnd:
+		if info := ev.ToolCall.Info; info != nil && !info.OK {
+			s.setStatus(st, stateWorking, agentText(st, fmt.Sprintf("%s failed: %s", info.Name, clip(info.Error, 500))))
+		}
+	}
+}
+
+// finish ends the task with the run's outcome: the answer artifact's last chunk (the rest of its text, a url part
+// per reference, and a data part with the answer's details), then the final state.
+func (s *Server) finish(ctx context.Context, st *serverTask, ans *host.Answer, runErr error) {
+	if ans == nil {
+		state, msg := stateFailed, "The run failed."
+		if runErr != nil {
+			msg = "The run failed: " + runErr.Error()
+		}
+		if ctx.Err() != nil {
+			state, msg = stateCanceled, cancelMessage(ctx)
+		}
+		s.setStatus(st, state, agentText(st, msg))
+		return
+	}
+	tail := referenceParts(ans)
+	s.store.update(st, func(t *serverTask) *streamResponse {
+		chunk := artifactUpdate{TaskID: t.id, ContextID: t.contextID, LastChunk: true}
+		streamed := t.answerText.String()
+		if rest, ok := strings.CutPrefix(ans.Text, streamed); ok && t.answerSent && !t.answerReset {
+			chunk.Append = true
+			if rest != "" {
+				chunk.Artifact.Parts = append(chunk.Artifact.Parts, textPart(rest))
+			}
+		} else {
+			chunk.Artifact.Parts = append(chunk.Artifact.Parts, textPart(ans.Text))
+		}
+		chunk.Artifact.Parts = append(chunk.Artifact.Parts, tail...)
+		chunk.Artifact.ArtifactID, chunk.Artifact.Name = answerArtifactID(t), "answer"
+		t.setAnswer(append([]part{textPart(ans.Text)}, tail...))
+		return &streamResponse{ArtifactUpdate: &chunk}
+	})
+	switch ans.StoppedBy {
+	case host.StopCancelled:
+		s.setStatus(st, stateCanceled, agentText(st, cancelMessage(ctx)))
+	case host.StopError:
+		s.setStatus(st, stateFailed, agentText(st, ans.Text))
+	default:
+		s.setStatus(st, stateCompleted, nil)
+	}
+}
+
+// cancelMessage says why a run's context ended.
+func cancelMessage(ctx context.Context) string {
+	switch cause := context.Cause(ctx); {
+	case errors.Is(cause, errCanceledByCaller):
+		return "The task was canceled by its caller."
+	case errors.Is(cause, errInputTimeout):
+		return cause.Error()
+	}
+	return "The task was canceled: the server is shutting down."
+}
+
+// setStatus moves the task to state with an optional agent message, kept in the history, and tells the listeners.
+func (s *Server) setStatus(st *serverTask, state taskState, msg *message) {
+	s.store.update(st, func(t *serverTask) *streamResponse {
+		t.t.Status = taskStatus{State: state, Message: msg, Timestamp: timestamp(s.opts.now())}
+		if msg != nil && (state.terminal() || state.interrupted()) {
+			t.t.History = append(t.t.History, *msg)
+		}
+		return &streamResponse{StatusUpdate: &statusUpdate{
+			TaskID: t.id, ContextID: t.contextID, Status: t.t.Status,
+			Final: state.terminal() || state.interrupted(),
+		}}
+	})
+}
+
+// setAnswer makes parts the answer artifact of the task, as GetTask shows it.
+func (t *serverTask) setAnswer(parts []part) {
+	a := artifact{ArtifactID: answerArtifactID(t), Name: "answer", Parts: parts}
+	t.t.Artifacts = mergeArtifact(t.t.Artifacts, a, false)
+}
+
+// answerArtifactID names a task's answer artifact.
+func answerArtifactID(t *serverTask) string { return t.id + "-answer" }
+
+// agentText is a message from the agent with one text part, in the task's context.
+func agentText(st *serverTask, text string) *message {
+	return &message{MessageID: newID(), Role: roleAgent, Parts: []part{textPart(text)}, ContextID: st.contextID, TaskID: st.id}
+}
+
+// answerDetails is the data part of the answer artifact: what an agenthost caller reads back as the answer's
+// references, and its debug summary.
+type answerDetails struct {
+	References     []host.NumberedReference `json:"references"`
+	ConversationID string                   `json:"conversation_id"`
+	StoppedBy      host.StopReason          `json:"stopped_by"`
+	Usage          answerUsage              `json:"usage"`
+	ToolCalls      []answerToolCall         `json:"tool_calls"`
+}
+
+type answerUsage struct {
+	Requests         int   `json:"requests"`
+	PromptTokens     int64 `json:"prompt_tokens"`
+	CompletionTokens int64 `json:"completion_tokens"`
+	TotalTokens      int64 `json:"total_tokens"`
+}
+
+type answerToolCall struct {
+	Name       string  `json:"name"`
+	Source     string  `json:"source,omitempty"`
+	OK         bool    `json:"ok"`
+	DurationMS float64 `json:"duration_ms"`
+	Error      string  `json:"error,omitempty"`
+}
+
+// referenceParts returns a url part per reference with a URI (its title as the file name), then the data part with
+// the answer's details.
+func referenceParts(ans *host.Answer) []part {
+	var out []part
+	d := answerDetails{
+		References: ans.References, ConversationID: ans.ConversationID, StoppedBy: ans.StoppedBy,
+		Usage:     answerUsage{ans.Usage.Requests, ans.Usage.PromptTokens, ans.Usage.CompletionTokens, ans.Usage.TotalTokens},
+		ToolCalls: []answerToolCall{},
+	}
+	if d.References == nil {
+		d.References = []host.NumberedReference{}
+	}
+	for _, ref := range ans.References {
+		if ref.URI != "" {
+			out = append(out, part{Kind: partURL, URL: ref.URI, Filename: ref.Title})
+		}
+	}
+	for _, c := range ans.ToolCalls {
+		d.ToolCalls = append(d.ToolCalls, answerToolCall{Name: c.Name, Source: c.Source, OK: c.OK, DurationMS: float64(c.Duration) / float64(time.Millisecond), Error: clip(c.Error, 500)})
+	}
+	return append(out, part{Kind: partData, Data: mustJSON(d), MediaType: answerMediaType})
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// errInputTimeout ends a run whose caller did not answer its question in time.
+var errInputTimeout = errors.New("no answer came to the question in time; the task was canceled")
+
+// taskInteractor asks the task's caller through the INPUT_REQUIRED state: the question is the status message, and
+// the caller's next message on the task is the answer. Questions are asked one at a time.
+type taskInteractor struct {
+	s  *Server
+	st *serverTask
+	mu sync.Mutex
+}
+
+var _ host.Interactor = (*taskInteractor)(nil)
+
+// question is what a task waits on in INPUT_REQUIRED.
+type question struct {
+	approval bool // else: structured input (an elicitation)
+	answers  chan answer
+}
+
+type answer struct {
+	approved bool
+	input    *host.ElicitResult
+}
+
+func (ia *taskInteractor) Approve(ctx context.Context, req *host.ApprovalRequest) (bool, error) {
+	text := fmt.Sprintf("The agent wants to call %s (%s) with these arguments:\n%s\nReply \"approve\" or \"deny\" (or send a data part {\"approved\": true|false}).", req.Tool, req.Source, clip(string(req.Arguments), 2000))
+	data := mustJSON(map[string]any{"approval": map[string]any{"tool": req.Tool, "source": req.Source, "arguments": json.RawMessage(orDefault(string(req.Arguments), "{}"))}})
+	a, err := ia.ask(ctx, &question{approval: true, answers: make(chan answer, 1)}, text, data)
+	if err != nil {
+		return false, err
+	}
+	return a.approved, nil
+}
+
+func (ia *taskInteractor) Elicit(ctx context.Context, req *host.ElicitRequest) (*host.ElicitResult, error) {
+	text := req.Message
+	if req.Source != "" {
+		text = fmt.Sprintf("%s (asked by %s)", req.Message, req.Source)
+	}
+	text += "\nReply with a data part (or a JSON object as text) matching the schema, or \"decline\" or \"cancel\"."
+	data := mustJSON(map[string]any{"input": map[string]any{"schema": json.RawMessage(orDefault(string(req.Schema), "{}"))}})
+	a, err := ia.ask(ctx, &question{answers: make(chan answer, 1)}, text, data)
+	if err != nil {
+		return nil, err
+	}
+	return a.input, nil
+}
+
+// ask puts the task in INPUT_REQUIRED with the question and waits for the answer, for ctx, or for the input
+// timeout, which cancels the run.
+func (ia *taskInteractor) ask(ctx context.Context, q *question, text string, data []byte) (answer, error) {
+	ia.mu.Lock()
+	defer ia.mu.Unlock()
+	s, st := ia.s, ia.st
+	msg := agentText(st, text)
+	msg.Parts = append(msg.Parts, part{Kind: partData, Data: data})
+	s.store.update(st, func(t *serverTask) *streamResponse {
+		t.waiting = q
+		return nil
+	})
+	s.setStatus(st, stateInputRequired, msg)
+	timer := time.NewTimer(s.opts.InputTimeout)
+	defer timer.Stop()
+	var giveUp error
+	select {
+	case a := <-q.answers:
+		return a, nil
+	case <-ctx.Done():
+		giveUp = ctx.Err()
+	case <-timer.C:
+		giveUp = errInputTimeout
+	}
+	if !ia.unask(q) {
+		return <-q.answers, nil // the answer was taken just now: it is on its way
+	}
+	if errors.Is(giveUp, errInputTimeout) {
+		st.cancel(errInputTimeout)
+	}
+	s.setStatus(st, stateWorking, nil)
+	return answer{}, giveUp
+}
+
+// unask withdraws q, unless an answer claimed it first. It reports whether q was withdrawn.
+func (ia *taskInteractor) unask(q *question) bool {
+	withdrawn := false
+	ia.s.store.update(ia.st, func(t *serverTask) *streamResponse {
+		if t.waiting == q {
+			t.waiting, withdrawn = nil, true
+		}
+		return nil
+	})
+	return withdrawn
+}
+
+// parse reads the caller's message as the answer to q.
+func (q *question) parse(m message) (answer, *rpcError) {
+	var obj map[string]json.RawMessage
+	for _, p := range m.Parts {
+		if p.Kind == partData && json.Unmarshal(p.Data, &obj) == nil && obj != nil {
+			break
+		}
+		obj = nil
+	}
+	text := strings.ToLower(strings.Trim(strings.TrimSpace(partsText(m.Parts)), ".!"))
+	if q.approval {
+		if obj != nil {
+			var v struct {
+				Approved *bool `json:"approved"`
+			}
+			if b, _ := json.Marshal(obj); json.Unmarshal(b, &v) == nil && v.Approved != nil {
+				return answer{approved: *v.Approved}, nil
+			}
+		}
+		switch text {
+		case "approve", "approved", "yes", "y", "allow", "ok":
+			return answer{approved: true}, nil
+		case "deny", "denied", "no", "n", "reject":
+			return answer{approved: false}, nil
+		}
+		return answer{}, newError(codeInvalidParams, `the task waits for an approval: reply "approve" or "deny", or send a data part {"approved": true|false}`)
+	}
+	switch text {
+	case "decline":
+		return answer{input: &host.ElicitResult{Action: host.ElicitDecline}}, nil
+	case "cancel":
+		return answer{input: &host.ElicitResult{Action: host.ElicitCancel}}, nil
+	}
+	if obj == nil {
+		_ = json.Unmarshal([]byte(strings.TrimSpace(partsText(m.Parts))), &obj)
+	}
+	if obj == nil {
+		return answer{}, newError(codeInvalidParams, `the task waits for input: send a data part (or a JSON object as text) matching the schema, or "decline" or "cancel"`)
+	}
+	content := map[string]any{}
+	for k, v := range obj {
+		var x any
+		_ = json.Unmarshal(v, &x)
+		content[k] = x
+	}
+	return answer{input: &host.ElicitResult{Action: host.ElicitAccept, Content: content}}, nil
+}

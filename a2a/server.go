@@ -1,0 +1,532 @@
+package a2a
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/internal/httpedge"
+)
+
+// Skill is a skill the agent card lists.
+type Skill struct {
+	ID, Name, Description string
+	Tags, Examples        []string
+}
+
+// ServerOptions configures a Server. A nil *ServerOptions means all defaults.
+type ServerOptions struct {
+	// Name, Description and Version describe the agent on its card; "" means "agenthost", a generic description and
+	// "dev".
+	Name, Description, Version string
+	// URL is the JSON-RPC endpoint's URL as the card advertises it, e.g. "http://127.0.0.1:8766/"; it must be
+	// absolute. The endpoint itself is served at "/" whatever the URL's path (a proxy may map it).
+	URL string
+	// Skills are listed on the card; none means one skill derived from the agent and its tools.
+	Skills []Skill
+	// Authenticated declares on the card that requests need a bearer token (the handler's Token checks it).
+	Authenticated bool
+	// InputTimeout is how long a task waits in INPUT_REQUIRED for its caller's answer before its run is cancelled;
+	// 0 means 10 minutes.
+	InputTimeout time.Duration
+	// MaxTasks bounds the tasks kept in memory; 0 means 1000. The oldest finished tasks go first.
+	MaxTasks int
+	// Logger receives the server's log lines; nil discards them.
+	Logger *slog.Logger
+
+	// now and newID replace the clock and the id source in tests.
+	now   func() time.Time
+	newID func() string
+}
+
+// Server serves the orchestrator as an A2A agent: each message starts (or continues) a task, which is one run.
+type Server struct {
+	orch   *host.Orchestrator
+	opts   ServerOptions
+	logger *slog.Logger
+	store  *taskStore
+
+	ctx    context.Context // ends at Close; every run is under it
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// NewServer returns a Server for orch. Close it to cancel the runs of its tasks.
+func NewServer(orch *host.Orchestrator, opts *ServerOptions) *Server {
+	s := &Server{orch: orch}
+	if opts != nil {
+		s.opts = *opts
+	}
+	o := &s.opts
+	o.Name = orDefault(o.Name, "agenthost")
+	o.Version = orDefault(o.Version, "dev")
+	o.Description = orDefault(strings.TrimSpace(o.Description), "An agent that answers a request using its tools.")
+	if o.InputTimeout <= 0 {
+		o.InputTimeout = 10 * time.Minute
+	}
+	if o.MaxTasks <= 0 {
+		o.MaxTasks = 1000
+	}
+	if o.now == nil {
+		o.now = time.Now
+	}
+	if o.newID == nil {
+		o.newID = newID
+	}
+	s.logger = o.Logger
+	if s.logger == nil {
+		s.logger = slog.New(slog.DiscardHandler)
+	}
+	s.store = newTaskStore(o.MaxTasks, o.now)
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	return s
+}
+
+// Close cancels the runs of every task and waits for them to end. It is safe to call more than once.
+func (s *Server) Close() error {
+	s.cancel()
+	s.wg.Wait()
+	return nil
+}
+
+// Handler returns the HTTP handler: the agent card at /.well-known/agent-card.json (served without the token:
+// callers read it to learn how to authenticate), the JSON-RPC endpoint at "/", and GET /healthz. Every request
+// passes edge's checks first (Host, Origin, token, body size). health, when set, is reported by /healthz; it must
+// hold no secrets.
+func (s *Server) Handler(edge httpedge.Options, health func() any) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+cardPath, s.serveCard)
+	mux.HandleFunc("GET /.well-known/agent.json", s.serveCard) // the path of older clients
+	mux.HandleFunc("POST /{$}", s.serveRPC)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		status := map[string]any{"status": "ok", "agent": s.opts.Name}
+		if health != nil {
+			status["health"] = health()
+		}
+		_ = json.NewEncoder(w).Encode(status)
+	})
+	edge.Public = func(r *http.Request) bool {
+		return r.Method == http.MethodGet && (r.URL.Path == cardPath || r.URL.Path == "/.well-known/agent.json")
+	}
+	return httpedge.Guard(mux, edge)
+}
+
+// serveRPC reads one JSON-RPC request, picks the protocol version from A2A-Version (absent: 0.3), and answers.
+func (s *Server) serveRPC(w http.ResponseWriter, r *http.Request) {
+	v, verr := parseVersion(r.Header.Get("A2A-Version"))
+	if verr == nil && r.Header.Get("A2A-Version") == "" && r.URL.Query().Get("A2A-Version") != "" {
+		v, verr = parseVersion(r.URL.Query().Get("A2A-Version"))
+	}
+	respondVersion := v
+	if verr != nil || !(v.major == 1 || v == v03) {
+		respondVersion = v10
+	}
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || (mt != "application/json" && mt != "application/a2a+json") {
+		writeError(w, nil, newError(codeContentTypeNotSupported, "Content-Type must be application/json").forVersion(respondVersion))
+		return
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			writeError(w, nil, newError(codeInvalidRequest, "the request is larger than %d bytes", tooLarge.Limit).forVersion(respondVersion))
+			return
+		}
+		return // the caller went away
+	}
+	req, rerr := decodeRequest(body)
+	if rerr != nil {
+		var id json.RawMessage
+		if req != nil {
+			id = req.ID
+		}
+		writeError(w, id, rerr.forVersion(respondVersion))
+		return
+	}
+	if verr != nil || !(v.major == 1 || v == v03) {
+		supported := "1.0, 0.3"
+		writeError(w, req.ID, newError(codeVersionNotSupported, "the requested A2A protocol version %q is not supported; supported versions: %s", r.Header.Get("A2A-Version"), supported))
+		return
+	}
+	c := &rpcCall{s: s, w: w, r: r, req: req, v: v}
+	c.serve()
+}
+
+// rpcCall is one JSON-RPC request being served.
+type rpcCall struct {
+	s   *Server
+	w   http.ResponseWriter
+	r   *http.Request
+	req *rpcRequest
+	v   version
+}
+
+func (c *rpcCall) serve() {
+	var res any
+	var err *rpcError
+	switch m := c.req.Method; {
+	case c.v.major == 1 && m == "SendMessage", c.v == v03 && m == "message/send":
+		res, err = c.send()
+	case c.v.major == 1 && m == "SendStreamingMessage", c.v == v03 && m == "message/stream":
+		c.stream()
+		return
+	case c.v.major == 1 && m == "GetTask", c.v == v03 && m == "tasks/get":
+		res, err = c.getTask()
+	case c.v.major == 1 && m == "CancelTask", c.v == v03 && m == "tasks/cancel":
+		res, err = c.cancelTask()
+	case c.v.major == 1 && m == "ListTasks":
+		res, err = c.listTasks()
+	case c.v.major == 1 && m == "SubscribeToTask", c.v == v03 && m == "tasks/resubscribe":
+		c.subscribe()
+		return
+	case c.v.major == 1 && strings.HasSuffix(m, "PushNotificationConfig"), c.v.major == 1 && m == "ListTaskPushNotificationConfigs",
+		c.v == v03 && strings.HasPrefix(m, "tasks/pushNotificationConfig/"):
+		err = newError(codePushNotSupported, "push notifications are not supported")
+	case c.v.major == 1 && m == "GetExtendedAgentCard", c.v == v03 && m == "agent/getAuthenticatedExtendedCard":
+		err = newError(codeExtendedCardNotAvailable, "this agent has no extended agent card")
+	default:
+		err = newError(codeMethodNotFound, "method %q not found in A2A %s", m, c.v)
+	}
+	if err != nil {
+		writeError(c.w, c.req.ID, err.forVersion(c.v))
+		return
+	}
+	writeResult(c.w, c.req.ID, res)
+}
+
+// sendRequest is a decoded send, whatever its version.
+type sendRequest struct {
+	msg           message
+	historyLength *int
+	blocking      bool
+}
+
+func (c *rpcCall) decodeSend() (*sendRequest, *rpcError) {
+	out := &sendRequest{blocking: true}
+	if c.v == v03 {
+		var p sendParamsV03
+		if err := decodeParams(c.req.Params, &p); err != nil {
+			return nil, err
+		}
+		m, err := messageFromV03(p.Message)
+		if err != nil {
+			return nil, newError(codeInvalidParams, "message: %v", err)
+		}
+		out.msg = m
+		if cfg := p.Configuration; cfg != nil {
+			out.historyLength = cfg.HistoryLength
+			if cfg.Blocking != nil {
+				out.blocking = *cfg.Blocking
+			}
+			if len(cfg.PushConfig) > 0 && string(cfg.PushConfig) != "null" {
+				return nil, newError(codePushNotSupported, "push notifications are not supported")
+			}
+		}
+	} else {
+		var p sendParams
+		if err := decodeParams(c.req.Params, &p); err != nil {
+			return nil, err
+		}
+		out.msg = p.Message
+		if cfg := p.Configuration; cfg != nil {
+			out.historyLength = cfg.HistoryLength
+			out.blocking = !cfg.ReturnImmediately
+			if len(cfg.PushConfig) > 0 && string(cfg.PushConfig) != "null" {
+				return nil, newError(codePushNotSupported, "push notifications are not supported")
+			}
+		}
+	}
+	switch {
+	case out.msg.MessageID == "":
+		return nil, newError(codeInvalidParams, "message.messageId is required")
+	case len(out.msg.Parts) == 0:
+		return nil, newError(codeInvalidParams, "message.parts must not be empty")
+	}
+	return out, nil
+}
+
+// send serves SendMessage and message/send: the task, once it is done or waits for input (or at once with
+// returnImmediately, or blocking false).
+func (c *rpcCall) send() (any, *rpcError) {
+	sr, err := c.decodeSend()
+	if err != nil {
+		return nil, err
+	}
+	st, sub, err := c.s.accept(sr.msg)
+	if err != nil {
+		return nil, err
+	}
+	defer c.s.store.unsubscribe(st, sub)
+	if sr.blocking {
+		for range sub.events { // the channel closes at a terminal or interrupted state
+		}
+		if c.r.Context().Err() != nil {
+			return nil, nil // the caller went away; the task goes on
+		}
+	}
+	t := c.s.store.snapshot(st, sr.historyLength)
+	if c.v == v03 {
+		return (&streamResponse{Task: &t}).toV03(), nil
+	}
+	return streamResponse{Task: &t}, nil
+}
+
+// stream serves SendStreamingMessage and message/stream: the task first, then its events, until it is done or
+// waits for input.
+func (c *rpcCall) stream() {
+	sr, err := c.decodeSend()
+	if err != nil {
+		writeError(c.w, c.req.ID, err.forVersion(c.v))
+		return
+	}
+	st, sub, err := c.s.accept(sr.msg)
+	if err != nil {
+		writeError(c.w, c.req.ID, err.forVersion(c.v))
+		return
+	}
+	c.relay(st, sub)
+}
+
+// subscribe serves SubscribeToTask and tasks/resubscribe.
+func (c *rpcCall) subscribe() {
+	var p taskIDParams
+	if err := decodeParams(c.req.Params, &p); err != nil {
+		writeError(c.w, c.req.ID, err.forVersion(c.v))
+		return
+	}
+	st, err := c.s.store.get(p.ID)
+	if err != nil {
+		writeError(c.w, c.req.ID, err.forVersion(c.v))
+		return
+	}
+	if c.s.store.snapshot(st, ptr(0)).Status.State.terminal() {
+		writeError(c.w, c.req.ID, newError(codeUnsupportedOperation, "task %q is in a terminal state", p.ID).forVersion(c.v))
+		return
+	}
+	c.relay(st, c.s.store.subscribe(st))
+}
+
+// relay writes a subscriber's events as a stream until the task is done, or the caller goes away.
+func (c *rpcCall) relay(st *serverTask, sub *subscriber) {
+	defer c.s.store.unsubscribe(st, sub)
+	sse := newSSEWriter(c.w)
+	sse.start()
+	done := c.r.Context().Done()
+	for {
+		select {
+		case ev, ok := <-sub.events:
+			if !ok {
+				return
+			}
+			if err := sse.event("", c.encodeEvent(ev)); err != nil {
+				return
+			}
+		case <-done:
+			return
+		}
+	}
+}
+
+// encodeEvent writes an event as the JSON-RPC response of the request, in the request's version.
+func (c *rpcCall) encodeEvent(ev *streamResponse) []byte {
+	var result any = ev
+	if c.v == v03 {
+		result = ev.toV03()
+	}
+	return mustJSON(rpcResponseOf(c.req.ID, result))
+}
+
+func (c *rpcCall) getTask() (any, *rpcError) {
+	var p taskIDParams
+	if err := decodeParams(c.req.Params, &p); err != nil {
+		return nil, err
+	}
+	st, err := c.s.store.get(p.ID)
+	if err != nil {
+		return nil, err
+	}
+	return c.taskResult(c.s.store.snapshot(st, p.HistoryLength)), nil
+}
+
+func (c *rpcCall) taskResult(t task) any {
+	if c.v == v03 {
+		return taskToV03(t)
+	}
+	return t
+}
+
+// cancelTask serves CancelTask: it cancels the run and everything under it, and answers once the task is
+// CANCELED. A task already canceled is returned as it is; another finished task cannot be.
+func (c *rpcCall) cancelTask() (any, *rpcError) {
+	var p taskIDParams
+	if err := decodeParams(c.req.Params, &p); err != nil {
+		return nil, err
+	}
+	st, err := c.s.store.get(p.ID)
+	if err != nil {
+		return nil, err
+	}
+	switch state := c.s.store.snapshot(st, ptr(0)).Status.State; {
+	case state == stateCanceled:
+		return c.taskResult(c.s.store.snapshot(st, p.HistoryLength)), nil
+	case state.terminal():
+		return nil, newError(codeTaskNotCancelable, "task %q is %s and cannot be canceled", p.ID, state.short())
+	}
+	st.cancel(errCanceledByCaller)
+	select {
+	case <-st.done:
+	case <-c.r.Context().Done():
+		return nil, newError(codeInternal, "the caller went away before the task was canceled")
+	}
+	return c.taskResult(c.s.store.snapshot(st, p.HistoryLength)), nil
+}
+
+var errCanceledByCaller = errors.New("the task was canceled by its caller")
+
+func (c *rpcCall) listTasks() (any, *rpcError) {
+	var p listParams
+	if len(bytes.TrimSpace(c.req.Params)) > 0 {
+		if err := json.Unmarshal(c.req.Params, &p); err != nil {
+			return nil, newError(codeInvalidParams, "invalid params: %v", err)
+		}
+	}
+	return c.s.store.list(p)
+}
+
+// accept takes a message: a new task (in the message's context, or a new one), or the answer to the question a
+// task waits on. It returns the task and a subscription that sees what happens next.
+func (s *Server) accept(m message) (*serverTask, *subscriber, *rpcError) {
+	if m.TaskID != "" {
+		return s.answer(m)
+	}
+	contextID := m.ContextID
+	if contextID == "" {
+		contextID = s.opts.newID()
+	}
+	prompt := promptOf(m.Parts)
+	if strings.TrimSpace(prompt) == "" {
+		return nil, nil, newError(codeInvalidParams, "the message has no text to act on")
+	}
+	now := s.opts.now()
+	m.ContextID, m.Role = contextID, roleUser
+	m.TaskID = s.opts.newID()
+	st := &serverTask{
+		id: m.TaskID, contextID: contextID, done: make(chan struct{}),
+		t: task{ID: m.TaskID, ContextID: contextID, Status: taskStatus{State: stateSubmitted, Timestamp: timestamp(now)}, History: []message{m}},
+	}
+	if err := s.store.add(st); err != nil {
+		return nil, nil, err
+	}
+	sub := s.store.subscribe(st)
+	ctx, cancel := context.WithCancelCause(s.ctx)
+	st.cancel = cancel
+	s.wg.Go(func() {
+		defer close(st.done)
+		defer cancel(nil)
+		s.run(ctx, st, prompt)
+	})
+	return st, sub, nil
+}
+
+// answer routes a message on an existing task: the answer to the question its run waits on. The task is WORKING
+// again, and the caller subscribed, before the run gets the answer, so that the caller sees all that follows.
+func (s *Server) answer(m message) (*serverTask, *subscriber, *rpcError) {
+	st, err := s.store.get(m.TaskID)
+	if err != nil {
+		return nil, nil, err
+	}
+	s.store.mu.Lock()
+	state, q := st.t.Status.State, st.waiting
+	s.store.mu.Unlock()
+	switch {
+	case m.ContextID != "" && m.ContextID != st.contextID:
+		return nil, nil, newError(codeInvalidParams, "message.contextId %q does not match the task's context %q", m.ContextID, st.contextID)
+	case state.terminal():
+		return nil, nil, newError(codeUnsupportedOperation, "task %q is in a terminal state (%s); send a new message without taskId", m.TaskID, state.short())
+	case q == nil:
+		return nil, nil, newError(codeUnsupportedOperation, "task %q is working and waits for no input; wait for it or cancel it", m.TaskID)
+	}
+	a, perr := q.parse(m)
+	if perr != nil {
+		return nil, nil, perr
+	}
+	m.ContextID, m.Role = st.contextID, roleUser
+	claimed := false
+	s.store.update(st, func(t *serverTask) *streamResponse {
+		if t.waiting != q {
+			return nil // answered already, or given up on
+		}
+		claimed = true
+		t.waiting = nil
+		t.t.History = append(t.t.History, m)
+		t.t.Status = taskStatus{State: stateWorking, Timestamp: timestamp(s.opts.now())}
+		return &streamResponse{StatusUpdate: &statusUpdate{TaskID: t.id, ContextID: t.contextID, Status: t.t.Status}}
+	})
+	if !claimed {
+		return nil, nil, newError(codeUnsupportedOperation, "task %q waits for no input any more", m.TaskID)
+	}
+	sub := s.store.subscribe(st)
+	q.answers <- a // buffered: the question takes one answer
+	return st, sub, nil
+}
+
+// promptOf reads a message as a prompt: its text parts, then each data part as JSON, each file as a line naming it.
+func promptOf(parts []part) string {
+	var lines []string
+	for _, p := range parts {
+		switch p.Kind {
+		case partText:
+			lines = append(lines, p.Text)
+		case partData:
+			lines = append(lines, string(p.Data))
+		case partURL:
+			lines = append(lines, host.LinkPlaceholder(p.Filename, p.URL))
+		case partRaw:
+			lines = append(lines, host.Placeholder("file", p.MediaType, len(p.Raw)))
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+func writeResult(w http.ResponseWriter, id json.RawMessage, result any) {
+	writeJSON(w, rpcResponseOf(id, result))
+}
+
+func writeError(w http.ResponseWriter, id json.RawMessage, e *rpcError) {
+	if len(id) == 0 {
+		id = json.RawMessage("null")
+	}
+	writeJSON(w, rpcResponse{JSONRPC: "2.0", ID: id, Error: e})
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(mustJSON(v))
+}
+
+func rpcResponseOf(id json.RawMessage, result any) rpcResponse {
+	if len(id) == 0 {
+		id = json.RawMessage("null")
+	}
+	return rpcResponse{JSONRPC: "2.0", ID: id, Result: mustJSON(result)}
+}
+
+// mustJSON encodes values made of the package's own types, which always encode.
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("a2a: encoding %T: %v", v, err))
+	}
+	return b
+}
