@@ -12,6 +12,7 @@ package peers
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -230,4 +231,83 @@ func (l *lineLog) close() {
 
 func (l *lineLog) log(line []byte) {
 	l.logf("%s: %s", l.prefix, bytes.TrimSuffix(line, []byte{'\r'}))
+}
+
+// agentStartTimeout bounds how long a test A2A agent may take to say where it listens.
+const agentStartTimeout = 30 * time.Second
+
+// A2AAgent starts the test A2A agent testdata/a2a/<name>.mjs with Node on a free loopback port and returns its base
+// URL (http://127.0.0.1:PORT). env is added to the environment (TOKEN=..., COMPAT=1). The agent is stopped when the
+// test ends: its stdin is a pipe that closes then, which the agents take as the signal to exit, and it is killed
+// with the test's context. Its stderr goes to t.Log. It fails the test when the agent does not start.
+func A2AAgent(t testing.TB, name string, env ...string) string {
+	t.Helper()
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodeModules(t, root) // the agents load the SDK from there
+	script := filepath.Join(root, "testdata", "a2a", name+".mjs")
+	if _, err := os.Stat(script); err != nil {
+		t.Fatalf("peers: A2A agent %s: %v", name, err)
+	}
+	cmd := exec.CommandContext(t.Context(), Node(t), script)
+	cmd.Env = append(append(os.Environ(), "PORT=0"), env...)
+	cmd.Stderr = newLineLog(t, name)
+	cmd.WaitDelay = waitDelay
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("peers: starting A2A agent %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		stdin.Close()
+		exited := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(exited) }()
+		select {
+		case <-exited:
+		case <-time.After(waitDelay):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	})
+	type line struct {
+		s   string
+		err error
+	}
+	first := make(chan line, 1)
+	go func() {
+		var b []byte
+		buf := make([]byte, 1)
+		for {
+			n, err := stdout.Read(buf)
+			if n == 1 && buf[0] == '\n' {
+				first <- line{s: string(b)}
+				_, _ = io.Copy(io.Discard, stdout) // keep the pipe drained
+				return
+			}
+			b = append(b, buf[:n]...)
+			if err != nil {
+				first <- line{s: string(b), err: err}
+				return
+			}
+		}
+	}()
+	select {
+	case l := <-first:
+		url, ok := strings.CutPrefix(l.s, "listening ")
+		if !ok {
+			t.Fatalf("peers: A2A agent %s did not start: it printed %q (%v)", name, l.s, l.err)
+		}
+		return url
+	case <-time.After(agentStartTimeout):
+		t.Fatalf("peers: A2A agent %s did not say where it listens within %s", name, agentStartTimeout)
+	}
+	return ""
 }

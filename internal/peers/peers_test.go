@@ -3,6 +3,7 @@ package peers
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -260,5 +261,20 @@ func TestLineLog(t *testing.T) {
 				t.Errorf("logged %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestA2AAgent(t *testing.T) {
+	url := A2AAgent(t, "echo-agent")
+	resp, err := http.Get(url + "/.well-known/agent-card.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var card struct {
+		Name string `json:"name"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&card); err != nil || card.Name != "echo" {
+		t.Fatalf("card: name %q, err %v", card.Name, err)
 	}
 }
