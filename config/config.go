@@ -209,10 +209,14 @@ type A2APeer struct {
 	Required bool
 	// ProtocolVersion is "" (detect from the agent card), "1.0" or "0.3".
 	ProtocolVersion string
+	// PollInterval is how often a task the peer has not finished is polled with GetTask (tasks/get on v0.3
+	// peers) when the peer does not stream: positive, default 1s.
+	PollInterval Duration
 }
 
 // Serve is the [serve] table: how `agenthost serve` offers the agent as an MCP server, over stdio or
-// streamable HTTP. The HTTP fields matter only with --http.
+// streamable HTTP, and as an A2A agent with --a2a. The HTTP fields matter only with --http, except AuthTokenEnv,
+// AllowedHosts, AllowedOrigins and MaxBodyBytes, which apply to the A2A listener too.
 type Serve struct {
 	// ToolName is the name of the agent's tool; "" means "ask_" and the agent's name, which the command
 	// computes (and shortens to a valid tool name). When set it must match ^[a-zA-Z0-9_-]{1,64}$.
@@ -220,6 +224,15 @@ type Serve struct {
 	// HTTP is the default listen address of `agenthost serve --http`, host:port with a port from 0 to 65535
 	// (0 picks a free port); default "127.0.0.1:8765".
 	HTTP string
+	// A2A is the default listen address of `agenthost serve --a2a`, checked like HTTP; default "127.0.0.1:8766".
+	A2A string
+	// A2APublicURL is the URL the A2A agent card advertises for the JSON-RPC endpoint, for a server behind a
+	// proxy: an absolute http or https URL with a host and no query, fragment or user info. "" (default) means
+	// http://<listen address>/.
+	A2APublicURL string
+	// Skills are the skills the A2A agent card lists, from [[serve.skills]]; none (default) means one skill
+	// derived from the agent.
+	Skills []Skill
 	// Path is the MCP endpoint's URL path: it starts with "/" and is not "/healthz"; default "/mcp".
 	Path string
 	// Stateless serves HTTP without sessions, so that any instance behind a load balancer can answer any
@@ -242,10 +255,25 @@ type Serve struct {
 	// positive, default 250ms.
 	ProgressInterval Duration
 	// InputTimeout is how long a call waits for a caller on protocol 2026-07-28 or later to come back with the
-	// answers it was asked for (approvals, elicitation, sampling) before the run is cancelled: positive, default 10m.
+	// answers it was asked for (approvals, elicitation, sampling) before the run is cancelled, and how long an A2A
+	// task waits in INPUT_REQUIRED for its caller's answer before it is canceled: positive, default 10m.
 	InputTimeout Duration
 	// MaxWaitingCalls bounds the calls that wait for such callers' answers: 1..100000, default 100.
 	MaxWaitingCalls int
+}
+
+// Skill is one [[serve.skills]] table: a skill the A2A agent card lists.
+type Skill struct {
+	// ID identifies the skill; required and unique among the skills.
+	ID string
+	// Name is the skill's name for people; required.
+	Name string
+	// Description says what the skill does; required.
+	Description string
+	// Tags are keywords for the skill; default none.
+	Tags []string
+	// Examples are requests the skill handles; default none.
+	Examples []string
 }
 
 // Duration is a time.Duration written in TOML as a string such as "30s", "2m" or "1h30m".
@@ -312,6 +340,7 @@ func Default() *Config {
 		A2A:     A2A{Peers: map[string]A2APeer{}},
 		Serve: Serve{
 			HTTP:             "127.0.0.1:8765",
+			A2A:              "127.0.0.1:8766",
 			Path:             "/mcp",
 			MaxBodyBytes:     4 << 20,
 			ProgressInterval: Duration{250 * time.Millisecond},
@@ -328,7 +357,7 @@ func DefaultMCPServer() MCPServer {
 
 // DefaultA2APeer returns an A2APeer with every default set and no URL.
 func DefaultA2APeer() A2APeer {
-	return A2APeer{Timeout: Duration{5 * time.Minute}}
+	return A2APeer{Timeout: Duration{5 * time.Minute}, PollInterval: Duration{time.Second}}
 }
 
 // ResolveProvider returns the provider to build: Provider itself unless it is "auto", which becomes "openai"

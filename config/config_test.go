@@ -49,11 +49,13 @@ func TestDefault(t *testing.T) {
 		{"MCP", c.MCP, MCP{Servers: map[string]MCPServer{}}},
 		{"A2A", c.A2A, A2A{Peers: map[string]A2APeer{}}},
 		{"Serve", c.Serve, Serve{
-			HTTP: "127.0.0.1:8765", Path: "/mcp", MaxBodyBytes: 4194304, ProgressInterval: Duration{250 * time.Millisecond},
+			HTTP: "127.0.0.1:8765", A2A: "127.0.0.1:8766", Path: "/mcp", MaxBodyBytes: 4194304, ProgressInterval: Duration{250 * time.Millisecond},
 			InputTimeout: Duration{10 * time.Minute}, MaxWaitingCalls: 100,
 		}},
 		{"DefaultMCPServer", DefaultMCPServer(), MCPServer{ConnectTimeout: Duration{30 * time.Second}, SamplingMaxTokens: 1024}},
-		{"DefaultA2APeer", DefaultA2APeer(), A2APeer{Timeout: Duration{5 * time.Minute}}},
+		{"Serve.A2APublicURL", c.Serve.A2APublicURL, ""},
+		{"Serve.Skills", c.Serve.Skills, []Skill(nil)},
+		{"DefaultA2APeer", DefaultA2APeer(), A2APeer{Timeout: Duration{5 * time.Minute}, PollInterval: Duration{time.Second}}},
 	}
 	for _, tc := range checks {
 		if !reflect.DeepEqual(tc.got, tc.want) {
@@ -188,6 +190,7 @@ mcp.servers.fs.sampling_max_tokens: must be at least 1 (got 0)`
 	c.Serve = Serve{}
 	err = c.Validate()
 	want = `serve.http: must be a listen address host:port such as "127.0.0.1:8765" (got "")
+serve.a2a: must be a listen address host:port such as "127.0.0.1:8766" (got "")
 serve.path: must be a URL path such as "/mcp": starting with "/", without spaces, ?, #, { or } (got "")
 serve.max_body_bytes: must be between 1024 and 1073741824 (got 0)
 serve.progress_interval: must be positive (got "0s")
@@ -195,6 +198,23 @@ serve.input_timeout: must be positive (got "0s")
 serve.max_waiting_calls: must be between 1 and 100000 (got 0)`
 	if err == nil || err.Error() != want {
 		t.Fatalf("Validate() with a zero Serve =\n%v\nwant\n%s", err, want)
+	}
+
+	// Skills and peers built in code are checked like parsed ones, with the same keys.
+	c = Default()
+	c.A2A.Peers["p"] = A2APeer{URL: "http://p.example", Timeout: Duration{time.Minute}}
+	c.A2A.Order = []string{"p"}
+	c.Serve.Skills = []Skill{
+		{ID: "a", Name: "A", Description: "d"},
+		{ID: "a", Description: " "},
+	}
+	err = c.Validate()
+	want = `a2a.peers.p.poll_interval: must be positive (got "0s")
+serve.skills[2].name: required
+serve.skills[2].description: must not be blank (got " ")
+serve.skills[2].id: "a" is already the id of serve.skills[1]`
+	if err == nil || err.Error() != want {
+		t.Fatalf("Validate() with skills =\n%v\nwant\n%s", err, want)
 	}
 
 	c = Default()
@@ -206,6 +226,7 @@ serve.max_waiting_calls: must be between 1 and 100000 (got 0)`
 	p.URL = "https://peer.example"
 	c.A2A.Peers["peer"] = p
 	c.A2A.Order = []string{"peer"}
+	c.Serve.Skills = []Skill{{ID: "a", Name: "A", Description: "d"}, {ID: "b", Name: "B", Description: "d", Tags: []string{"t"}}}
 	if err := c.Validate(); err != nil {
 		t.Fatalf("Validate() of a complete config = %v", err)
 	}

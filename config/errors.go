@@ -13,10 +13,13 @@ import (
 
 // Error is one problem in a configuration. Parse and Validate return every problem they find at once, as
 // errors.Join of *Error values in line order.
+//
+// In Key, an element of an array of values is counted from 0 (mcp.servers.fs.args[1] is the second argument),
+// and an element of an array of tables from 1, like its [[headers]] (serve.skills[2] is the second skill).
 type Error struct {
 	File string // base name of the file; "" when the Config was not parsed from a file
 	Line int    // 1-based line of the key, or of its table; 0 when unknown
-	Key  string // the key, e.g. "agent.max_iterations" or "mcp.servers.fs.args[1]"; "" for a syntax error
+	Key  string // the key, e.g. "agent.max_iterations" or "serve.skills[2].id"; "" for a syntax error
 	Msg  string
 }
 
@@ -94,5 +97,27 @@ func lineOf(lines map[string]int, path []string) int {
 	return 0
 }
 
-// formatKey writes a key path as TOML does, quoting the parts that need it: tools."my tool".prompt.
-func formatKey(path []string) string { return toml.Key(path).String() }
+// formatKey writes a key path as TOML does, quoting the parts that need it (tools."my tool".prompt), and an
+// element of an array of tables as its 1-based index (serve.skills[2].id).
+func formatKey(path []string) string {
+	var b strings.Builder
+	for _, part := range path {
+		if n, ok := strings.CutPrefix(part, indexMark); ok {
+			b.WriteString("[" + n + "]")
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(toml.Key{part}.String())
+	}
+	return b.String()
+}
+
+// indexMark begins the part of a key path that stands for an element of an array of tables; the element's
+// 1-based index follows it. The byte is not UTF-8, so no key of a TOML document (which is UTF-8) can be taken
+// for such a part.
+const indexMark = "\xff"
+
+// indexPart returns the key path part of the n-th (1-based) element of an array of tables.
+func indexPart(n int) string { return indexMark + strconv.Itoa(n) }

@@ -19,6 +19,9 @@ func FuzzParse(f *testing.F) {
 		"[agent]\ninstructions = \"\"\"\n[x]\ny = 1\n\"\"\"\n[[a2a.peers]]\n",
 		"[tools.\"a\\u0062\"]\nforced = \"${F}\"\n",
 		"a.'b'.\"c\" = [ { d = 1 }, [2, '3'] ] # c\r\n",
+		"[[serve.skills]]\nid = \"a\"\nname = \"A\"\ndescription = \"d\"\n[[serve.skills]]\nid = \"a\"\n",
+		"[serve]\nskills = [{ id = \"a\", name = \"A\", description = \"d\", tags = [\"t\"] }, 1]\n",
+		"[serve]\na2a = \":0\"\na2a_public_url = \"https://a.example/x\"\n[a2a.peers.p]\nurl = \"http://p\"\npoll_interval = \"1ms\"\n",
 		"[serve]\nhttp = \"[::1]:0\"\nallowed_hosts = [\"[::1]\", \"a:1\"]\nallowed_origins = [\"http://[::1]:1\"]\n",
 	} {
 		f.Add([]byte(s))

@@ -15,9 +15,11 @@ import (
 
 // keyLines maps each key of a TOML document, formatted as toml.Key.String, to the 1-based line where the key
 // (or, for a table, its header) first appears. Tables implied by a dotted key or a header ("a" in [a.b]) get the
-// line of their first mention. Keys inside arrays are not recorded.
+// line of their first mention. An element of an array of tables, whether a [[header]] section or an inline table
+// in an array, is recorded with an indexPart after the array's key (serve.skills, indexPart(2), id), and so are
+// the keys inside it; the other values inside arrays are not recorded.
 func keyLines(src string) map[string]int {
-	s := &lineScanner{src: src, lines: make(map[string]int)}
+	s := &lineScanner{src: src, lines: make(map[string]int), arrays: make(map[string]int)}
 	for i := 0; i < len(src); i++ {
 		if src[i] == '\n' {
 			s.newlines = append(s.newlines, i)
@@ -32,6 +34,7 @@ type lineScanner struct {
 	i        int
 	newlines []int // byte offsets of '\n'
 	lines    map[string]int
+	arrays   map[string]int // elements so far of each array of tables, by the toml.Key.String of its path
 }
 
 func (s *lineScanner) eof() bool { return s.i >= len(s.src) }
@@ -68,10 +71,11 @@ func (s *lineScanner) document() {
 		start := s.i
 		if s.peek(0) == '[' {
 			s.i++
-			if s.peek(0) == '[' {
+			array := s.peek(0) == '['
+			if array {
 				s.i++
 			}
-			table = s.key()
+			table = s.header(s.key(), array)
 			s.record(table, start)
 		} else if key := s.key(); len(key) > 0 {
 			s.skipSpace()
@@ -88,6 +92,23 @@ func (s *lineScanner) document() {
 			s.i++
 		}
 	}
+}
+
+// header turns the key of a table header into the table's path, in which each array of tables is followed by the
+// indexPart of its last element. A [[header]] (array true) first adds an element to its array.
+func (s *lineScanner) header(key []string, array bool) []string {
+	path := make([]string, 0, len(key)+1)
+	for i, part := range key {
+		path = append(path, part)
+		k := toml.Key(path).String()
+		if array && i == len(key)-1 {
+			s.arrays[k]++
+		}
+		if n := s.arrays[k]; n > 0 {
+			path = append(path, indexPart(n))
+		}
+	}
+	return path
 }
 
 // skipBlank skips spaces, tabs, comments and, when newlines is true, line breaks.
@@ -173,7 +194,8 @@ func (s *lineScanner) keyPart() (string, bool) {
 	return s.src[start:s.i], s.i > start
 }
 
-// value skips one value; the keys of an inline table are recorded under path when record is true.
+// value skips one value. When record is true it records the keys of an inline table under path, and each inline
+// table in an array, with its keys, under path and the table's indexPart.
 func (s *lineScanner) value(path []string, record bool) {
 	switch {
 	case strings.HasPrefix(s.src[s.i:], `"""`):
@@ -184,6 +206,7 @@ func (s *lineScanner) value(path []string, record bool) {
 		s.keyPart() // a single-line string reads like a quoted key
 	case s.peek(0) == '[':
 		s.i++
+		n := 0 // elements so far
 		for {
 			s.skipBlank(true)
 			switch s.peek(0) {
@@ -197,7 +220,12 @@ func (s *lineScanner) value(path []string, record bool) {
 				continue
 			}
 			start := s.i
-			s.value(nil, false)
+			n++
+			elem := join(path, []string{indexPart(n)})
+			if record && s.peek(0) == '{' {
+				s.record(elem, start)
+			}
+			s.value(elem, record)
 			if s.i == start {
 				s.i++
 			}

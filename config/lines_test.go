@@ -34,13 +34,16 @@ func TestKeyLines(t *testing.T) {
 		t.Fatalf("test document is not valid TOML: %v", err)
 	}
 	got := keyLines(src)
+	at := func(path ...string) string { return toml.Key(path).String() }
 	want := map[string]int{
-		"title":                         2,
-		"agent":                         3,
-		"agent.instructions":            4,
-		"agent.name":                    8,
-		"agent.lit":                     9,
-		"agent.arr":                     11,
+		"title":                          2,
+		"agent":                          3,
+		"agent.instructions":             4,
+		"agent.name":                     8,
+		"agent.lit":                      9,
+		"agent.arr":                      11,
+		at("agent", "arr", indexPart(3)): 13,
+		at("agent", "arr", indexPart(3), "inner"): 13,
 		"agent.after":                   15,
 		"mcp":                           16,
 		"mcp.servers":                   16,
@@ -52,7 +55,10 @@ func TestKeyLines(t *testing.T) {
 		`mcp.servers."a.bc".dotted`:     18,
 		`mcp.servers."a.bc".dotted.key`: 18,
 		"list":                          19,
-		"list.x":                        20,
+		at("list", indexPart(1)):        19,
+		at("list", indexPart(1), "x"):   20,
+		at("list", indexPart(2)):        21,
+		at("list", indexPart(2), "x"):   22,
 	}
 	for k, line := range want {
 		if got[k] != line {
@@ -62,6 +68,78 @@ func TestKeyLines(t *testing.T) {
 	for k := range got {
 		if _, ok := want[k]; !ok {
 			t.Errorf("unexpected key %s at line %d", k, got[k])
+		}
+	}
+}
+
+// TestKeyLinesArraysOfTables checks that each element of an array of tables, and each key in it, has its own
+// line, however the array is written.
+func TestKeyLinesArraysOfTables(t *testing.T) {
+	src := "[[a]]\n" + // 1
+		"x = 1\n" + // 2
+		"[[a.b]]\n" + // 3
+		"y = 1\n" + // 4
+		"[a.c]\n" + // 5
+		"z = 1\n" + // 6
+		"[[a]]\n" + // 7
+		"[[a.b]]\n" + // 8
+		"[[a.b]]\n" + // 9
+		"y = 2\n" + // 10
+		"[t]\n" + // 11
+		"list = [\n" + // 12
+		"  { k = 1 },\n" + // 13
+		"  \"s\",\n" + // 14
+		"  [{ k = 2 }],\n" + // 15
+		"  { k = 3,\n" + // 16
+		"    m = 4 },\n" + // 17
+		"]\n" // 18
+	var v map[string]any
+	if _, err := toml.Decode(src, &v); err != nil {
+		t.Fatalf("test document is not valid TOML: %v", err)
+	}
+	got := keyLines(src)
+	at := func(path ...string) string { return toml.Key(path).String() }
+	i := indexPart
+	for k, line := range map[string]int{
+		at("a", i(1)):                    1,
+		at("a", i(1), "x"):               2,
+		at("a", i(1), "b", i(1)):         3,
+		at("a", i(1), "b", i(1), "y"):    4,
+		at("a", i(1), "c"):               5,
+		at("a", i(1), "c", "z"):          6,
+		at("a", i(2)):                    7,
+		at("a", i(2), "b", i(1)):         8,
+		at("a", i(2), "b", i(2)):         9,
+		at("a", i(2), "b", i(2), "y"):    10,
+		at("t", "list", i(1)):            13,
+		at("t", "list", i(1), "k"):       13,
+		at("t", "list", i(3), i(1), "k"): 15,
+		at("t", "list", i(4)):            16,
+		at("t", "list", i(4), "m"):       17,
+	} {
+		if got[k] != line {
+			t.Errorf("line of %q = %d, want %d", k, got[k], line)
+		}
+	}
+	if _, ok := got[at("t", "list", i(2))]; ok {
+		t.Errorf("a string in an array has a line")
+	}
+}
+
+func TestFormatKey(t *testing.T) {
+	for _, tc := range []struct {
+		path []string
+		want string
+	}{
+		{nil, ""},
+		{[]string{"agent", "name"}, "agent.name"},
+		{[]string{"tools", "my tool", "prompt"}, `tools."my tool".prompt`},
+		{[]string{"serve", "skills", indexPart(2), "id"}, "serve.skills[2].id"},
+		{[]string{"a", indexPart(1), indexPart(3), "b c"}, `a[1][3]."b c"`},
+		{[]string{"", "x"}, `"".x`},
+	} {
+		if got := formatKey(tc.path); got != tc.want {
+			t.Errorf("formatKey(%q) = %q, want %q", tc.path, got, tc.want)
 		}
 	}
 }

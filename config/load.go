@@ -277,6 +277,7 @@ func (d *decoder) a2aPeer(path []string, v any, p *A2APeer) {
 		"timeout":          d.duration(&p.Timeout),
 		"required":         d.boolean(&p.Required),
 		"protocol_version": d.str(&p.ProtocolVersion),
+		"poll_interval":    d.duration(&p.PollInterval),
 	})
 }
 
@@ -284,6 +285,9 @@ func (d *decoder) serve(path []string, v any, s *Serve) {
 	d.table(path, v, map[string]fieldFunc{
 		"tool_name":         d.str(&s.ToolName),
 		"http":              d.str(&s.HTTP),
+		"a2a":               d.str(&s.A2A),
+		"a2a_public_url":    d.str(&s.A2APublicURL),
+		"skills":            d.skills(&s.Skills),
 		"path":              d.str(&s.Path),
 		"stateless":         d.boolean(&s.Stateless),
 		"auth_token_env":    d.str(&s.AuthTokenEnv),
@@ -295,6 +299,48 @@ func (d *decoder) serve(path []string, v any, s *Serve) {
 		"input_timeout":     d.duration(&s.InputTimeout),
 		"max_waiting_calls": d.integer(&s.MaxWaitingCalls),
 	})
+}
+
+// skills decodes [[serve.skills]]. A skill with a problem is kept with what could be decoded, so that its other
+// fields are still checked; Validate leaves out the problems of keys that failed to decode.
+func (d *decoder) skills(dst *[]Skill) fieldFunc {
+	return func(path []string, v any) {
+		out := []Skill{}
+		d.tables(path, v, func(path []string, v any) {
+			var s Skill
+			d.table(path, v, map[string]fieldFunc{
+				"id":          d.str(&s.ID),
+				"name":        d.str(&s.Name),
+				"description": d.str(&s.Description),
+				"tags":        d.strList(&s.Tags),
+				"examples":    d.strList(&s.Examples),
+			})
+			out = append(out, s)
+		})
+		if !d.failed[formatKey(path)] {
+			*dst = out
+		}
+	}
+}
+
+// tables decodes an array of tables, written as [[header]] sections or as an array of inline tables. The path of
+// each element ends in its indexPart, so that its problems carry its own line and a key such as serve.skills[2].id.
+func (d *decoder) tables(path []string, v any, each func(path []string, v any)) {
+	var list []any
+	switch x := v.(type) {
+	case []map[string]any:
+		for _, m := range x {
+			list = append(list, m)
+		}
+	case []any:
+		list = x
+	default:
+		d.fail(path, "must be an array of tables (got %s)", describe(v))
+		return
+	}
+	for i, e := range list {
+		each(append(slices.Clip(path), indexPart(i+1)), e)
+	}
 }
 
 // text expands the variables in a string value. ok is false when the value is not a string or cannot be

@@ -83,10 +83,13 @@ headers = { X-Key = "k" }
 timeout = "1m"
 required = true
 protocol_version = "0.3"
+poll_interval = "250ms"
 
 [serve]
 tool_name = "ask_helper"
 http = "0.0.0.0:9000"
+a2a = "0.0.0.0:9001"
+a2a_public_url = "https://agent.example.com/a2a"
 path = "/agent/mcp"
 stateless = true
 auth_token_env = "SERVE_TOKEN"
@@ -97,6 +100,18 @@ expose_tools = true
 progress_interval = "1s"
 input_timeout = "2m"
 max_waiting_calls = 20
+
+[[serve.skills]]
+id = "research"
+name = "Research"
+description = "Researches a topic."
+tags = ["research", "web"]
+examples = ["What changed in Go 1.26?"]
+
+[[serve.skills]]
+id = "summarize"
+name = "Summarize"
+description = "Summarizes a text."
 `
 	got, err := Parse("/etc/agenthost/agent.toml", []byte(src), envOf(nil))
 	if err != nil {
@@ -140,11 +155,21 @@ max_waiting_calls = 20
 			Peers: map[string]A2APeer{"researcher": {
 				URL: "https://peer.example.com", Description: "Researches.", Headers: map[string]string{"X-Key": "k"},
 				Timeout: Duration{time.Minute}, Required: true, ProtocolVersion: "0.3",
+				PollInterval: Duration{250 * time.Millisecond},
 			}},
 			Order: []string{"researcher"},
 		},
 		Serve: Serve{
-			ToolName: "ask_helper", HTTP: "0.0.0.0:9000", Path: "/agent/mcp", Stateless: true, AuthTokenEnv: "SERVE_TOKEN",
+			ToolName: "ask_helper", HTTP: "0.0.0.0:9000", A2A: "0.0.0.0:9001",
+			A2APublicURL: "https://agent.example.com/a2a",
+			Skills: []Skill{
+				{
+					ID: "research", Name: "Research", Description: "Researches a topic.",
+					Tags: []string{"research", "web"}, Examples: []string{"What changed in Go 1.26?"},
+				},
+				{ID: "summarize", Name: "Summarize", Description: "Summarizes a text."},
+			},
+			Path: "/agent/mcp", Stateless: true, AuthTokenEnv: "SERVE_TOKEN",
 			AllowedHosts:   []string{"agent.example.com", "agent.example.com:9000", "[::1]:9000"},
 			AllowedOrigins: []string{"https://app.example.com", "http://localhost:3000"},
 			MaxBodyBytes:   1 << 20, ExposeTools: true, ProgressInterval: Duration{time.Second},
@@ -158,6 +183,9 @@ max_waiting_calls = 20
 		t.Errorf("Validate after Parse = %v", err)
 	}
 }
+
+const publicURLMsg = `must be an absolute http or https URL with a host and no query, fragment or user info, ` +
+	`such as "https://agent.example.com/a2a"`
 
 // TestParseErrors checks each kind of problem, with its exact message and line.
 func TestParseErrors(t *testing.T) {
@@ -301,6 +329,12 @@ func TestParseErrors(t *testing.T) {
 			`agent.toml:3: a2a.peers.p.timeout: must be positive (got "0s")`},
 		{"peer name", "[a2a.peers.\"a.b\"]\nurl = \"http://x\"\n", nil,
 			`agent.toml:1: a2a.peers."a.b": peer name must match ^[a-zA-Z0-9_-]{1,64}$, as it names the peer's tool`},
+		{"peer poll_interval", "[a2a.peers.p]\nurl = \"http://x\"\npoll_interval = \"0s\"\n", nil,
+			`agent.toml:3: a2a.peers.p.poll_interval: must be positive (got "0s")`},
+		{"peer poll_interval negative", "[a2a.peers.p]\nurl = \"http://x\"\n\npoll_interval = \"-1s\"\n", nil,
+			`agent.toml:4: a2a.peers.p.poll_interval: must be positive (got "-1s")`},
+		{"peer poll_interval not a duration", "[a2a.peers.p]\nurl = \"http://x\"\npoll_interval = 1\n", nil,
+			`agent.toml:3: a2a.peers.p.poll_interval: must be a duration such as "30s" or "2m" (got integer 1)`},
 		{"script with sampling", "[model]\nprovider = \"sampling\"\nscript = \"s.jsonl\"\n", nil,
 			`agent.toml:3: model.script: only used with provider "scripted" (provider is "sampling")`},
 		{"unknown serve key", "[serve]\nhttp = \"127.0.0.1:1\"\nexpose_tool = true\n", nil,
@@ -315,6 +349,72 @@ func TestParseErrors(t *testing.T) {
 			`agent.toml:2: serve.http: port must be a number between 0 and 65535, 0 for any free port (got "localhost:65536")`},
 		{"serve http named port", "[serve]\nhttp = \":http\"\n", nil,
 			`agent.toml:2: serve.http: port must be a number between 0 and 65535, 0 for any free port (got ":http")`},
+		{"serve a2a without port", "[serve]\na2a = \"127.0.0.1\"\n", nil,
+			`agent.toml:2: serve.a2a: must be a listen address host:port such as "127.0.0.1:8766" (got "127.0.0.1")`},
+		{"serve a2a empty", "[serve]\n\na2a = \"\"\n", nil,
+			`agent.toml:3: serve.a2a: must be a listen address host:port such as "127.0.0.1:8766" (got "")`},
+		{"serve a2a port", "[serve]\na2a = \"localhost:70000\"\n", nil,
+			`agent.toml:2: serve.a2a: port must be a number between 0 and 65535, 0 for any free port (got "localhost:70000")`},
+		{"serve a2a named port", "[serve]\na2a = \":https\"\n", nil,
+			`agent.toml:2: serve.a2a: port must be a number between 0 and 65535, 0 for any free port (got ":https")`},
+		{"serve a2a type", "[serve]\na2a = 8766\n", nil,
+			`agent.toml:2: serve.a2a: must be a string (got integer 8766)`},
+		{"serve a2a_public_url relative", "[serve]\na2a_public_url = \"/a2a\"\n", nil,
+			`agent.toml:2: serve.a2a_public_url: ` + publicURLMsg + ` (got "/a2a")`},
+		{"serve a2a_public_url without scheme", "[serve]\na2a_public_url = \"agent.example.com\"\n", nil,
+			`agent.toml:2: serve.a2a_public_url: ` + publicURLMsg + ` (got "agent.example.com")`},
+		{"serve a2a_public_url scheme", "[serve]\na2a_public_url = \"ws://agent.example.com/\"\n", nil,
+			`agent.toml:2: serve.a2a_public_url: ` + publicURLMsg + ` (got "ws://agent.example.com/")`},
+		{"serve a2a_public_url without host", "[serve]\na2a_public_url = \"https:///a2a\"\n", nil,
+			`agent.toml:2: serve.a2a_public_url: ` + publicURLMsg + ` (got "https:///a2a")`},
+		{"serve a2a_public_url query", "[serve]\na2a_public_url = \"https://agent.example.com/a2a?x=1\"\n", nil,
+			`agent.toml:2: serve.a2a_public_url: ` + publicURLMsg + ` (got "https://agent.example.com/a2a?x=1")`},
+		{"serve a2a_public_url empty query", "[serve]\na2a_public_url = \"https://agent.example.com/?\"\n", nil,
+			`agent.toml:2: serve.a2a_public_url: ` + publicURLMsg + ` (got "https://agent.example.com/?")`},
+		{"serve a2a_public_url fragment", "[serve]\na2a_public_url = \"https://agent.example.com/#card\"\n", nil,
+			`agent.toml:2: serve.a2a_public_url: ` + publicURLMsg + ` (got "https://agent.example.com/#card")`},
+		{"serve a2a_public_url user info", "[serve]\na2a_public_url = \"https://u:p@agent.example.com/\"\n", nil,
+			`agent.toml:2: serve.a2a_public_url: ` + publicURLMsg + ` (got "https://u:p@agent.example.com/")`},
+		{"serve a2a_public_url port", "[serve]\na2a_public_url = \"https://agent.example.com:0/\"\n", nil,
+			`agent.toml:2: serve.a2a_public_url: ` + publicURLMsg + ` (got "https://agent.example.com:0/")`},
+		{"serve a2a_public_url space", "[serve]\na2a_public_url = \"https://agent.example.com/a 2a\"\n", nil,
+			`agent.toml:2: serve.a2a_public_url: ` + publicURLMsg + ` (got "https://agent.example.com/a 2a")`},
+		{"serve skills not an array", "[serve]\nskills = \"research\"\n", nil,
+			`agent.toml:2: serve.skills: must be an array of tables (got string "research")`},
+		{"serve skills a table", "[serve.skills]\nid = \"a\"\n", nil,
+			`agent.toml:1: serve.skills: must be an array of tables (got a table)`},
+		{"skill without id", "[[serve.skills]]\nname = \"A\"\ndescription = \"d\"\n", nil,
+			`agent.toml:1: serve.skills[1].id: required`},
+		{"skill without anything", "[serve]\nhttp = \"127.0.0.1:1\"\n\n[[serve.skills]]\n", nil,
+			"agent.toml:4: serve.skills[1].id: required\n" +
+				"agent.toml:4: serve.skills[1].name: required\n" +
+				"agent.toml:4: serve.skills[1].description: required"},
+		{"skill with empty name", "[[serve.skills]]\nid = \"a\"\nname = \"\"\ndescription = \"d\"\n", nil,
+			`agent.toml:3: serve.skills[1].name: required`},
+		{"skill with blank description", "[[serve.skills]]\nid = \"a\"\nname = \"A\"\ndescription = \"\"\"\n\n\"\"\"\n", nil,
+			`agent.toml:4: serve.skills[1].description: must not be blank (got "\n")`},
+		{"skill id twice", "[[serve.skills]]\nid = \"a\"\nname = \"A\"\ndescription = \"d\"\n" +
+			"[[serve.skills]]\nid = \"b\"\nname = \"B\"\ndescription = \"d\"\n" +
+			"[[serve.skills]]\nname = \"A again\"\nid = \"a\"\ndescription = \"d\"\n", nil,
+			`agent.toml:11: serve.skills[3].id: "a" is already the id of serve.skills[1]`},
+		{"skill unknown key", "[[serve.skills]]\nid = \"a\"\nname = \"A\"\ndescription = \"d\"\n[[serve.skills]]\nid = \"b\"\nname = \"B\"\ndescription = \"d\"\ntag = [\"x\"]\n", nil,
+			`agent.toml:9: serve.skills[2].tag: unknown key (did you mean "tags"?)`},
+		{"skill id type", "[[serve.skills]]\nid = 1\nname = \"A\"\ndescription = \"d\"\n", nil,
+			`agent.toml:2: serve.skills[1].id: must be a string (got integer 1)`},
+		{"skill tags type", "[[serve.skills]]\nid = \"a\"\nname = \"A\"\ndescription = \"d\"\ntags = \"web\"\n", nil,
+			`agent.toml:5: serve.skills[1].tags: must be an array of strings (got string "web")`},
+		{"skill example type", "[[serve.skills]]\nid = \"a\"\nname = \"A\"\ndescription = \"d\"\nexamples = [\"ok\", 2]\n", nil,
+			`agent.toml:5: serve.skills[1].examples[1]: must be a string (got integer 2)`},
+		{"skill unset variable", "[[serve.skills]]\nid = \"a\"\nname = \"A\"\ndescription = \"${DESC}\"\n", nil,
+			`agent.toml:4: serve.skills[1].description: environment variable DESC is not set`},
+		{"skill in a sub-table of an element", "[[serve.skills]]\nid = \"a\"\nname = \"A\"\ndescription = \"d\"\n[serve.skills.meta]\nx = 1\n", nil,
+			`agent.toml:5: serve.skills[1].meta: unknown key`},
+		{"inline skills", "[serve]\nskills = [\n  { id = \"a\", name = \"A\", description = \"d\" },\n  { name = \"B\", description = \"d\" },\n" +
+			"  { id = \"a\", name = \"C\",\n    description = \"d\", colour = 1 },\n  \"x\",\n]\n", nil,
+			"agent.toml:2: serve.skills[4]: must be a table (got string \"x\")\n" +
+				"agent.toml:4: serve.skills[2].id: required\n" +
+				"agent.toml:5: serve.skills[3].id: \"a\" is already the id of serve.skills[1]\n" +
+				"agent.toml:6: serve.skills[3].colour: unknown key"},
 		{"serve path relative", "[serve]\npath = \"mcp\"\n", nil,
 			`agent.toml:2: serve.path: must be a URL path such as "/mcp": starting with "/", without spaces, ?, #, { or } (got "mcp")`},
 		{"serve path with a query", "[serve]\npath = \"/mcp?x=1\"\n", nil,
@@ -416,6 +516,21 @@ func TestParseServeAccepts(t *testing.T) {
 			func(s Serve) bool { return s.AuthTokenEnv == "UNSET_TOKEN" }},
 		{"tool name of 64 characters", `tool_name = "` + strings.Repeat("a", 64) + `"`, nil,
 			func(s Serve) bool { return len(s.ToolName) == 64 }},
+		{"a2a on any free port", `a2a = ":0"`, nil, func(s Serve) bool { return s.A2A == ":0" }},
+		{"IPv6 a2a address", `a2a = "[::1]:65535"`, nil, func(s Serve) bool { return s.A2A == "[::1]:65535" }},
+		{"public URL without a path", `a2a_public_url = "http://localhost:8766"`, nil,
+			func(s Serve) bool { return s.A2APublicURL == "http://localhost:8766" }},
+		{"public URL with a path and port", `a2a_public_url = "HTTPS://Agent.Example.com:8443/a2a/"`, nil,
+			func(s Serve) bool { return s.A2APublicURL == "HTTPS://Agent.Example.com:8443/a2a/" }},
+		{"public URL with an IPv6 host", `a2a_public_url = "http://[::1]:8766/"`, nil,
+			func(s Serve) bool { return s.A2APublicURL == "http://[::1]:8766/" }},
+		{"public URL from a variable", `a2a_public_url = "${URL}"`, map[string]string{"URL": "https://a.example/"},
+			func(s Serve) bool { return s.A2APublicURL == "https://a.example/" }},
+		{"no skills", `skills = []`, nil, func(s Serve) bool { return s.Skills != nil && len(s.Skills) == 0 }},
+		{"inline skill without tags", `skills = [{ id = "a", name = "A", description = "d" }]`, nil,
+			func(s Serve) bool {
+				return reflect.DeepEqual(s.Skills, []Skill{{ID: "a", Name: "A", Description: "d"}})
+			}},
 		{"short progress interval", `progress_interval = "1ns"`, nil,
 			func(s Serve) bool { return s.ProgressInterval.Duration == time.Nanosecond }},
 	}
@@ -662,6 +777,32 @@ func TestExampleFile(t *testing.T) {
 	}
 }
 
+// TestExampleSkill checks that the commented [[serve.skills]] example at the end of agent.toml loads once it is
+// uncommented.
+func TestExampleSkill(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "agent.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(data)
+	i := strings.LastIndex(text, "# [[serve.skills]]\n")
+	if i < 0 {
+		t.Fatal("agent.toml has no commented [[serve.skills]] example")
+	}
+	var src strings.Builder
+	src.WriteString(text[:i])
+	for line := range strings.Lines(text[i:]) {
+		src.WriteString(strings.TrimPrefix(line, "# "))
+	}
+	c, err := Parse("agent.toml", []byte(src.String()), envOf(nil))
+	if err != nil {
+		t.Fatalf("agent.toml with the skill uncommented:\n%v", err)
+	}
+	if len(c.Serve.Skills) != 1 || c.Serve.Skills[0].ID != "research" || len(c.Serve.Skills[0].Tags) == 0 {
+		t.Errorf("skills = %+v", c.Serve.Skills)
+	}
+}
+
 // TestExampleFileDocumentsEveryKey checks that agent.toml mentions every key the decoder accepts, so the
 // reference stays complete when a key is added.
 func TestExampleFileDocumentsEveryKey(t *testing.T) {
@@ -673,9 +814,17 @@ func TestExampleFileDocumentsEveryKey(t *testing.T) {
 	for _, typ := range []reflect.Type{
 		reflect.TypeFor[Agent](), reflect.TypeFor[Model](), reflect.TypeFor[Limits](), reflect.TypeFor[Builtin](),
 		reflect.TypeFor[ToolPolicy](), reflect.TypeFor[MCPServer](), reflect.TypeFor[A2APeer](), reflect.TypeFor[Serve](),
+		reflect.TypeFor[Skill](),
 	} {
 		for f := range typ.Fields() {
 			key := snake(f.Name)
+			if f.Type.Kind() == reflect.Slice && f.Type.Elem().Kind() == reflect.Struct {
+				// An array of tables, documented by an example: [[serve.skills]].
+				if !strings.Contains(text, "."+key+"]]\n") {
+					t.Errorf("agent.toml does not document %s.%s ([[...%s]])", typ.Name(), f.Name, key)
+				}
+				continue
+			}
 			if !strings.Contains(text, "\n"+key+" = ") && !strings.Contains(text, "# "+key+" = ") {
 				t.Errorf("agent.toml does not document %s.%s (%s)", typ.Name(), f.Name, key)
 			}
@@ -685,7 +834,7 @@ func TestExampleFileDocumentsEveryKey(t *testing.T) {
 
 // snake turns a Go field name into its TOML key: MaxToolCalls → max_tool_calls, BaseURL → base_url.
 func snake(name string) string {
-	for _, r := range []struct{ from, to string }{{"URL", "Url"}, {"APIKey", "ApiKey"}, {"MCP", "Mcp"}, {"TTL", "Ttl"}, {"HTTP", "Http"}} {
+	for _, r := range []struct{ from, to string }{{"URL", "Url"}, {"A2A", "A2a"}, {"APIKey", "ApiKey"}, {"ID", "Id"}, {"MCP", "Mcp"}, {"TTL", "Ttl"}, {"HTTP", "Http"}} {
 		name = strings.ReplaceAll(name, r.from, r.to)
 	}
 	var b strings.Builder

@@ -232,6 +232,7 @@ func checkPeer(is *issues, p []string, name string, peer A2APeer) {
 	checkHeaders(is, k("headers"), peer.Headers)
 	checkPositive(is, k("timeout"), peer.Timeout)
 	checkEnum(is, k("protocol_version"), peer.ProtocolVersion, a2aVersions)
+	checkPositive(is, k("poll_interval"), peer.PollInterval)
 }
 
 // healthPath is the URL path of the health check of `agenthost serve --http`, which serve.path must leave free.
@@ -242,10 +243,11 @@ func checkServe(is *issues, s *Serve) {
 	if s.ToolName != "" && !validName(s.ToolName) {
 		is.add(p("tool_name"), "must match %s, or be \"\" for \"ask_<agent name>\" (got %q)", namePattern, s.ToolName)
 	}
-	if _, port, err := net.SplitHostPort(s.HTTP); err != nil {
-		is.add(p("http"), "must be a listen address host:port such as \"127.0.0.1:8765\" (got %q)", s.HTTP)
-	} else if _, ok := parsePort(port); !ok {
-		is.add(p("http"), "port must be a number between 0 and 65535, 0 for any free port (got %q)", s.HTTP)
+	checkListenAddr(is, p("http"), s.HTTP, "127.0.0.1:8765")
+	checkListenAddr(is, p("a2a"), s.A2A, "127.0.0.1:8766")
+	if s.A2APublicURL != "" && !validPublicURL(s.A2APublicURL) {
+		is.add(p("a2a_public_url"), "must be an absolute http or https URL with a host and no query, fragment or user info, "+
+			"such as \"https://agent.example.com/a2a\" (got %q)", s.A2APublicURL)
 	}
 	switch {
 	case !validURLPath(s.Path):
@@ -272,6 +274,46 @@ func checkServe(is *issues, s *Serve) {
 	checkPositive(is, p("progress_interval"), s.ProgressInterval)
 	checkPositive(is, p("input_timeout"), s.InputTimeout)
 	checkRange(is, p("max_waiting_calls"), s.MaxWaitingCalls, 1, 100000)
+	checkSkills(is, s.Skills)
+}
+
+// checkListenAddr checks a listen address: host:port with a decimal port, 0 for any free port.
+func checkListenAddr(is *issues, p []string, addr, example string) {
+	if _, port, err := net.SplitHostPort(addr); err != nil {
+		is.add(p, "must be a listen address host:port such as %q (got %q)", example, addr)
+	} else if _, ok := parsePort(port); !ok {
+		is.add(p, "port must be a number between 0 and 65535, 0 for any free port (got %q)", addr)
+	}
+}
+
+// checkSkills checks [[serve.skills]]: id, name and description set, and no id used twice.
+func checkSkills(is *issues, skills []Skill) {
+	first := make(map[string][]string, len(skills)) // id → path of the first skill with it
+	for i, sk := range skills {
+		p := []string{"serve", "skills", indexPart(i + 1)}
+		k := func(key string) []string { return append(slices.Clip(p), key) }
+		checkRequired(is, k("id"), sk.ID)
+		checkRequired(is, k("name"), sk.Name)
+		checkRequired(is, k("description"), sk.Description)
+		if sk.ID == "" {
+			continue
+		}
+		if prev, ok := first[sk.ID]; ok {
+			is.add(k("id"), "%q is already the id of %s", sk.ID, formatKey(prev))
+			continue
+		}
+		first[sk.ID] = p
+	}
+}
+
+// checkRequired checks that a string is set to something other than white space.
+func checkRequired(is *issues, p []string, v string) {
+	switch {
+	case v == "":
+		is.add(p, "required")
+	case strings.TrimSpace(v) == "":
+		is.add(p, "must not be blank (got %q)", v)
+	}
 }
 
 // parsePort parses a decimal TCP port, 0..65535.
@@ -325,6 +367,25 @@ func validOrigin(o string) bool {
 	u, err := url.Parse(o)
 	if err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Opaque != "" || u.User != nil ||
 		u.Path != "" || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.HasSuffix(o, "#") ||
+		strings.HasSuffix(u.Host, ":") {
+		return false
+	}
+	if port := u.Port(); port != "" {
+		if n, ok := parsePort(port); !ok || n == 0 {
+			return false
+		}
+	}
+	return validHost(u.Hostname())
+}
+
+// validPublicURL reports whether raw can be advertised as an endpoint: an absolute http or https URL with a host
+// (and a port from 1 to 65535 if any), an optional path, and no user info, query or fragment.
+func validPublicURL(raw string) bool {
+	if strings.ContainsAny(raw, "?#") || strings.IndexFunc(raw, func(r rune) bool { return r <= ' ' || r == 0x7f }) >= 0 {
+		return false
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Opaque != "" || u.User != nil ||
 		strings.HasSuffix(u.Host, ":") {
 		return false
 	}
