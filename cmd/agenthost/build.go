@@ -9,7 +9,9 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
 
+	"github.com/agenthost/agenthost/a2a"
 	"github.com/agenthost/agenthost/builtin"
 	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host"
@@ -81,14 +83,18 @@ type app struct {
 	// provider is the provider actually used, after "auto" and -model were resolved.
 	provider string
 	mcp      *mcpclients.Client
+	peers    *a2a.Peers
 	tools    *host.ToolManager
 	orch     *host.Orchestrator
 }
 
-// close stops what build started: MCP sessions and child processes.
+// close stops what build started: MCP sessions and child processes, A2A peer calls and retries.
 func (a *app) close() {
 	if a.mcp != nil {
 		a.mcp.Close()
+	}
+	if a.peers != nil {
+		a.peers.Close()
 	}
 }
 
@@ -120,9 +126,9 @@ func mcpServers(cfg *config.Config, honourRequired bool) []mcpclients.ServerConf
 	return out
 }
 
-// build wires the configuration into a model, the tool sources and the orchestrator. It connects the MCP servers: a
-// required one that cannot be reached fails it, unless optionalOnly is set (check reports every server instead).
-// The app must be closed.
+// build wires the configuration into a model, the tool sources and the orchestrator. It connects the MCP servers and
+// resolves the A2A peers, concurrently: a required one that cannot be reached fails it, unless optionalOnly is set
+// (check reports every server and peer instead). The app must be closed.
 func build(ctx context.Context, cfg *config.Config, modelFlag string, logger *slog.Logger, notices io.Writer, optionalOnly bool) (*app, error) {
 	allRequired := !optionalOnly
 	a := &app{cfg: cfg, logger: logger}
@@ -134,12 +140,22 @@ func build(ctx context.Context, cfg *config.Config, modelFlag string, logger *sl
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: builtin.tools: %w", errUsage, configName(cfg), err)
 	}
-	// Tool sources in DESIGN's order: built-ins, then MCP servers in configuration order.
-	a.mcp, err = mcpclients.Connect(ctx, mcpServers(cfg, allRequired), &mcpclients.Options{Logger: logger, Sampler: a.model, ClientName: "agenthost", ClientVersion: version})
-	if err != nil {
+	var mcpErr, a2aErr error
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		a.mcp, mcpErr = mcpclients.Connect(ctx, mcpServers(cfg, allRequired), &mcpclients.Options{Logger: logger, Sampler: a.model, ClientName: "agenthost", ClientVersion: version})
+	})
+	wg.Go(func() {
+		a.peers, a2aErr = a2a.Connect(ctx, wiring.Peers(cfg, allRequired), &a2a.Options{Logger: logger})
+	})
+	wg.Wait()
+	if err := errors.Join(mcpErr, a2aErr); err != nil {
+		a.close()
 		return nil, err
 	}
+	// Tool sources in DESIGN's order: built-ins, MCP servers in configuration order, then A2A peers.
 	sets := append([]host.Toolset{builtins}, a.mcp.Toolsets()...)
+	sets = append(sets, a.peers.Toolsets()...)
 	a.tools = host.NewToolManager(sets, &host.ToolManagerOptions{Policies: wiring.Policies(cfg.Tools), Logger: logger})
 	a.orch = host.New(a.model, a.tools, wiring.HostOptions(cfg, logger))
 	return a, nil

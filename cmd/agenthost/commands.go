@@ -13,6 +13,7 @@ import (
 	"sync"
 	"text/tabwriter"
 
+	"github.com/agenthost/agenthost/a2a"
 	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/mcpclients"
@@ -316,11 +317,30 @@ func cmdCheck(ctx context.Context, args []string, io *stdio) error {
 			return err
 		}
 	}
-	fmt.Fprintf(io.out, "%s: ok (model provider %s, %d tools)\n", configName(a.cfg), a.provider, len(tools))
-	if len(failed) > 0 {
-		return fmt.Errorf("MCP servers not reachable: %s", strings.Join(failed, ", "))
+	var down []string
+	if peers := a.peers.Status(); len(peers) > 0 {
+		tw := tabwriter.NewWriter(io.out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "PEER\tPROTOCOL\tURL\tSTATUS\tSKILLS\tERROR")
+		for _, st := range peers {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", st.Name, orDefault(st.ProtocolVersion, "-"), orDefault(st.URL, "-"), st.State,
+				orDefault(truncate(strings.Join(st.Skills, ", "), 60), "-"), orDefault(truncate(st.Error, 100), "-"))
+			if st.State != a2a.StateReady {
+				down = append(down, st.Name)
+			}
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
 	}
-	return nil
+	fmt.Fprintf(io.out, "%s: ok (model provider %s, %d tools)\n", configName(a.cfg), a.provider, len(tools))
+	var errs []error
+	if len(failed) > 0 {
+		errs = append(errs, fmt.Errorf("MCP servers not reachable: %s", strings.Join(failed, ", ")))
+	}
+	if len(down) > 0 {
+		errs = append(errs, fmt.Errorf("A2A peers not reachable: %s", strings.Join(down, ", ")))
+	}
+	return errors.Join(errs...)
 }
 
 // app loads the configuration and builds the app, which must be closed. Logs go to stderr; notices, such as the one

@@ -5,44 +5,48 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"strings"
 
+	"github.com/agenthost/agenthost/a2a"
 	"github.com/agenthost/agenthost/internal/httpedge"
 	"github.com/agenthost/agenthost/internal/wiring"
 	"github.com/agenthost/agenthost/mcpserver"
 )
 
-// httpFlag is --http: alone it serves HTTP on the configured address, with a value (--http=ADDR or --http ADDR) on
-// that address.
-type httpFlag struct {
+// addrFlag is --http or --a2a: alone it serves on the configured address, with a value (--http=ADDR or --http ADDR)
+// on that address.
+type addrFlag struct {
 	set  bool
 	addr string
 }
 
-// joinHTTPAddr turns "--http ADDR" into "--http=ADDR", wherever it stands: --http also works alone, so the flag
-// package would not take the next argument as its value, and would stop parsing at it.
-func joinHTTPAddr(args []string) []string {
+// joinAddrFlags turns "--NAME ADDR" into "--NAME=ADDR" for each of names, wherever it stands: the flags also work
+// alone, so the flag package would not take the next argument as the value, and would stop parsing at it.
+func joinAddrFlags(args []string, names ...string) []string {
 	out := make([]string, 0, len(args))
 	for i := 0; i < len(args); i++ {
 		a := args[i]
-		if (a == "--http" || a == "-http") && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		name := strings.TrimLeft(a, "-")
+		if strings.HasPrefix(a, "-") && slices.Contains(names, name) && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
 			out = append(out, a+"="+args[i+1])
 			i++
 			continue
-		}
-		if a == "--" {
-			return append(out, args[i:]...)
 		}
 		out = append(out, a)
 	}
 	return out
 }
 
-func (f *httpFlag) String() string   { return f.addr }
-func (f *httpFlag) IsBoolFlag() bool { return true }
-func (f *httpFlag) Set(s string) error {
+func (f *addrFlag) String() string   { return f.addr }
+func (f *addrFlag) IsBoolFlag() bool { return true }
+func (f *addrFlag) Set(s string) error {
 	f.set = true
 	if s != "true" {
 		f.addr = s
@@ -50,17 +54,34 @@ func (f *httpFlag) Set(s string) error {
 	return nil
 }
 
+// or returns the flag's address, or def when the flag was given alone.
+func (f *addrFlag) or(def string) string {
+	if f.addr == "" {
+		return def
+	}
+	return f.addr
+}
+
 func cmdServe(ctx context.Context, args []string, io *stdio) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	var c common
 	c.register(fs)
-	var httpAddr httpFlag
-	fs.Var(&httpAddr, "http", "serve streamable HTTP instead of stdio, on `ADDR` or on [serve] http (default 127.0.0.1:8765)")
+	var httpAddr, a2aAddr addrFlag
+	fs.Var(&httpAddr, "http", "serve MCP over streamable HTTP instead of stdio, on `ADDR` or on [serve] http (default 127.0.0.1:8765)")
+	fs.Var(&a2aAddr, "a2a", "serve A2A (JSON-RPC, v1.0 and v0.3) on `ADDR` or on [serve] a2a (default 127.0.0.1:8766); alone, stdin is not read")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: agenthost serve [flags]\n       agenthost serve --http [ADDR] [flags]\n\nServes the agent as an MCP server: over stdio (what Claude Desktop and IDEs start), or over\nstreamable HTTP at [serve] path (default /mcp).\n\nFlags:")
+		fmt.Fprintln(fs.Output(), `Usage: agenthost serve [flags]
+       agenthost serve --http [ADDR] [--a2a [ADDR]] [flags]
+       agenthost serve --a2a [ADDR] [flags]
+
+Serves the agent as an MCP server: over stdio (what Claude Desktop and IDEs start), or over
+streamable HTTP at [serve] path (default /mcp). With --a2a it is also (or only) an A2A agent,
+its card at /.well-known/agent-card.json and its JSON-RPC endpoint at /.
+
+Flags:`)
 		fs.PrintDefaults()
 	}
-	if err := parseFlags(fs, joinHTTPAddr(args), io.err); err != nil {
+	if err := parseFlags(fs, joinAddrFlags(args, "http", "a2a"), io.err); err != nil {
 		return err
 	}
 	if rest := fs.Args(); len(rest) > 0 {
@@ -72,35 +93,87 @@ func cmdServe(ctx context.Context, args []string, io *stdio) error {
 	}
 	defer a.close()
 	sc := a.cfg.Serve
-	srv, err := mcpserver.New(ctx, a.orch, wiring.ServerOptions(a.cfg, version, sampling(a.cfg, a.provider, c.model), a.logger))
-	if err != nil {
-		return fmt.Errorf("%w: %w", errUsage, err)
-	}
-	defer srv.Close()
-	if !httpAddr.set {
-		a.logger.Info("serving MCP over stdio", "tool", srv.ToolName())
-		return srv.ServeStdio(ctx, io.stdinCloser(), io.stdoutCloser())
-	}
-	addr := httpAddr.addr
-	if addr == "" {
-		addr = sc.HTTP
-	}
 	var token string
-	if sc.AuthTokenEnv != "" {
+	if (httpAddr.set || a2aAddr.set) && sc.AuthTokenEnv != "" {
 		if token = os.Getenv(sc.AuthTokenEnv); token == "" {
 			return fmt.Errorf("%w: %s: serve.auth_token_env names %s, which is not set", errUsage, configName(a.cfg), sc.AuthTokenEnv)
 		}
 	}
+	// Listen first, so that an address in use is reported before anything is served.
+	var mcpLn, a2aLn net.Listener
+	if httpAddr.set {
+		if mcpLn, err = listen("--http", httpAddr.or(sc.HTTP), token, a.logger); err != nil {
+			return err
+		}
+		defer mcpLn.Close()
+	}
+	if a2aAddr.set {
+		if a2aLn, err = listen("--a2a", a2aAddr.or(sc.A2A), token, a.logger); err != nil {
+			return err
+		}
+		defer a2aLn.Close()
+	}
+
+	var serve []func(context.Context) error
+	if !a2aAddr.set || httpAddr.set {
+		srv, err := mcpserver.New(ctx, a.orch, wiring.ServerOptions(a.cfg, version, sampling(a.cfg, a.provider, c.model), a.logger))
+		if err != nil {
+			return fmt.Errorf("%w: %w", errUsage, err)
+		}
+		defer srv.Close()
+		if !httpAddr.set {
+			a.logger.Info("serving MCP over stdio", "tool", srv.ToolName())
+			return srv.ServeStdio(ctx, io.stdinCloser(), io.stdoutCloser())
+		}
+		handler := srv.Handler(wiring.HTTPOptions(sc, token, mcpLn.Addr().String(), func() any { return a.mcp.Status() }))
+		fmt.Fprintf(io.err, "agenthost: serving MCP at http://%s%s (tool %s)\n", mcpLn.Addr(), orDefault(sc.Path, "/mcp"), srv.ToolName())
+		serve = append(serve, func(ctx context.Context) error { return httpedge.Serve(ctx, mcpLn, handler) })
+	}
+	if a2aAddr.set {
+		url := sc.A2APublicURL
+		if url == "" {
+			url = "http://" + a2aLn.Addr().String() + "/"
+		}
+		srv := a2a.NewServer(a.orch, wiring.A2AServerOptions(a.cfg, version, url, token != "", a.logger))
+		defer srv.Close()
+		handler := srv.Handler(wiring.Edge(sc, token, a2aLn.Addr().String()), func() any {
+			return map[string]any{"servers": a.mcp.Status(), "peers": a.peers.Status()}
+		})
+		fmt.Fprintf(io.err, "agenthost: serving A2A at %s (card http://%s/.well-known/agent-card.json)\n", url, a2aLn.Addr())
+		serve = append(serve, func(ctx context.Context) error { return httpedge.Serve(ctx, a2aLn, handler) })
+	}
+	return serveAll(ctx, serve)
+}
+
+// listen opens a listener for flag on addr, warning when it is beyond loopback without a token.
+func listen(flag, addr, token string, logger *slog.Logger) (net.Listener, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("%w: serve --http %s: %w", errUsage, addr, err)
+		return nil, fmt.Errorf("%w: serve %s %s: %w", errUsage, flag, addr, err)
 	}
 	if !isLoopback(ln.Addr()) && token == "" {
-		a.logger.Warn("serving beyond loopback without a token: anyone who can reach this address can use the agent and its tools; set [serve] auth_token_env", "addr", ln.Addr().String())
+		logger.Warn("serving beyond loopback without a token: anyone who can reach this address can use the agent and its tools; set [serve] auth_token_env", "addr", ln.Addr().String())
 	}
-	handler := srv.Handler(wiring.HTTPOptions(sc, token, ln.Addr().String(), func() any { return a.mcp.Status() }))
-	fmt.Fprintf(io.err, "agenthost: serving MCP at http://%s%s (tool %s)\n", ln.Addr(), orDefault(sc.Path, "/mcp"), srv.ToolName())
-	return httpedge.Serve(ctx, ln, handler)
+	return ln, nil
+}
+
+// serveAll runs every server until ctx ends or one of them fails, which stops the others; it returns the first
+// failure.
+func serveAll(ctx context.Context, serve []func(context.Context) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make(chan error, len(serve))
+	for _, f := range serve {
+		go func() { errs <- f(ctx) }()
+	}
+	var first error
+	for range serve {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+			cancel()
+		}
+	}
+	return first
 }
 
 func isLoopback(addr net.Addr) bool {

@@ -1,16 +1,18 @@
-// Package wiring maps a configuration onto the options of the packages that run it: llm/openai, host and
-// mcpserver. cmd/agenthost builds the agent with it, and internal/loadtest builds the server it measures with it, so
+// Package wiring maps a configuration onto the options of the packages that run it: llm/openai, host, mcpserver
+// and a2a. cmd/agenthost builds the agent with it, and internal/loadtest builds the server it measures with it, so
 // that both are wired alike.
 //
 // It holds no logic beyond the mapping and the defaults the configuration leaves to the code. It imports config,
-// host, mcpserver and llm/openai, and must not be imported by them.
+// host, mcpserver, a2a, internal/httpedge and llm/openai, and must not be imported by them.
 package wiring
 
 import (
 	"log/slog"
 
+	"github.com/agenthost/agenthost/a2a"
 	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/internal/httpedge"
 	"github.com/agenthost/agenthost/llm/openai"
 	"github.com/agenthost/agenthost/mcpserver"
 )
@@ -88,14 +90,65 @@ func ServerOptions(cfg *config.Config, version string, sampling mcpserver.Sampli
 // HTTPOptions returns the options of the MCP server's HTTP handler for sc, listening at listenAddr, with the bearer
 // token read by the caller ("" for none) and health reporting the MCP servers' states.
 func HTTPOptions(sc config.Serve, token, listenAddr string, health func() any) *mcpserver.HTTPOptions {
+	edge := Edge(sc, token, listenAddr)
 	return &mcpserver.HTTPOptions{
 		Path:           sc.Path,
 		Stateless:      sc.Stateless,
+		Token:          edge.Token,
+		ListenAddr:     edge.ListenAddr,
+		AllowedHosts:   edge.AllowedHosts,
+		AllowedOrigins: edge.AllowedOrigins,
+		MaxBodyBytes:   edge.MaxBodyBytes,
+		Health:         health,
+	}
+}
+
+// Edge returns the checks of an HTTP listener of `agenthost serve` at listenAddr, with the bearer token read by the
+// caller ("" for none): the same for the MCP and the A2A listener.
+func Edge(sc config.Serve, token, listenAddr string) httpedge.Options {
+	return httpedge.Options{
 		Token:          token,
 		ListenAddr:     listenAddr,
 		AllowedHosts:   sc.AllowedHosts,
 		AllowedOrigins: sc.AllowedOrigins,
 		MaxBodyBytes:   sc.MaxBodyBytes,
-		Health:         health,
+	}
+}
+
+// Peers converts the configured A2A peers, in file order. With honourRequired false, no peer is required.
+func Peers(cfg *config.Config, honourRequired bool) []a2a.PeerConfig {
+	var out []a2a.PeerConfig
+	for _, name := range cfg.A2A.Order {
+		p := cfg.A2A.Peers[name]
+		out = append(out, a2a.PeerConfig{
+			Name:            name,
+			URL:             p.URL,
+			Description:     p.Description,
+			Headers:         p.Headers,
+			Timeout:         p.Timeout.Duration,
+			PollInterval:    p.PollInterval.Duration,
+			Required:        p.Required && honourRequired,
+			ProtocolVersion: p.ProtocolVersion,
+		})
+	}
+	return out
+}
+
+// A2AServerOptions returns the A2A server's options for cfg: the card advertises url, and declares a bearer token
+// when authenticated.
+func A2AServerOptions(cfg *config.Config, version, url string, authenticated bool, logger *slog.Logger) *a2a.ServerOptions {
+	var skills []a2a.Skill
+	for _, s := range cfg.Serve.Skills {
+		skills = append(skills, a2a.Skill{ID: s.ID, Name: s.Name, Description: s.Description, Tags: s.Tags, Examples: s.Examples})
+	}
+	return &a2a.ServerOptions{
+		Name:          cfg.Agent.Name,
+		Description:   cfg.Agent.Description,
+		Version:       version,
+		URL:           url,
+		Skills:        skills,
+		Authenticated: authenticated,
+		InputTimeout:  cfg.Serve.InputTimeout.Duration,
+		Logger:        logger,
 	}
 }
