@@ -269,10 +269,8 @@ func (c *rpcCall) send() (any, *rpcError) {
 	}
 	defer c.s.store.unsubscribe(st, sub)
 	if sr.blocking {
-		for range sub.events { // the channel closes at a terminal or interrupted state
-		}
-		if c.r.Context().Err() != nil {
-			return nil, nil // the caller went away; the task goes on
+		if err := waitDone(c.r.Context(), sub); err != nil {
+			return nil, newError(codeInternal, "the caller went away before the task was done; it goes on: %v", err)
 		}
 	}
 	t := c.s.store.snapshot(st, sr.historyLength)
@@ -300,12 +298,7 @@ func (c *rpcCall) stream() {
 
 // subscribe serves SubscribeToTask and tasks/resubscribe.
 func (c *rpcCall) subscribe() {
-	var p taskIDParams
-	if err := decodeParams(c.req.Params, &p); err != nil {
-		writeError(c.w, c.req.ID, err.forVersion(c.v))
-		return
-	}
-	st, err := c.s.store.get(p.ID)
+	st, p, err := c.task()
 	if err != nil {
 		writeError(c.w, c.req.ID, err.forVersion(c.v))
 		return
@@ -347,12 +340,21 @@ func (c *rpcCall) encodeEvent(ev *streamResponse) []byte {
 	return mustJSON(rpcResponseOf(c.req.ID, result))
 }
 
-func (c *rpcCall) getTask() (any, *rpcError) {
+// task finds the task that the request's params name.
+func (c *rpcCall) task() (*serverTask, *taskIDParams, *rpcError) {
 	var p taskIDParams
 	if err := decodeParams(c.req.Params, &p); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	st, err := c.s.store.get(p.ID)
+	if err != nil {
+		return nil, nil, err
+	}
+	return st, &p, nil
+}
+
+func (c *rpcCall) getTask() (any, *rpcError) {
+	st, p, err := c.task()
 	if err != nil {
 		return nil, err
 	}
@@ -369,11 +371,7 @@ func (c *rpcCall) taskResult(t task) any {
 // cancelTask serves CancelTask: it cancels the run and everything under it, and answers once the task is
 // CANCELED. A task already canceled is returned as it is; another finished task cannot be.
 func (c *rpcCall) cancelTask() (any, *rpcError) {
-	var p taskIDParams
-	if err := decodeParams(c.req.Params, &p); err != nil {
-		return nil, err
-	}
-	st, err := c.s.store.get(p.ID)
+	st, p, err := c.task()
 	if err != nil {
 		return nil, err
 	}
@@ -529,4 +527,18 @@ func mustJSON(v any) []byte {
 		panic(fmt.Sprintf("a2a: encoding %T: %v", v, err))
 	}
 	return b
+}
+
+// waitDone waits until the subscription ends (the task is done or waits for input) or ctx ends.
+func waitDone(ctx context.Context, sub *subscriber) error {
+	for {
+		select {
+		case _, ok := <-sub.events:
+			if !ok {
+				return nil
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }

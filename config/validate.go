@@ -365,17 +365,8 @@ func validHost(h string) bool {
 // validOrigin reports whether o is a value of the Origin header: scheme://host[:port] with scheme http or https.
 func validOrigin(o string) bool {
 	u, err := url.Parse(o)
-	if err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Opaque != "" || u.User != nil ||
-		u.Path != "" || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.HasSuffix(o, "#") ||
-		strings.HasSuffix(u.Host, ":") {
-		return false
-	}
-	if port := u.Port(); port != "" {
-		if n, ok := parsePort(port); !ok || n == 0 {
-			return false
-		}
-	}
-	return validHost(u.Hostname())
+	return err == nil && validHTTPHost(u) && u.Path == "" && u.RawQuery == "" && !u.ForceQuery && u.Fragment == "" &&
+		!strings.HasSuffix(o, "#")
 }
 
 // validPublicURL reports whether raw can be advertised as an endpoint: an absolute http or https URL with a host
@@ -385,8 +376,13 @@ func validPublicURL(raw string) bool {
 		return false
 	}
 	u, err := url.Parse(raw)
-	if err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Opaque != "" || u.User != nil ||
-		strings.HasSuffix(u.Host, ":") {
+	return err == nil && validHTTPHost(u)
+}
+
+// validHTTPHost reports whether u is an absolute http or https URL without user info whose host is valid, with a
+// port from 1 to 65535 if it has one.
+func validHTTPHost(u *url.URL) bool {
+	if u.Scheme != "http" && u.Scheme != "https" || u.Opaque != "" || u.User != nil || strings.HasSuffix(u.Host, ":") {
 		return false
 	}
 	if port := u.Port(); port != "" {
