@@ -143,7 +143,7 @@ func resolveURL(base, ref string) (string, error) {
 		return "", err
 	}
 	u := b.ResolveReference(r)
-	if u.Scheme != "http" && u.Scheme != "https" {
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return "", fmt.Errorf("%q is not an http or https URL", ref)
 	}
 	return u.String(), nil

@@ -136,11 +136,11 @@ func parseVersion(s string) (version, error) {
 func decodeRequest(body []byte) (*rpcRequest, *rpcError) {
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 || trimmed[0] != '{' {
-		if len(trimmed) > 0 && trimmed[0] == '[' {
-			return nil, newError(codeInvalidRequest, "batch requests are not supported")
-		}
 		if !json.Valid(trimmed) {
 			return nil, newError(codeParseError, "invalid JSON payload")
+		}
+		if trimmed[0] == '[' {
+			return nil, newError(codeInvalidRequest, "batch requests are not supported")
 		}
 		return nil, newError(codeInvalidRequest, "the request is not a JSON object")
 	}

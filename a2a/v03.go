@@ -167,6 +167,7 @@ func partFromV03(v v03Part) (part, error) {
 			if json.Unmarshal(v.Data, &wrapped) == nil && len(wrapped.Value) > 0 {
 				p.Data = wrapped.Value
 			}
+			p.Metadata = withoutMetadata(v.Metadata, dataCompatKey) // the flag is the wrapping's, not the part's
 		}
 	default:
 		return part{}, fmt.Errorf("part of kind %q has no content of that kind", v.Kind)
@@ -382,6 +383,20 @@ func withMetadata(meta json.RawMessage, key string, value any) json.RawMessage {
 	}
 	m[key] = value
 	b, _ := json.Marshal(m) // decoded JSON and a plain value: cannot fail
+	return b
+}
+
+// withoutMetadata returns meta, an object, without key; nil when nothing is left.
+func withoutMetadata(meta json.RawMessage, key string) json.RawMessage {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(meta, &m) != nil {
+		return meta
+	}
+	delete(m, key)
+	if len(m) == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(m) // decoded JSON: cannot fail
 	return b
 }
 
