@@ -33,7 +33,7 @@ type v03Part struct {
 }
 
 type v03File struct {
-	Bytes    string `json:"bytes,omitempty"`
+	Bytes    *string `json:"bytes,omitempty"` // a pointer: an empty file has "bytes": ""
 	URI      string `json:"uri,omitempty"`
 	MimeType string `json:"mimeType,omitempty"`
 	Name     string `json:"name,omitempty"`
@@ -123,7 +123,8 @@ func partToV03(p part) v03Part {
 	case partText:
 		out.Kind, out.Text = "text", &p.Text
 	case partRaw:
-		out.Kind, out.File = "file", &v03File{Bytes: base64.StdEncoding.EncodeToString(p.Raw), MimeType: p.MediaType, Name: p.Filename}
+		b64 := base64.StdEncoding.EncodeToString(p.Raw)
+		out.Kind, out.File = "file", &v03File{Bytes: &b64, MimeType: p.MediaType, Name: p.Filename}
 	case partURL:
 		out.Kind, out.File = "file", &v03File{URI: p.URL, MimeType: p.MediaType, Name: p.Filename}
 	case partData:
@@ -149,8 +150,8 @@ func partFromV03(v v03Part) (part, error) {
 		switch {
 		case v.File.URI != "":
 			p.Kind, p.URL = partURL, v.File.URI
-		case v.File.Bytes != "":
-			raw, err := decodeBase64(v.File.Bytes)
+		case v.File.Bytes != nil:
+			raw, err := decodeBase64(*v.File.Bytes)
 			if err != nil {
 				return part{}, fmt.Errorf("file part bytes: %w", err)
 			}

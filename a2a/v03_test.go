@@ -106,6 +106,20 @@ func TestV03PartShapes(t *testing.T) {
 	}
 }
 
+// An empty file keeps its "bytes" key in v0.3, so that it reads back as an empty file and not as a part without
+// content.
+func TestV03EmptyFile(t *testing.T) {
+	m := message{MessageID: "m", Role: roleUser, Parts: []part{{Kind: partRaw, Raw: []byte{}, MediaType: "text/plain"}}}
+	back, shape := viaV03(t, &streamResponse{Message: &m})
+	file := shape["parts"].([]any)[0].(map[string]any)["file"].(map[string]any)
+	if b, ok := file["bytes"]; !ok || b != "" {
+		t.Errorf("empty file part written as %v", file)
+	}
+	if got := back.Message.Parts; len(got) != 1 || got[0].Kind != partRaw || len(got[0].Raw) != 0 {
+		t.Errorf("read back as %+v", got)
+	}
+}
+
 // A v0.3 peer's data part flagged as wrapped is unwrapped, and the flag does not leak into the part's metadata.
 func TestV03DataCompatFromPeer(t *testing.T) {
 	for _, tt := range []struct {
