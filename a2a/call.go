@@ -56,7 +56,7 @@ func (t *peerTool) Call(ctx context.Context, args json.RawMessage, call *host.Ca
 		conv = call.ConversationID
 	}
 	prev := p.contexts.take(conv)
-	x := &exchange{peer: p, conn: c, call: call}
+	x := &exchange{peer: p, conn: c, call: call, resumed: prev.taskID}
 	m := message{MessageID: newID(), Role: roleUser, Parts: []part{textPart(in.Message)}, ContextID: prev.contextID, TaskID: prev.taskID}
 	err := x.run(ctx, m)
 	p.contexts.put(conv, x.next(prev))
@@ -86,6 +86,9 @@ type exchange struct {
 	task     *task    // the task so far, artifacts merged; nil for a message reply
 	message  *message // the peer's reply, when it answered with a message
 	progress float64
+	// resumed is the id of the interrupted task this call's message answers, until the peer sends news of it: a
+	// stream opens with the task as it was (still input-required), which is the question answered, not a new one.
+	resumed string
 }
 
 // run sends m and follows the task to a terminal or interrupted state: by stream when the peer streams, then by
@@ -93,6 +96,7 @@ type exchange struct {
 func (x *exchange) run(ctx context.Context, m message) error {
 	if x.conn.ep.Streaming {
 		err := x.conn.stream(ctx, m, x.apply)
+		x.resumed = "" // the stream is over: what it said last is the task's state
 		if err != nil && (x.task == nil || ctx.Err() != nil) {
 			return err
 		}
@@ -104,6 +108,7 @@ func (x *exchange) run(ctx context.Context, m message) error {
 		if err != nil {
 			return err
 		}
+		x.resumed = "" // a blocking reply is the state after the message
 		x.apply(res)
 	}
 	return x.poll(ctx)
@@ -137,7 +142,7 @@ func (x *exchange) done() bool {
 	if x.message != nil {
 		return true
 	}
-	return x.task != nil && (x.task.Status.State.terminal() || x.task.Status.State.interrupted())
+	return x.task != nil && (x.task.Status.State.terminal() || (x.task.Status.State.interrupted() && x.resumed == ""))
 }
 
 // apply takes one reply or event into the exchange, relaying its news as progress. It reports whether to go on
@@ -151,11 +156,15 @@ func (x *exchange) apply(r *streamResponse) bool {
 		old := x.task
 		t := *r.Task
 		x.task = &t
+		if t.ID != x.resumed || !t.Status.State.interrupted() {
+			x.resumed = ""
+		}
 		if old == nil || old.Status.State != t.Status.State || statusText(old.Status) != statusText(t.Status) {
 			x.report(t.Status)
 		}
 	case r.StatusUpdate != nil:
 		u := r.StatusUpdate
+		x.resumed = ""
 		x.ensureTask(u.TaskID, u.ContextID)
 		x.task.Status = u.Status
 		x.report(u.Status)
@@ -164,6 +173,7 @@ func (x *exchange) apply(r *streamResponse) bool {
 		}
 	case r.ArtifactUpdate != nil:
 		u := r.ArtifactUpdate
+		x.resumed = ""
 		x.ensureTask(u.TaskID, u.ContextID)
 		x.task.Artifacts = mergeArtifact(x.task.Artifacts, u.Artifact, u.Append)
 		if s := partsText(u.Artifact.Parts); s != "" {

@@ -34,9 +34,9 @@ type v03Part struct {
 
 type v03File struct {
 	Bytes    *string `json:"bytes,omitempty"` // a pointer: an empty file has "bytes": ""
-	URI      string `json:"uri,omitempty"`
-	MimeType string `json:"mimeType,omitempty"`
-	Name     string `json:"name,omitempty"`
+	URI      string  `json:"uri,omitempty"`
+	MimeType string  `json:"mimeType,omitempty"`
+	Name     string  `json:"name,omitempty"`
 }
 
 type v03Task struct {
