@@ -35,7 +35,7 @@ func main() {
 	delay := flag.Duration("delay", 200*time.Millisecond, "how long to wait before serving")
 	flag.Parse()
 
-	if err := run(context.Background(), *delay); err != nil {
+	if err := run(context.Background(), *delay, &mcp.StdioTransport{}); err != nil {
 		fmt.Fprintln(os.Stderr, "slowstart:", err)
 		os.Exit(1)
 	}
@@ -56,7 +56,7 @@ var (
 )
 
 type echoIn struct {
-	Text string `json:"text"`
+	Text string `json:"text" jsonschema:"the text to return"`
 }
 
 type addIn struct {
@@ -92,7 +92,8 @@ func badArguments(err error) *mcp.CallToolResult {
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "invalid arguments: " + err.Error()}}}
 }
 
-func run(ctx context.Context, delay time.Duration) error {
+// run sets the server up, waits delay, then serves t until the client leaves.
+func run(ctx context.Context, delay time.Duration, t mcp.Transport) error {
 	server := mcp.NewServer(&mcp.Implementation{Name: "slowstart", Version: "1.0.0"}, nil)
 	server.AddTool(echoTool, echo)
 	server.AddTool(addTool, add)
@@ -101,7 +102,7 @@ func run(ctx context.Context, delay time.Duration) error {
 	// to answer. The client's first messages wait in the pipe meanwhile, so connecting takes at least the delay.
 	time.Sleep(delay)
 
-	err := server.Run(ctx, &mcp.StdioTransport{})
+	err := server.Run(ctx, t)
 	if err == nil || errors.Is(err, io.EOF) {
 		return nil // stdin closed: a normal end
 	}
