@@ -68,8 +68,12 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if g.opts.Token != "" && (g.opts.Public == nil || !g.opts.Public(r)) && !TokenMatches(r, g.opts.Token) {
+		msg := "unauthorized: a bearer token is required"
+		if r.Header.Get("Authorization") != "" {
+			msg = "unauthorized: the bearer token is not valid"
+		}
 		w.Header().Set("WWW-Authenticate", `Bearer realm="`+g.opts.Realm+`"`)
-		http.Error(w, "unauthorized: a bearer token is required", http.StatusUnauthorized)
+		http.Error(w, msg, http.StatusUnauthorized)
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, g.opts.MaxBodyBytes)
