@@ -117,6 +117,9 @@ func roleFromV03(role string) string {
 // wrapped as {"value": x}, as the JS SDK does.
 const dataCompatKey = "data_part_compat"
 
+// mediaTypeKey carries a data part's media type in its v0.3 metadata.
+const mediaTypeKey = "mediaType"
+
 func partToV03(p part) v03Part {
 	out := v03Part{Metadata: p.Metadata}
 	switch p.Kind {
@@ -134,7 +137,12 @@ func partToV03(p part) v03Part {
 				d = []byte("null")
 			}
 			out.Data = json.RawMessage(`{"value":` + string(d) + `}`)
-			out.Metadata = withMetadata(p.Metadata, dataCompatKey, true)
+			out.Metadata = withMetadata(out.Metadata, dataCompatKey, true)
+		}
+		if p.MediaType != "" {
+			// v0.3 data parts have no media type: it travels in the metadata, so that an agenthost caller still
+			// tells its answer details apart.
+			out.Metadata = withMetadata(out.Metadata, mediaTypeKey, p.MediaType)
 		}
 	}
 	return out
@@ -168,7 +176,13 @@ func partFromV03(v v03Part) (part, error) {
 			if json.Unmarshal(v.Data, &wrapped) == nil && len(wrapped.Value) > 0 {
 				p.Data = wrapped.Value
 			}
-			p.Metadata = withoutMetadata(v.Metadata, dataCompatKey) // the flag is the wrapping's, not the part's
+			p.Metadata = withoutMetadata(p.Metadata, dataCompatKey) // the flag is the wrapping's, not the part's
+		}
+		var meta struct {
+			MediaType string `json:"mediaType"`
+		}
+		if json.Unmarshal(p.Metadata, &meta) == nil && meta.MediaType != "" {
+			p.MediaType, p.Metadata = meta.MediaType, withoutMetadata(p.Metadata, mediaTypeKey)
 		}
 	default:
 		return part{}, fmt.Errorf("part of kind %q has no content of that kind", v.Kind)

@@ -356,3 +356,20 @@ func TestPartJSON(t *testing.T) {
 		t.Fatal("the test bytes do not tell the alphabets apart")
 	}
 }
+
+// A data part's media type survives v0.3, which has no field for it, through the part's metadata: an agenthost that
+// speaks v0.3 to another still tells the answer details apart.
+func TestV03DataMediaType(t *testing.T) {
+	for _, data := range []string{`{"references":[]}`, `[1,2]`} {
+		m := message{MessageID: "m", Role: roleAgent, Parts: []part{{Kind: partData, Data: json.RawMessage(data), MediaType: answerMediaType}}}
+		back, shape := viaV03(t, &streamResponse{Message: &m})
+		meta := shape["parts"].([]any)[0].(map[string]any)["metadata"].(map[string]any)
+		if meta[mediaTypeKey] != answerMediaType {
+			t.Errorf("%s: v0.3 metadata %v", data, meta)
+		}
+		got := back.Message.Parts[0]
+		if got.MediaType != answerMediaType || string(got.Data) != data || got.Metadata != nil {
+			t.Errorf("%s: read back as %+v (metadata %s)", data, got, got.Metadata)
+		}
+	}
+}

@@ -856,7 +856,6 @@ require_approval = true
 	t.Run("v0.3", func(t *testing.T) {
 		llm.Enqueue(fakellm.Turn{Text: "Hello over v0.3."}, fakellm.Turn{Text: "Streamed over v0.3.", ChunkSize: 5})
 		sent := a2aOK[a2aOut](t, base, "v03-send", map[string]any{"text": "Hi."})
-		// v0.3's data parts have no media type: only the answer's text is checked here.
 		tk := sent.task(t)
 		if tk.Status.State != "TASK_STATE_COMPLETED" || len(tk.Artifacts) != 1 || a2aPartsText(tk.Artifacts[0].Parts) != "Hello over v0.3." {
 			t.Errorf("v0.3 send: %s, artifacts %+v", tk.Status.State, tk.Artifacts)
@@ -868,13 +867,19 @@ require_approval = true
 			} `json:"status"`
 			Artifacts []struct {
 				Parts []struct {
-					Kind string `json:"kind"`
+					Kind     string `json:"kind"`
+					Metadata struct {
+						MediaType string `json:"mediaType"`
+					} `json:"metadata"`
 				} `json:"parts"`
 			} `json:"artifacts"`
 		}
 		if err := json.Unmarshal(sent.Wire, &wire); err != nil || wire.Kind != "task" || wire.Status.State != "completed" ||
 			len(wire.Artifacts) != 1 || len(wire.Artifacts[0].Parts) == 0 || wire.Artifacts[0].Parts[0].Kind != "text" {
 			t.Errorf("v0.3 send on the wire: %s (%v), want a completed task in v0.3's shape", sent.Wire, err)
+		} else if parts := wire.Artifacts[0].Parts; parts[len(parts)-1].Kind != "data" || parts[len(parts)-1].Metadata.MediaType != "application/vnd.agenthost.answer+json" {
+			// v0.3's data parts have no media type: the answer details' travels in their metadata.
+			t.Errorf("v0.3 send on the wire: %s, want the answer details last, their media type in the metadata", sent.Wire)
 		}
 
 		streamed := a2aOK[a2aOut](t, base, "v03-stream", map[string]any{"text": "Stream."})
