@@ -56,7 +56,10 @@ func (s *Server) event(st *serverTask, ev *host.Event) {
 			}
 			t.answerText.WriteString(ev.Text)
 			t.answerSent = true
-			t.setAnswer([]part{textPart(t.answerText.String())})
+			t.setAnswerText(t.answerText.String())
+			if !t.streamed() {
+				return nil // a chunk is an event for streams only; the others see the artifact as it is now
+			}
 			return &streamResponse{ArtifactUpdate: &artifactUpdate{
 				TaskID: t.id, ContextID: t.contextID, Append: appendChunk,
 				Artifact: artifact{ArtifactID: answerArtifactID(t), Name: "answer", Parts: []part{textPart(ev.Text)}},
@@ -148,8 +151,37 @@ func (t *serverTask) setAnswer(parts []part) {
 	t.t.Artifacts = mergeArtifact(t.t.Artifacts, a, false)
 }
 
-// answerArtifactID names a task's answer artifact.
-func answerArtifactID(t *serverTask) string { return t.id + "-answer" }
+// setAnswerText makes text the answer artifact's only part. While the answer streams, the part is replaced in place:
+// the store's artifacts are its own (snapshots and events copy the parts).
+func (t *serverTask) setAnswerText(text string) {
+	id := answerArtifactID(t)
+	for i := range t.t.Artifacts {
+		if a := &t.t.Artifacts[i]; a.ArtifactID == id && len(a.Parts) == 1 && a.Parts[0].Kind == partText {
+			a.Parts[0] = textPart(text)
+			return
+		}
+	}
+	t.setAnswer([]part{textPart(text)})
+}
+
+// streamed reports whether a stream listens to the task's events (a blocking send waits for the end alone).
+func (t *serverTask) streamed() bool {
+	for sub := range t.subs {
+		if !sub.endOnly {
+			return true
+		}
+	}
+	return false
+}
+
+// answerArtifactID names a task's answer artifact. It is asked for at every streamed chunk, under the store's lock:
+// the name is made once.
+func answerArtifactID(t *serverTask) string {
+	if t.answerID == "" {
+		t.answerID = t.id + "-answer"
+	}
+	return t.answerID
+}
 
 // agentText is a message from the agent with one text part, in the task's context.
 func agentText(st *serverTask, text string) *message {
