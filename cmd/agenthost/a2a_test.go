@@ -10,7 +10,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -88,54 +87,13 @@ type a2aServer struct {
 // When the test ends, the server is interrupted and must exit with code 0; its stderr is logged if the test failed.
 func startServeA2A(t *testing.T, env []string, args ...string) a2aServer {
 	t.Helper()
-	cmd := exec.Command(binary, args...)
-	cmd.Env = append(testEnv(), env...)
-	stderr := &watchedLog{found: make(chan string, 1), re: regexp.MustCompile(`(` + a2aServing.String() + `)`)}
-	cmd.Stderr = stderr
-	cmd.WaitDelay = 10 * time.Second
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	line, stderr := serveChild(t, env, regexp.MustCompile(`(`+a2aServing.String()+`)`), args...)
+	m := a2aServing.FindStringSubmatch(line)
+	s := a2aServer{url: m[1], base: m[2]}
+	if mm := servingLine.FindStringSubmatch(stderr.String()); mm != nil {
+		s.mcpURL = mm[1]
 	}
-	exited := make(chan struct{})
-	var exitErr error
-	go func() {
-		exitErr = cmd.Wait()
-		close(exited)
-	}()
-	served := false
-	t.Cleanup(func() {
-		if err := cmd.Process.Signal(os.Interrupt); err != nil && !errors.Is(err, os.ErrProcessDone) {
-			t.Errorf("interrupting agenthost serve: %v", err)
-		}
-		select {
-		case <-exited:
-			if served && exitErr != nil {
-				t.Errorf("agenthost serve exited with %v after SIGINT", exitErr)
-			}
-		case <-time.After(a2aWait):
-			cmd.Process.Kill()
-			<-exited
-			t.Errorf("agenthost serve did not exit within %v of SIGINT", a2aWait)
-		}
-		if t.Failed() {
-			t.Logf("agenthost %s stderr:\n%s", args, stderr.String())
-		}
-	})
-	select {
-	case line := <-stderr.found:
-		served = true
-		m := a2aServing.FindStringSubmatch(line)
-		s := a2aServer{url: m[1], base: m[2]}
-		if mm := servingLine.FindStringSubmatch(stderr.String()); mm != nil {
-			s.mcpURL = mm[1]
-		}
-		return s
-	case <-exited:
-		t.Fatalf("agenthost %s exited before it served: %v\n%s", args, exitErr, stderr.String())
-	case <-time.After(a2aWait):
-		t.Fatalf("agenthost %s did not say where it serves within %v", args, a2aWait)
-	}
-	return a2aServer{}
+	return s
 }
 
 // The v1.0 objects as client.mjs prints them (the SDK's toJSON: ProtoJSON, defaults omitted).

@@ -199,9 +199,19 @@ func startServeHTTP(t *testing.T, config string, env ...string) string {
 // startServe starts the binary with args, which must make it serve HTTP, and returns the URL it serves at.
 func startServe(t *testing.T, env []string, args ...string) string {
 	t.Helper()
+	url, _ := serveChild(t, env, servingLine, args...)
+	return url
+}
+
+// serveChild starts the binary with args, with env added to the test's environment, and waits until its stderr
+// matches re; it returns the first submatch and the stderr collected. When the test ends, the server is interrupted
+// and must exit with code 0; its stderr is logged if the test failed.
+func serveChild(t *testing.T, env []string, re *regexp.Regexp, args ...string) (string, *watchedLog) {
+	t.Helper()
+	const limit = 30 * time.Second
 	cmd := exec.Command(binary, args...)
 	cmd.Env = append(testEnv(), env...)
-	stderr := &watchedLog{found: make(chan string, 1), re: servingLine}
+	stderr := &watchedLog{found: make(chan string, 1), re: re}
 	cmd.Stderr = stderr
 	cmd.WaitDelay = 10 * time.Second
 	if err := cmd.Start(); err != nil {
@@ -223,25 +233,25 @@ func startServe(t *testing.T, env []string, args ...string) string {
 			if served && exitErr != nil {
 				t.Errorf("agenthost serve exited with %v after SIGINT", exitErr)
 			}
-		case <-time.After(30 * time.Second):
+		case <-time.After(limit):
 			cmd.Process.Kill()
 			<-exited
-			t.Errorf("agenthost serve did not exit within 30s of SIGINT")
+			t.Errorf("agenthost serve did not exit within %v of SIGINT", limit)
 		}
 		if t.Failed() {
-			t.Logf("agenthost serve stderr:\n%s", stderr.String())
+			t.Logf("agenthost %s stderr:\n%s", args, stderr.String())
 		}
 	})
 	select {
-	case url := <-stderr.found:
+	case match := <-stderr.found:
 		served = true
-		return url
+		return match, stderr
 	case <-exited:
-		t.Fatalf("agenthost %s exited before it served: %v", args, exitErr)
-	case <-time.After(30 * time.Second):
-		t.Fatalf("agenthost %s did not say where it serves within 30s", args)
+		t.Fatalf("agenthost %s exited before it served: %v\n%s", args, exitErr, stderr.String())
+	case <-time.After(limit):
+		t.Fatalf("agenthost %s did not say where it serves within %v", args, limit)
 	}
-	return ""
+	return "", nil
 }
 
 // watchedLog collects a process's stderr and sends the first submatch of re, once, on found.
