@@ -15,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/agenthost/agenthost/internal/procstat"
 )
 
 // The targets, as the report names them.
@@ -153,11 +155,11 @@ func measure(ctx context.Context, o *options, stderr io.Writer) (*report, error)
 		}
 	}
 	for _, s := range rep.servers {
-		m, err := processMemory(s.pid)
+		m, err := procstat.ReadMemory(s.pid)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", s.name, err)
 		}
-		rep.hwm = append(rep.hwm, m.peak)
+		rep.hwm = append(rep.hwm, m.Peak)
 	}
 	// Stopped here rather than deferred only, so that the CPU profile is written before the report reads it.
 	ah.stop()
@@ -168,7 +170,7 @@ func measure(ctx context.Context, o *options, stderr io.Writer) (*report, error)
 // loadRun runs load.mjs against s with c clients for d, and reads the server's CPU time and RSS around it.
 func loadRun(ctx context.Context, node, script string, s *server, c int, d time.Duration) (runResult, error) {
 	r := runResult{target: s.name}
-	cpu0, err := processCPU(s.pid)
+	cpu0, err := procstat.CPU(s.pid)
 	if err != nil {
 		return r, fmt.Errorf("%s: %w", s.name, err)
 	}
@@ -188,7 +190,7 @@ func loadRun(ctx context.Context, node, script string, s *server, c int, d time.
 	err = cmd.Run()
 	r.loadWall = time.Since(start)
 	r.peakRSS = stopRSS()
-	cpu1, cpuErr := processCPU(s.pid)
+	cpu1, cpuErr := procstat.CPU(s.pid)
 	busy1, busyErr := machineBusy()
 	select {
 	case <-s.exited:

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/agenthost/agenthost/internal/procstat"
 )
 
 const (
@@ -81,12 +83,12 @@ func startServer(ctx context.Context, name string, cmd *exec.Cmd, fromStderr boo
 	defer timer.Stop()
 	select {
 	case s.url = <-found:
-		m, err := processMemory(s.pid)
+		m, err := procstat.ReadMemory(s.pid)
 		if err != nil {
 			s.stop()
 			return nil, fmt.Errorf("start %s: %w", name, err)
 		}
-		s.idleRSS = m.rss
+		s.idleRSS = m.RSS
 		return s, nil
 	case <-s.exited:
 		err = fmt.Errorf("it exited before it listened: %v", s.waitErr)
@@ -158,35 +160,6 @@ func moduleRoot() (string, error) {
 	}
 }
 
-// clockTick is the unit of utime and stime in /proc/PID/stat: USER_HZ, 100 on every Linux architecture Go runs on.
-const clockTick = 10 * time.Millisecond
-
-// processCPU returns the user and system CPU time that process pid has used so far, all its threads included.
-func processCPU(pid int) (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	// The command name, in parentheses, may hold spaces: fields are counted after its closing parenthesis.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
-	}
-	fields := strings.Fields(string(b[i+1:]))
-	if len(fields) < 13 { // fields[0] is field 3 (state); utime and stime are fields 14 and 15
-		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
-	}
-	var ticks int64
-	for _, f := range fields[11:13] {
-		n, err := strconv.ParseInt(f, 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
-		}
-		ticks += n
-	}
-	return time.Duration(ticks) * clockTick, nil
-}
-
 // machineBusy returns the CPU time all the machine's CPUs have spent busy so far (everything but idle and iowait),
 // from /proc/stat.
 func machineBusy() (time.Duration, error) {
@@ -210,39 +183,7 @@ func machineBusy() (time.Duration, error) {
 		}
 		ticks += n
 	}
-	return time.Duration(ticks) * clockTick, nil
-}
-
-// memory is a process's resident memory, from /proc/PID/status.
-type memory struct {
-	rss, peak int64 // VmRSS and VmHWM, in bytes
-}
-
-func processMemory(pid int) (memory, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return memory{}, err
-	}
-	var m memory
-	for line := range strings.Lines(string(b)) {
-		key, val, ok := strings.Cut(line, ":")
-		if !ok || (key != "VmRSS" && key != "VmHWM") {
-			continue
-		}
-		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(val), " kB"), 10, 64)
-		if err != nil {
-			return memory{}, fmt.Errorf("/proc/%d/status: %s: %w", pid, key, err)
-		}
-		if key == "VmRSS" {
-			m.rss = kb << 10
-		} else {
-			m.peak = kb << 10
-		}
-	}
-	if m.peak == 0 {
-		return memory{}, fmt.Errorf("/proc/%d/status: no VmHWM", pid)
-	}
-	return m, nil
+	return time.Duration(ticks) * procstat.ClockTick, nil
 }
 
 // rssSampleEvery is how often a server's VmRSS is read during a run.
@@ -256,8 +197,8 @@ func sampleRSS(pid int) (stop func() int64) {
 	go func() {
 		var peak int64
 		read := func() {
-			if m, err := processMemory(pid); err == nil {
-				peak = max(peak, m.rss)
+			if m, err := procstat.ReadMemory(pid); err == nil {
+				peak = max(peak, m.RSS)
 			}
 		}
 		read()

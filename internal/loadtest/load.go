@@ -21,6 +21,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agenthost/agenthost/internal/fakellm"
+	"github.com/agenthost/agenthost/internal/procstat"
 )
 
 // answerText is what the fake model answers in a run's second model call.
@@ -152,12 +153,12 @@ func measure(ctx context.Context, cfg *options, stderr io.Writer) (*report, erro
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	mem, err := processMemory(srv.pid)
+	mem, err := procstat.ReadMemory(srv.pid)
 	if err != nil {
 		return nil, err
 	}
-	rep.peakRSS = mem.peak
-	rep.rssAtEnd = at[1].mem.rss
+	rep.peakRSS = mem.Peak
+	rep.rssAtEnd = at[1].mem.RSS
 	rep.summarise(samples, open, closed, at)
 	rep.profile = prof
 	if prof.err == nil && prof.path != "" && cfg.top > 0 {
@@ -328,16 +329,16 @@ type counters struct {
 	selfCPU       time.Duration
 	modelRequests int
 	notifications int64
-	mem           memory
+	mem           procstat.Memory
 }
 
 func readCounters(pid int, llm *fakellm.Server, notifications *atomic.Int64) (counters, error) {
 	c := counters{at: time.Now(), selfCPU: selfCPU(), modelRequests: llm.RequestCount(), notifications: notifications.Load()}
 	var err error
-	if c.serverCPU, err = processCPU(pid); err != nil {
+	if c.serverCPU, err = procstat.CPU(pid); err != nil {
 		return c, err
 	}
-	c.mem, err = processMemory(pid)
+	c.mem, err = procstat.ReadMemory(pid)
 	return c, err
 }
 

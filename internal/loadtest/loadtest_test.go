@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agenthost/agenthost/internal/procstat"
 )
 
 // TestMain lets the test binary be re-executed as the server, as the command is.
@@ -166,11 +168,11 @@ func TestParseAnnouncements(t *testing.T) {
 
 func TestProcReaders(t *testing.T) {
 	pid := os.Getpid()
-	if _, err := processCPU(pid); err != nil {
+	if _, err := procstat.CPU(pid); err != nil {
 		t.Errorf("processCPU: %v", err)
 	}
-	m, err := processMemory(pid)
-	if err != nil || m.rss <= 0 || m.peak < m.rss {
+	m, err := procstat.ReadMemory(pid)
+	if err != nil || m.RSS <= 0 || m.Peak < m.RSS {
 		t.Errorf("processMemory = %+v, %v; want 0 < rss <= peak", m, err)
 	}
 	if lim, err := openFileLimit(pid); err != nil || lim == "" {
