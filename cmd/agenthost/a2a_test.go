@@ -47,29 +47,7 @@ const a2aWait = 30 * time.Second
 // with prefix fx; extra is appended. The API key comes from TEST_KEY.
 func a2aConfig(t *testing.T, dir, name, modelURL, extra string) string {
 	t.Helper()
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return writeFile(t, dir, name+".toml", fmt.Sprintf(`
-[agent]
-name = %q
-
-[model]
-provider = "openai"
-model = "fake-model"
-base_url = %q
-api_key_env = "TEST_KEY"
-max_retries = 0
-
-[builtin]
-tools = ["current_time"]
-
-[mcp.servers.fixture]
-command = %q
-env = { %s = "1" }
-prefix = "fx"
-%s`, name, modelURL, self, fixtureEnv, extra))
+	return agentConfig(t, dir, name, modelURL, `"current_time"`, extra)
 }
 
 // a2aServing is what `agenthost serve --a2a` writes to stderr once it listens: the endpoint's URL as the card

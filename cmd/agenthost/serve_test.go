@@ -33,6 +33,14 @@ import (
 // the fixture, with prefix fx; extra is appended. The API key comes from TEST_KEY, which the clients must pass.
 func serveConfig(t *testing.T, dir, name string, srv *fakellm.Server, extra string) string {
 	t.Helper()
+	return agentConfig(t, dir, name, srv.URL, "", extra)
+}
+
+// agentConfig writes an agent.toml in dir for an agent named name whose model is at modelURL, whose built-in tools
+// are builtins (a TOML list's items, "" for none) and whose one MCP server is the fixture, with prefix fx; extra is
+// appended. The API key comes from TEST_KEY.
+func agentConfig(t *testing.T, dir, name, modelURL, builtins, extra string) string {
+	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -49,13 +57,13 @@ api_key_env = "TEST_KEY"
 max_retries = 0
 
 [builtin]
-tools = []
+tools = [%s]
 
 [mcp.servers.fixture]
 command = %q
 env = { %s = "1" }
 prefix = "fx"
-%s`, name, srv.URL, self, fixtureEnv, extra))
+%s`, name, modelURL, builtins, self, fixtureEnv, extra))
 }
 
 // clientOutput is what mcp-client.mjs prints.
