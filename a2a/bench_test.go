@@ -99,9 +99,8 @@ func BenchmarkEchoDirect(b *testing.B) {
 	}
 }
 
-// BenchmarkEchoPeerTool sends the same message through the peer's tool: Connect resolves the card once, then each op
-// is one Call, as the orchestrator makes it.
-func BenchmarkEchoPeerTool(b *testing.B) {
+// echoPeerTool starts the JS echo agent and returns its URL and its peer tool, resolved once.
+func echoPeerTool(b *testing.B) (string, host.Tool) {
 	url := peers.A2AAgent(b, "echo-agent")
 	ps, err := Connect(b.Context(), []PeerConfig{{Name: "echo", URL: url, Required: true}}, nil)
 	if err != nil {
@@ -112,7 +111,13 @@ func BenchmarkEchoPeerTool(b *testing.B) {
 	if err != nil || len(tools) != 1 {
 		b.Fatalf("tools: %d, %v", len(tools), err)
 	}
-	tool := tools[0]
+	return url, tools[0]
+}
+
+// BenchmarkEchoPeerTool sends the same message through the peer's tool: Connect resolves the card once, then each op
+// is one Call, as the orchestrator makes it.
+func BenchmarkEchoPeerTool(b *testing.B) {
+	_, tool := echoPeerTool(b)
 	args := json.RawMessage(`{"message":"ping"}`)
 	b.ReportAllocs()
 	for b.Loop() {
@@ -132,16 +137,7 @@ func BenchmarkEchoPeerTool(b *testing.B) {
 // and times each: it reports the median call on each path and the median of the per-op differences (peer tool minus
 // direct) as overhead-ns/call.
 func BenchmarkEchoOverhead(b *testing.B) {
-	base := peers.A2AAgent(b, "echo-agent")
-	ps, err := Connect(b.Context(), []PeerConfig{{Name: "echo", URL: base, Required: true}}, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { ps.Close() })
-	tools, err := ps.Toolsets()[0].Tools(b.Context())
-	if err != nil || len(tools) != 1 {
-		b.Fatalf("tools: %d, %v", len(tools), err)
-	}
+	base, tool := echoPeerTool(b)
 	client := &http.Client{}
 	args := json.RawMessage(`{"message":"ping"}`)
 	direct := func(n int) {
@@ -156,7 +152,7 @@ func BenchmarkEchoOverhead(b *testing.B) {
 	viaTool := func() {
 		call := host.NewCall("call_1", "echo", "a2a:echo", nil, nil)
 		call.ConversationID = "bench"
-		res, err := tools[0].Call(b.Context(), args, call)
+		res, err := tool.Call(b.Context(), args, call)
 		if err != nil || res.IsError {
 			b.Fatalf("result %+v, %v", res, err)
 		}

@@ -174,14 +174,8 @@ func (t *serverTask) streamed() bool {
 	return false
 }
 
-// answerArtifactID names a task's answer artifact. It is asked for at every streamed chunk, under the store's lock:
-// the name is made once.
-func answerArtifactID(t *serverTask) string {
-	if t.answerID == "" {
-		t.answerID = t.id + "-answer"
-	}
-	return t.answerID
-}
+// answerArtifactID names a task's answer artifact.
+func answerArtifactID(t *serverTask) string { return t.id + "-answer" }
 
 // agentText is a message from the agent with one text part, in the task's context.
 func agentText(st *serverTask, text string) *message {

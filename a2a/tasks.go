@@ -34,7 +34,6 @@ type serverTask struct {
 	answerText  strings.Builder
 	answerReset bool
 	answerSent  bool
-	answerID    string // answerArtifactID's, once asked
 
 	finished *list.Element // its place in the store's finished list, while it is finished and kept
 }
