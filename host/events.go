@@ -80,6 +80,9 @@ type Answer struct {
 	ToolCalls []ToolCallInfo `json:"tool_calls"`
 	// Result is the result of the tool that took control, when StoppedBy is StopToolControl.
 	Result *Result `json:"-"`
+
+	// cited are the references of a nested run's answer in reference-number order, with their excerpts.
+	cited []Reference
 }
 
 // IterationInfo is the debug record of one iteration.

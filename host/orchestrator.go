@@ -129,6 +129,10 @@ type Request struct {
 	// Model, when set, replaces the orchestrator's model for this run: the calling MCP client's own model, reached
 	// through sampling, for example.
 	Model llm.Model
+
+	// nested marks the run of a sub-agent (see SubAgents): its answer cites in the keyword style, so the calling
+	// run can renumber the citations into its own sources, and keeps the cited references' excerpts.
+	nested bool
 }
 
 // Run runs the loop for req and returns its events. The last event of a run that ends with an answer has Kind
@@ -291,7 +295,7 @@ func (r *run) loop(ctx context.Context, tools []*ManagedTool) (*Answer, error) {
 		if forced {
 			resp, err = r.generateForced(ctx, req, off.forced)
 		} else {
-			r.stream = newCiteStream(r.citeSources, o.opts.CitationStyle)
+			r.stream = newCiteStream(r.citeSources, r.citationStyle())
 			resp, err = r.model().Generate(ctx, req, func(d llm.Delta) {
 				if out := r.stream.write(d.Text); out != "" {
 					r.emit(&Event{Kind: EventTextDelta, Iteration: i, Text: out})
@@ -436,7 +440,7 @@ func (r *run) generateForced(ctx context.Context, base *llm.Request, forced []*M
 
 // answer finishes a run with the model's text, its citations rendered.
 func (r *run) answer(text string) *Answer {
-	rendered, refs := cite.Render(text, r.citeSources(), cite.Style(r.o.opts.CitationStyle))
+	rendered, refs := cite.Render(text, r.citeSources(), cite.Style(r.citationStyle()))
 	// Complete the stream, so that the text deltas of the answering iteration add up to the answer.
 	emitted := ""
 	if r.stream != nil {
@@ -445,7 +449,22 @@ func (r *run) answer(text string) *Answer {
 	if rest, ok := strings.CutPrefix(rendered, emitted); ok && rest != "" {
 		r.emit(&Event{Kind: EventTextDelta, Iteration: r.iteration, Text: rest})
 	}
-	return &Answer{Text: rendered, References: numbered(refs), StoppedBy: StopAnswered}
+	ans := &Answer{Text: rendered, References: numbered(refs), StoppedBy: StopAnswered}
+	if r.req.nested {
+		for _, ref := range refs {
+			src := r.conv.sources[ref.Sources[0]-1].Ref // sources are numbered from 1 in order
+			ans.cited = append(ans.cited, Reference{Title: ref.Title, URI: ref.URI, Content: src.Content})
+		}
+	}
+	return ans
+}
+
+// citationStyle is the style of this run's answer: the keyword style for a nested run, else the configured one.
+func (r *run) citationStyle() CitationStyle {
+	if r.req.nested {
+		return CitationStyle(cite.StyleKeyword)
+	}
+	return r.o.opts.CitationStyle
 }
 
 // stop finishes a run that ended without a proper answer: the latest text the model wrote, if any, then why.
@@ -459,9 +478,15 @@ func (r *run) stop(reason StopReason, why string) *Answer {
 	return ans
 }
 
-// tookControl finishes a run whose takes_control tool ran: its result is the answer.
+// tookControl finishes a run whose takes_control tool ran: its result is the answer. The answer of a sub-agent is
+// rendered like the run's own, its citations being already this run's source numbers.
 func (r *run) tookControl(s *slot) *Answer {
 	res := s.result
+	if res != nil && res.nested != nil && !res.nested.plain {
+		ans := r.answer(s.text)
+		ans.StoppedBy, ans.Result = StopToolControl, res
+		return ans
+	}
 	if res == nil {
 		res = &Result{Text: s.content, IsError: true}
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agenthost/agenthost/host/internal/cite"
 	"github.com/agenthost/agenthost/llm"
 )
 
@@ -28,6 +29,7 @@ type slot struct {
 	approval string
 	duration time.Duration
 	sources  []int  // numbers given to result.References
+	text     string // the result's text, with a sub-agent's citations renumbered into the run's sources
 	content  string // the tool message
 }
 
@@ -205,7 +207,7 @@ func (p *progressRelay) send(ev *Event) {
 // questions to the run's interactor.
 func (r *run) newCall(iter int, s *slot, relay *progressRelay) *Call {
 	t := s.tool
-	call := &Call{ID: s.call.ID, Tool: t.Spec.Name, Source: t.Source, ConversationID: r.conv.id, interactor: r.req.Interactor}
+	call := &Call{ID: s.call.ID, Tool: t.Spec.Name, Source: t.Source, ConversationID: r.conv.id, interactor: r.req.Interactor, model: r.req.Model}
 	call.progress = func(p Progress) {
 		relay.send(&Event{Kind: EventToolProgress, Iteration: iter, ToolCall: &ToolEvent{ID: s.call.ID, Name: t.Spec.Name, Source: t.Source, Progress: &p}})
 	}
@@ -310,7 +312,14 @@ func (r *run) finish(s *slot) {
 		s.sources = append(s.sources, n)
 		sources = append(sources, sourceJSON{Source: n, Title: ref.Title, URI: ref.URI, Content: ref.Content})
 	}
-	s.content = resultContent(res, sources)
+	s.text = res.Text
+	if res.nested != nil {
+		if !res.nested.plain {
+			s.text = cite.Renumber(res.Text, s.sources)
+		}
+		r.usage.Add(res.nested.usage)
+	}
+	s.content = resultContent(res.Structured, s.text, res.IsError, sources)
 }
 
 // sourceJSON is how the model sees a numbered reference.
@@ -323,10 +332,9 @@ type sourceJSON struct {
 
 // resultContent is the tool message for a result: its text, or its structured output as JSON when it has no text,
 // then its numbered sources as a JSON array. An error result is marked so the model cannot mistake it for data.
-func resultContent(res *Result, sources []sourceJSON) string {
-	text := res.Text
-	if text == "" && len(res.Structured) > 0 {
-		text = string(res.Structured)
+func resultContent(structured json.RawMessage, text string, isError bool, sources []sourceJSON) string {
+	if text == "" && len(structured) > 0 {
+		text = string(structured)
 	}
 	if len(sources) > 0 {
 		b, _ := json.Marshal(sources) // plain strings and ints: cannot fail
@@ -338,7 +346,7 @@ func resultContent(res *Result, sources []sourceJSON) string {
 	if text == "" {
 		text = "(the tool returned no content)"
 	}
-	if res.IsError {
+	if isError {
 		return "Error: " + text
 	}
 	return text

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"time"
+
+	"github.com/agenthost/agenthost/llm"
 )
 
 // ToolSpec describes a tool as the orchestrator offers it to the model.
@@ -13,6 +15,9 @@ type ToolSpec struct {
 	Title string
 	// Description is what the model reads to decide when to call the tool.
 	Description string
+	// Prompt is guidance on when and how to use the tool, added to the system prompt while the tool is offered:
+	// what a built-in tool says of itself. The admin's [tools."<name>"] prompt replaces it.
+	Prompt string
 	// InputSchema is the JSON Schema of the arguments, passed through as the source gave it. Nil means
 	// {"type":"object"}.
 	InputSchema json.RawMessage
@@ -74,6 +79,17 @@ type Result struct {
 	IsError bool
 	// Debug holds tool-specific details for debug info. It must hold no secrets.
 	Debug map[string]any
+
+	// nested is set on the result of a sub-agent: its Text cites References as "[source k]", k counting from 1,
+	// and its usage adds to the calling run's.
+	nested *nestedResult
+}
+
+// nestedResult is what the result of a sub-agent carries for the run that called it.
+type nestedResult struct {
+	usage llm.Usage
+	// plain marks a Text that does not cite in the keyword style: a tool of the sub-agent took control.
+	plain bool
 }
 
 // Media is a piece of binary content a tool returned.
@@ -110,6 +126,9 @@ type Call struct {
 
 	progress   func(Progress)
 	interactor Interactor
+	// model is the run's model when the request replaced the orchestrator's (the caller's model through
+	// sampling): sub-agents run on it too.
+	model llm.Model
 }
 
 // NewCall returns a Call for tools invoked outside a run (gateways, tests). Either function may be nil.

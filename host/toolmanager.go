@@ -27,7 +27,8 @@ type ToolPolicy struct {
 	TakesControl bool
 	// RequireApproval makes every call wait for the caller's approval; with nobody to ask, the call is refused.
 	RequireApproval bool
-	// Prompt is guidance added to the system prompt while the tool is offered.
+	// Prompt is guidance added to the system prompt while the tool is offered; empty means the tool's own
+	// (ToolSpec.Prompt).
 	Prompt string
 	// FormatPrompt is added to the system prompt once the tool was used in the run.
 	FormatPrompt string
@@ -63,12 +64,18 @@ type ToolManager struct {
 	policies map[string]ToolPolicy
 	logger   *slog.Logger
 
+	// parent and only make a restricted view (Restrict): the parent's tools named in only.
+	parent *ToolManager
+	only   []string
+
 	schemas schemaCache
 
 	listMu   sync.Mutex
 	lastSets [][]Tool       // what each source returned last time
 	last     []*ManagedTool // the merged list built from lastSets
-	lastErr  error
+	// lastParent is the parent's list that last was filtered from, for a restricted view.
+	lastParent []*ManagedTool
+	lastErr    error
 
 	mu     sync.Mutex
 	warned map[string]bool // problems already logged, so a persistent one is logged once
@@ -95,6 +102,12 @@ func NewToolManager(sets []Toolset, opts *ToolManagerOptions) *ToolManager {
 	return &ToolManager{sets: slices.Clone(sets), policies: opts.Policies, logger: logger, warned: map[string]bool{}}
 }
 
+// Restrict returns a ToolManager offering only the tools of m named in names, under m's policies, in m's order: the
+// tools a sub-agent may use. Names that match no tool are ignored, so a source that comes later adds its tools then.
+func (m *ToolManager) Restrict(names []string) *ToolManager {
+	return &ToolManager{sets: m.sets, policies: m.policies, logger: m.logger, warned: map[string]bool{}, parent: m, only: slices.Clone(names)}
+}
+
 // Toolsets returns the sources, in order.
 func (m *ToolManager) Toolsets() []Toolset { return slices.Clone(m.sets) }
 
@@ -104,6 +117,9 @@ func (m *ToolManager) Toolsets() []Toolset { return slices.Clone(m.sets) }
 //
 // The returned slice is shared: callers must not modify it. While every source returns the same slice, so does Tools.
 func (m *ToolManager) Tools(ctx context.Context) ([]*ManagedTool, error) {
+	if m.parent != nil {
+		return m.restricted(ctx)
+	}
 	lists := make([][]Tool, len(m.sets))
 	errs := make([]error, len(m.sets))
 	for i, set := range m.sets {
@@ -119,6 +135,24 @@ func (m *ToolManager) Tools(ctx context.Context) ([]*ManagedTool, error) {
 	if errors.Join(errs...) != nil {
 		m.lastSets, m.last = nil, nil // a failing source may recover: build again next time
 	}
+	return out, err
+}
+
+// restricted is Tools for a restricted view: the parent's list, filtered, rebuilt only when the parent's changed.
+func (m *ToolManager) restricted(ctx context.Context) ([]*ManagedTool, error) {
+	all, err := m.parent.Tools(ctx)
+	m.listMu.Lock()
+	defer m.listMu.Unlock()
+	if m.last != nil && len(all) > 0 && len(m.lastParent) == len(all) && &m.lastParent[0] == &all[0] {
+		return m.last, err
+	}
+	out := make([]*ManagedTool, 0, len(m.only))
+	for _, t := range all {
+		if slices.Contains(m.only, t.Spec.Name) {
+			out = append(out, t)
+		}
+	}
+	m.lastParent, m.last = all, out
 	return out, err
 }
 
@@ -150,7 +184,11 @@ func (m *ToolManager) merge(lists [][]Tool, listErrs []error) ([]*ManagedTool, e
 				continue
 			}
 			owner[spec.Name] = set.Name()
-			out = append(out, &ManagedTool{Tool: t, Spec: spec, Source: set.Name(), Policy: m.policies[spec.Name]})
+			policy := m.policies[spec.Name]
+			if strings.TrimSpace(policy.Prompt) == "" {
+				policy.Prompt = spec.Prompt
+			}
+			out = append(out, &ManagedTool{Tool: t, Spec: spec, Source: set.Name(), Policy: policy})
 		}
 	}
 	return out, errors.Join(errs...)

@@ -44,6 +44,8 @@
 //   - StyleSup: "<sup>1</sup>", "<sup>1,2</sup>", then a blank line, "Sources:" and a numbered markdown list:
 //     "1. Title — URI", which renders with the same numbers as the superscripts.
 //   - StyleNone: citations are removed and no list is appended.
+//   - StyleKeyword: "[source 1]", "[source 1, 2]", and no list: the answer of a nested run, whose citations the
+//     calling run maps onto its own source numbers with Renumber.
 //
 // Removing a citation never leaves one behind: text that closes up into a new keyword citation ("[source [source
 // 9]1]") is cleaned again, and nesting deeper than a few levels has its keyword defused to "src". A markdown "[1]"
@@ -75,6 +77,8 @@ const (
 	StyleSup Style = "sup"
 	// StyleNone removes citations and appends nothing.
 	StyleNone Style = "none"
+	// StyleKeyword writes "[source 1, 2]" with reference numbers and appends nothing.
+	StyleKeyword Style = "source"
 )
 
 // Ref is a cited document. Number is its reference number k (1, 2, ... in order of first citation).
@@ -88,11 +92,11 @@ type Ref struct {
 
 // Render rewrites the citations in text as described in the package documentation and returns the new text and
 // the cited documents in reference-number order (nil when nothing was cited). Whatever the style, the returned text
-// holds no keyword citation ("[source N]" and the like) outside code.
+// holds no keyword citation ("[source N]" and the like) outside code but those StyleKeyword writes.
 func Render(text string, sources []Source, style Style) (string, []Ref) {
 	style = normalStyle(style)
 	body, fence, refs := renderBody(text, newIndex(sources), style)
-	if style == StyleNone || len(refs) == 0 {
+	if style == StyleNone || style == StyleKeyword || len(refs) == 0 {
 		return body, refs
 	}
 
@@ -137,16 +141,22 @@ func (r *Renderer) Body(text string) string {
 }
 
 func normalStyle(style Style) Style {
-	if style != StyleSup && style != StyleNone {
+	if style != StyleSup && style != StyleNone && style != StyleKeyword {
 		return StyleMarkdown
 	}
 	return style
 }
 
 func renderBody(text string, idx *index, style Style) (body, fence string, refs []Ref) {
+	if style == StyleKeyword {
+		text = strings.NewReplacer(keywordOpen, "", keywordClose, "").Replace(text)
+	}
 	s := newScanner(text, idx.known)
 	body = render(s.scan(), idx.cite, style)
 	body, fence = strip(body, false)
+	if style == StyleKeyword {
+		body = unsentinel(body)
+	}
 	for _, d := range idx.cited {
 		refs = append(refs, Ref{Number: d.k, Title: d.title, URI: d.uri, Sources: slices.Clone(d.sources)})
 	}
@@ -310,7 +320,48 @@ func render(tokens []token, refs func([]int) []int, style Style) string {
 	return string(out)
 }
 
+// keywordOpen and keywordClose stand for the brackets of the citations StyleKeyword writes until the text has been
+// stripped of every other keyword citation; they are private-use characters, removed from the input beforehand.
+const (
+	keywordOpen  = "\uE000"
+	keywordClose = "\uE001"
+)
+
+// unsentinel writes the citations StyleKeyword marked as "[source ...]".
+func unsentinel(text string) string {
+	return strings.NewReplacer(keywordOpen, "[source ", keywordClose, "]").Replace(text)
+}
+
+// Renumber rewrites the citations of a StyleKeyword text, whose numbers n are 1..len(numbers), as "[source
+// numbers[n-1]]": what a run does with the answer of a run nested in it once it has numbered that answer's
+// references among its own sources. Citations of other numbers are removed.
+func Renumber(text string, numbers []int) string {
+	text = strings.NewReplacer(keywordOpen, "", keywordClose, "").Replace(text)
+	s := newScanner(text, func(n int) bool { return n >= 1 && n <= len(numbers) })
+	body := render(s.scan(), func(nums []int) []int {
+		var out []int
+		for _, n := range nums {
+			if n >= 1 && n <= len(numbers) {
+				out = append(out, numbers[n-1])
+			}
+		}
+		return out
+	}, StyleKeyword)
+	body, _ = strip(body, false)
+	return unsentinel(body)
+}
+
 func appendGroup(out []byte, ks []int, style Style) []byte {
+	if style == StyleKeyword {
+		out = append(out, keywordOpen...)
+		for j, k := range ks {
+			if j > 0 {
+				out = append(out, ", "...)
+			}
+			out = strconv.AppendInt(out, int64(k), 10)
+		}
+		return append(out, keywordClose...)
+	}
 	if style == StyleSup {
 		out = append(out, "<sup>"...)
 		for j, k := range ks {

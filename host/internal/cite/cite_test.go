@@ -3,6 +3,7 @@ package cite
 import (
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -295,4 +296,36 @@ func FuzzRender(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestKeywordStyle(t *testing.T) {
+	sources := []Source{{Number: 4, Title: "A", URI: "https://a"}, {Number: 7, Title: "B", URI: "https://b"}, {Number: 9, URI: "https://a"}}
+	text := "One [source 7]. Two [source 4][source 9]. Gone [source 12]. Code `[source 4]`. Odd \uE000x\uE001."
+	got, refs := Render(text, sources, StyleKeyword)
+	want := "One [source 1]. Two [source 2]. Gone. Code `[source 4]`. Odd x."
+	if got != want {
+		t.Errorf("Render =\n%q\nwant\n%q", got, want)
+	}
+	if len(refs) != 2 || refs[0].URI != "https://b" || refs[1].URI != "https://a" || !slices.Equal(refs[1].Sources, []int{4, 9}) {
+		t.Errorf("refs = %+v", refs)
+	}
+}
+
+func TestRenumber(t *testing.T) {
+	tests := []struct {
+		text    string
+		numbers []int
+		want    string
+	}{
+		{"A [source 1]. B [source 2, 1].", []int{5, 6}, "A [source 5]. B [source 6, 5]."},
+		{"A [source 3] and [2].", []int{8, 9}, "A and [source 9]."},
+		{"No citations.", []int{1}, "No citations."},
+		{"Nested [source [source 2]1].", []int{3, 4}, "Nested [source [source 4]1]."},
+		{"`[source 1]` stays", []int{2}, "`[source 1]` stays"},
+	}
+	for _, tt := range tests {
+		if got := Renumber(tt.text, tt.numbers); got != tt.want {
+			t.Errorf("Renumber(%q, %v) = %q, want %q", tt.text, tt.numbers, got, tt.want)
+		}
+	}
 }
