@@ -127,3 +127,35 @@ func TestCheckSelection(t *testing.T) {
 		t.Errorf("UnknownPolicies = %v, want [typo]", got)
 	}
 }
+
+func TestRestrictAndToolPrompt(t *testing.T) {
+	set := &staticSet{name: "s", tools: []Tool{
+		&funcTool{spec: ToolSpec{Name: "a", Prompt: "use a for A"}},
+		&funcTool{spec: ToolSpec{Name: "b", Prompt: "use b for B"}},
+		&funcTool{spec: ToolSpec{Name: "c"}},
+	}}
+	m := NewToolManager([]Toolset{set}, &ToolManagerOptions{Policies: map[string]ToolPolicy{"b": {Prompt: "the admin's b", RequireApproval: true}}})
+	all, err := m.Tools(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if all[0].Policy.Prompt != "use a for A" || all[1].Policy.Prompt != "the admin's b" {
+		t.Errorf("prompts %q, %q", all[0].Policy.Prompt, all[1].Policy.Prompt)
+	}
+	r := m.Restrict([]string{"c", "b", "missing"})
+	got, err := r.Tools(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Spec.Name != "b" || got[1].Spec.Name != "c" || !got[0].Policy.RequireApproval {
+		t.Fatalf("restricted tools %v", got)
+	}
+	again, _ := r.Tools(t.Context())
+	if &again[0] != &got[0] {
+		t.Error("an unchanged list was rebuilt")
+	}
+	set.tools = append(slices.Clip(set.tools), &funcTool{spec: ToolSpec{Name: "missing"}})
+	if now, _ := r.Tools(t.Context()); len(now) != 3 || now[2].Spec.Name != "missing" {
+		t.Errorf("a tool that came later did not join: %v", now)
+	}
+}
