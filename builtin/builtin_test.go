@@ -185,18 +185,23 @@ func TestNew(t *testing.T) {
 	tests := []struct {
 		name      string
 		names     []string
+		opts      *Options
 		wantTools []string
 		wantErr   []string
 	}{
 		{name: "none", names: nil},
 		{name: "current_time", names: []string{"current_time"}, wantTools: []string{"current_time"}},
-		{name: "unknown", names: []string{"current_time", "fetch_url", "shell"},
-			wantErr: []string{`"fetch_url", "shell"`, "available: current_time"}},
-		{name: "repeated", names: []string{"current_time", "current_time"}, wantErr: []string{`"current_time"`, "more than once"}},
+		{name: "in the order given", names: []string{"fetch_url", "current_time"}, wantTools: []string{"fetch_url", "current_time"}},
+		{name: "unknown", names: []string{"current_time", "shell", "exec"},
+			wantErr: []string{`builtin: unknown tool "shell", "exec" (available: current_time, calculate, fetch_url, `}},
+		{name: "repeated", names: []string{"current_time", "current_time"}, wantErr: []string{`builtin: tool "current_time" listed more than once`}},
+		{name: "every unusable tool is reported", names: []string{"web_search", "fetch_url", "current_time"},
+			opts:    &Options{FetchURL: FetchURLOptions{AllowHosts: []string{"a/b"}}},
+			wantErr: []string{"builtin: web_search: backend is required", "builtin: fetch_url: allow_hosts: \"a/b\""}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ts, err := New(tt.names, nil)
+			ts, err := New(tt.names, tt.opts)
 			if tt.wantErr != nil {
 				if err == nil {
 					t.Fatal("New succeeded")
@@ -211,6 +216,7 @@ func TestNew(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			defer ts.Close()
 			if ts.Name() != "builtin" {
 				t.Errorf("Name = %q", ts.Name())
 			}
@@ -229,25 +235,53 @@ func TestNew(t *testing.T) {
 	}
 }
 
+// everyToolOptions are options under which every built-in can be built, against nothing real.
+func everyToolOptions(t *testing.T) *Options {
+	dir := t.TempDir()
+	return &Options{
+		StateDir:  t.TempDir(),
+		WebSearch: WebSearchOptions{Backend: "searxng", URL: "http://127.0.0.1:1"},
+		Files:     FilesOptions{Roots: []string{dir}},
+		DocSearch: DocSearchOptions{Roots: []string{dir}, RefreshInterval: -1},
+	}
+}
+
 func TestAvailable(t *testing.T) {
 	got := Available()
-	if !reflect.DeepEqual(got, []string{"current_time"}) {
-		t.Errorf("Available = %v", got)
+	want := []string{"current_time", "calculate", "fetch_url", "web_search", "read_file", "list_dir", "search_files", "doc_search"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Available = %v, want %v", got, want)
 	}
 	got[0] = "changed"
 	if Available()[0] != "current_time" {
 		t.Error("Available shares its slice")
 	}
-	// every available tool can be built and names itself as listed
-	ts, err := New(Available(), nil)
+	// Every available tool can be built, names itself as listed, and tells the model when to use it.
+	ts, err := New(Available(), everyToolOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	tools, _ := ts.Tools(t.Context())
+	if len(tools) != len(want) {
+		t.Fatalf("%d tools, want %d", len(tools), len(want))
+	}
 	for i, tool := range tools {
-		if tool.Spec().Name != Available()[i] {
-			t.Errorf("tool %d is %q, listed as %q", i, tool.Spec().Name, Available()[i])
+		spec := tool.Spec()
+		if spec.Name != want[i] {
+			t.Errorf("tool %d is %q, listed as %q", i, spec.Name, want[i])
 		}
+		if spec.Description == "" || spec.Annotations == nil || spec.Annotations.ReadOnlyHint == nil || !*spec.Annotations.ReadOnlyHint {
+			t.Errorf("%s: description %q, annotations %+v: want a description and read-only", spec.Name, spec.Description, spec.Annotations)
+		}
+		if spec.Prompt == "" {
+			t.Errorf("%s has no prompt", spec.Name)
+		}
+	}
+	if err := ts.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if err := ts.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
 	}
 }
 

@@ -46,6 +46,8 @@ func (t *currentTime) Spec() host.ToolSpec {
 		Title: "Current time",
 		Description: "Returns the current date, time and weekday in a time zone. Use it whenever the answer depends " +
 			"on today's date or the time of day.",
+		Prompt: "Use current_time whenever the answer depends on today's date, the day of the week or the time: " +
+			"your own sense of the date is out of date. Give a time zone when the question names a place.",
 		InputSchema:  currentTimeInput,
 		OutputSchema: currentTimeOutput,
 		Annotations:  &host.ToolAnnotations{ReadOnlyHint: &yes, OpenWorldHint: &no},

@@ -1,0 +1,282 @@
+package builtin
+
+import (
+	"context"
+	"encoding/json"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/agenthost/agenthost/host"
+)
+
+// fileTree writes files (name → content) under a new directory and returns it.
+func fileTree(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// fileTools builds read_file, list_dir and search_files over opts.
+func fileTools(t *testing.T, opts FilesOptions) map[string]host.Tool {
+	t.Helper()
+	ts, err := New([]string{"read_file", "list_dir", "search_files"}, &Options{Files: opts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := ts.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	tools, _ := ts.Tools(t.Context())
+	m := map[string]host.Tool{}
+	for _, tool := range tools {
+		m[tool.Spec().Name] = tool
+	}
+	return m
+}
+
+func callTool(t *testing.T, tool host.Tool, args string) *host.Result {
+	t.Helper()
+	res, err := tool.Call(t.Context(), json.RawMessage(args), nil)
+	if err != nil {
+		t.Fatalf("Call(%s): %v", args, err)
+	}
+	return res
+}
+
+func fileURI(p string) string { return (&url.URL{Scheme: "file", Path: p}).String() }
+
+func TestFilesNew(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "f")
+	os.WriteFile(file, nil, 0o644)
+	tests := []struct {
+		roots []string
+		want  string
+	}{
+		{nil, "builtin: read_file: roots is required"},
+		{[]string{filepath.Join(dir, "missing")}, "root " + filepath.Join(dir, "missing") + ": no such file or directory"},
+		{[]string{file}, "root " + file + ": not a directory"},
+	}
+	for _, tt := range tests {
+		_, err := New([]string{"read_file", "list_dir"}, &Options{Files: FilesOptions{Roots: tt.roots}})
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("roots %v: err = %v, want %q", tt.roots, err, tt.want)
+		}
+	}
+}
+
+func TestReadFile(t *testing.T) {
+	dir := fileTree(t, map[string]string{
+		"notes/plan.md": "# Plan\nline 2\nline 3\nline 4\n",
+		"empty.txt":     "",
+		"crlf.txt":      "a\r\nb\r\n",
+	})
+	other := fileTree(t, map[string]string{"other.txt": "in the second root\n"})
+	tools := fileTools(t, FilesOptions{Roots: []string{dir, other}})
+	read := tools["read_file"]
+
+	tests := []struct {
+		args, want, uri string
+	}{
+		{`{"path":"notes/plan.md"}`, "notes/plan.md (4 lines)\n1\t# Plan\n2\tline 2\n3\tline 3\n4\tline 4\n", filepath.Join(dir, "notes/plan.md")},
+		{`{"path":"notes/../notes/plan.md","offset":2,"limit":2}`, "notes/plan.md (lines 2-3 of 4)\n2\tline 2\n3\tline 3\n[1 more lines: read on with offset 4]\n", ""},
+		{`{"path":"` + filepath.Join(dir, "notes/plan.md") + `","offset":4}`, "notes/plan.md (lines 4-4 of 4)\n4\tline 4\n", ""},
+		{`{"path":"empty.txt"}`, "empty.txt is empty\n", ""},
+		{`{"path":"crlf.txt"}`, "crlf.txt (2 lines)\n1\ta\n2\tb\n", ""},
+		{`{"path":"` + filepath.Join(other, "other.txt") + `"}`, filepath.Join(other, "other.txt") + " (1 lines)\n1\tin the second root\n", filepath.Join(other, "other.txt")},
+	}
+	for _, tt := range tests {
+		res := callTool(t, read, tt.args)
+		if res.IsError || res.Text != tt.want {
+			t.Errorf("%s: %q (error %v)\nwant %q", tt.args, res.Text, res.IsError, tt.want)
+		}
+		if tt.uri != "" && (len(res.References) != 1 || res.References[0].URI != fileURI(tt.uri)) {
+			t.Errorf("%s: references %+v, want %s", tt.args, res.References, fileURI(tt.uri))
+		}
+	}
+}
+
+func TestReadFileLong(t *testing.T) {
+	dir := fileTree(t, map[string]string{"long.txt": strings.Repeat("x\n", 2500)})
+	res := callTool(t, fileTools(t, FilesOptions{Roots: []string{dir}})["read_file"], `{"path":"long.txt"}`)
+	if !strings.HasPrefix(res.Text, "long.txt (lines 1-2000 of 2500)\n") || !strings.HasSuffix(res.Text, "[500 more lines: read on with offset 2001]\n") {
+		t.Errorf("text starts %q, ends %q", res.Text[:40], res.Text[len(res.Text)-60:])
+	}
+}
+
+func TestFilesRefusals(t *testing.T) {
+	outside := fileTree(t, map[string]string{"secret.txt": "secret\n", "dir/s.txt": "secret\n"})
+	dir := fileTree(t, map[string]string{
+		"big.txt":  strings.Repeat("a", 2048),
+		"bin.dat":  "text\x00more",
+		"latin1":   "caf\xe9\n",
+		"ok.txt":   "fine\n",
+		"sub/a.md": "a\n",
+	})
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.Symlink(filepath.Join(outside, "secret.txt"), filepath.Join(dir, "escape.txt")))
+	must(os.Symlink(filepath.Join(outside, "dir"), filepath.Join(dir, "escape-dir")))
+	must(os.Symlink("ok.txt", filepath.Join(dir, "inside-link.txt")))
+	must(os.Symlink("/dev/zero", filepath.Join(dir, "zero")))
+	must(syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o644))
+	tools := fileTools(t, FilesOptions{Roots: []string{dir}, MaxFileBytes: 1024})
+	roots := "(" + dir + ")"
+
+	tests := []struct {
+		tool, args, want string
+	}{
+		{"read_file", `{"path":"../secret.txt"}`, "../secret.txt is outside the allowed roots " + roots},
+		{"read_file", `{"path":"sub/../../x"}`, "sub/../../x is outside the allowed roots " + roots},
+		{"read_file", `{"path":"` + filepath.Join(outside, "secret.txt") + `"}`, filepath.Join(outside, "secret.txt") + " is outside the allowed roots " + roots},
+		{"read_file", `{"path":"/etc/passwd"}`, "/etc/passwd is outside the allowed roots " + roots},
+		{"read_file", `{"path":"escape.txt"}`, "escape.txt is a symbolic link to " + filepath.Join(outside, "secret.txt") + ", outside the allowed roots " + roots},
+		{"read_file", `{"path":"escape-dir/s.txt"}`, "escape-dir/s.txt is a symbolic link to " + filepath.Join(outside, "dir/s.txt") + ", outside the allowed roots " + roots},
+		{"list_dir", `{"path":"escape-dir"}`, "escape-dir is a symbolic link to " + filepath.Join(outside, "dir") + ", outside the allowed roots " + roots},
+		{"search_files", `{"pattern":"secret","path":"escape-dir"}`, "escape-dir is a symbolic link to " + filepath.Join(outside, "dir") + ", outside the allowed roots " + roots},
+		{"read_file", `{"path":"zero"}`, "zero is a symbolic link to /dev/zero, outside the allowed roots " + roots},
+		{"read_file", `{"path":"fifo"}`, "fifo is a named pipe, not a file that can be read"},
+		{"read_file", `{"path":"big.txt"}`, "big.txt is 2.0 KiB, over the 1.0 KiB limit of the file tools"},
+		{"read_file", `{"path":"bin.dat"}`, "bin.dat is a binary file (9 bytes), not text: read_file reads text files only"},
+		{"read_file", `{"path":"latin1"}`, "latin1 is a binary file (5 bytes), not text"},
+		{"read_file", `{"path":"missing.txt"}`, "missing.txt does not exist"},
+		{"read_file", `{"path":"sub"}`, "sub is a directory; list it with list_dir"},
+		{"read_file", `{"path":""}`, `Invalid arguments: path is required; for example {"path": "README.md"}`},
+		{"read_file", `{"path":"ok.txt","offset":0}`, "Invalid arguments: offset is a line number, from 1, not 0"},
+		{"read_file", `{"path":"ok.txt","offset":5}`, "ok.txt has 1 lines; offset 5 is past its end"},
+		{"read_file", `{"path":"ok.txt","limit":-1}`, "Invalid arguments: limit is a number of lines, at least 1, not -1"},
+		{"read_file", `{"path":7}`, "Invalid arguments: path must be a string, not number"},
+		{"list_dir", `{"path":"../"}`, "../ is outside the allowed roots " + roots},
+		{"list_dir", `{"path":"ok.txt"}`, "ok.txt is a file, not a directory; read it with read_file"},
+		{"list_dir", `{"path":"nowhere"}`, "nowhere does not exist"},
+		{"search_files", `{"pattern":"a","path":"/tmp/../etc"}`, "/etc is outside the allowed roots " + roots},
+		{"search_files", `{"pattern":"(unclosed"}`, "Invalid pattern \"(unclosed\": missing closing ): `(unclosed`"},
+		{"search_files", `{"pattern":"a","glob":"[x"}`, `Invalid glob "[x": a file name pattern such as *.go or report-??.md`},
+		{"search_files", `{"pattern":""}`, `Invalid arguments: pattern is required`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.tool+" "+tt.args, func(t *testing.T) {
+			res := callTool(t, tools[tt.tool], tt.args)
+			if !res.IsError || !strings.HasPrefix(res.Text, tt.want) {
+				t.Errorf("%q (error %v)\nwant %q", res.Text, res.IsError, tt.want)
+			}
+			if strings.Contains(res.Text, "secret\n") {
+				t.Error("the refused file's content reached the result")
+			}
+		})
+	}
+
+	// A symlink that stays inside the root is followed.
+	if res := callTool(t, tools["read_file"], `{"path":"inside-link.txt"}`); res.IsError || !strings.Contains(res.Text, "1\tfine") {
+		t.Errorf("inside link: %q", res.Text)
+	}
+	// search_files goes through none of it: no link followed, binaries and big files skipped, no pipe opened.
+	res := callTool(t, tools["search_files"], `{"pattern":"secret|more|caf|a{100}"}`)
+	if res.IsError || !strings.HasPrefix(res.Text, `No line matches`) {
+		t.Errorf("search over refused files: %q", res.Text)
+	}
+}
+
+func TestListDir(t *testing.T) {
+	dir := fileTree(t, map[string]string{"b.txt": "hello\n", "a/x.md": "", ".hidden": "h"})
+	if err := os.Symlink("b.txt", filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	tools := fileTools(t, FilesOptions{Roots: []string{dir}})
+	res := callTool(t, tools["list_dir"], `{}`)
+	want := ".: 4 entries\n.hidden  (1 bytes)\na/\nb.txt  (6 bytes)\nlink -> b.txt\n"
+	if res.IsError || res.Text != want {
+		t.Errorf("list_dir: %q\nwant %q", res.Text, want)
+	}
+	if len(res.References) != 1 || res.References[0].URI != fileURI(dir) {
+		t.Errorf("references %+v", res.References)
+	}
+	res = callTool(t, tools["list_dir"], `{"path":"a"}`)
+	if res.Text != "a: 1 entries\nx.md  (0 bytes)\n" {
+		t.Errorf("list_dir a: %q", res.Text)
+	}
+
+	capped := fileTools(t, FilesOptions{Roots: []string{dir}, MaxResults: 2})
+	if res := callTool(t, capped["list_dir"], `{"path":"."}`); res.Text != ".: 4 entries\n.hidden  (1 bytes)\na/\n... and 2 more\n" {
+		t.Errorf("capped: %q", res.Text)
+	}
+}
+
+func TestSearchFiles(t *testing.T) {
+	dir := fileTree(t, map[string]string{
+		"main.go":          "package main\n\nfunc main() {\n\t// TODO: flags\n}\n",
+		"pkg/util.go":      "package pkg\n// todo later\nfunc Util() {}\n",
+		"docs/guide.md":    "# Guide\nTODO: write\n",
+		".git/config":      "TODO hidden\n",
+		"long/minified.js": "var a=1;" + strings.Repeat("x", 1000) + "TODO\n",
+	})
+	other := fileTree(t, map[string]string{"notes.md": "TODO: second root\n"})
+	tools := fileTools(t, FilesOptions{Roots: []string{dir, other}})
+	search := tools["search_files"]
+
+	res := callTool(t, search, `{"pattern":"TODO"}`)
+	for _, want := range []string{
+		"docs/guide.md:2: TODO: write\n",
+		"main.go:4: \t// TODO: flags\n",
+		"long/minified.js:1: var a=1;xxx",
+		filepath.Join(other, "notes.md") + ":1: TODO: second root\n",
+		"[4 matching lines in 4 files, of 5 files searched.]",
+	} {
+		if !strings.Contains(res.Text, want) {
+			t.Errorf("search lacks %q:\n%s", want, res.Text)
+		}
+	}
+	if strings.Contains(res.Text, "hidden") || strings.Contains(res.Text, strings.Repeat("x", 400)) {
+		t.Errorf("hidden directory searched or long line kept:\n%s", res.Text)
+	}
+	if len(res.References) != 4 || res.References[0].URI != fileURI(filepath.Join(dir, "docs/guide.md")) ||
+		res.References[0].Title != "docs/guide.md" || res.References[0].Content != "2: TODO: write" {
+		t.Errorf("references %+v", res.References)
+	}
+
+	res = callTool(t, search, `{"pattern":"(?i)todo","glob":"*.go","path":"."}`)
+	if res.Text != "main.go:4: \t// TODO: flags\npkg/util.go:2: // todo later\n[2 matching lines in 2 files, of 2 files searched.]\n" {
+		t.Errorf("glob: %q", res.Text)
+	}
+	res = callTool(t, search, `{"pattern":"^func","path":"pkg/util.go"}`)
+	if res.Text != "pkg/util.go:3: func Util() {}\n[1 matching lines in 1 files, of 1 files searched.]\n" {
+		t.Errorf("one file: %q", res.Text)
+	}
+	res = callTool(t, search, `{"pattern":"nothing like this"}`)
+	if res.IsError || res.Text != `No line matches "nothing like this" in 5 files searched.` {
+		t.Errorf("no match: %q", res.Text)
+	}
+
+	capped := fileTools(t, FilesOptions{Roots: []string{dir}, MaxResults: 2})
+	res = callTool(t, capped["search_files"], `{"pattern":"TODO|package"}`)
+	if !strings.HasSuffix(res.Text, "[Stopped at 2 matching lines: narrow the pattern, the path or the glob to see the rest.]\n") ||
+		strings.Count(res.Text, "\n") != 3 {
+		t.Errorf("capped: %q", res.Text)
+	}
+
+	// A cancelled search stops.
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := search.Call(ctx, json.RawMessage(`{"pattern":"TODO"}`), nil); err == nil {
+		t.Error("a cancelled search succeeded")
+	}
+}
