@@ -1,0 +1,277 @@
+package docsearch
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func write(t testing.TB, dir, name, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, filepath.FromSlash(name))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func open(t testing.TB, opts Options) *Index {
+	t.Helper()
+	if opts.Path == "" {
+		opts.Path = filepath.Join(t.TempDir(), "state", "docs.db")
+	}
+	ix, err := Open(&opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ix.Close() })
+	return ix
+}
+
+func refresh(t testing.TB, ix *Index) Stats {
+	t.Helper()
+	st, err := ix.Refresh(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func paths(hits []Hit) []string {
+	var out []string
+	for _, h := range hits {
+		out = append(out, filepath.Base(h.Path))
+	}
+	return out
+}
+
+func search(t *testing.T, ix *Index, q string) []Hit {
+	t.Helper()
+	hits, err := ix.Search(t.Context(), q, 10)
+	if err != nil {
+		t.Fatalf("Search(%q): %v", q, err)
+	}
+	return hits
+}
+
+func TestIndexRanking(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "once.md", "# Travel\n\nThe expense report is due monthly. Other words fill this text about trains and hotels.\n")
+	write(t, dir, "title.md", "# Expense reports\n\nHow to file an expense report: attach receipts, then submit the expense report.\n")
+	write(t, dir, "none.md", "# Holidays\n\nNothing about money here.\n")
+	ix := open(t, Options{Roots: []string{dir}})
+	if st := refresh(t, ix); st.Scanned != 3 || st.Indexed != 3 || st.Removed != 0 || st.Skipped != 0 {
+		t.Errorf("stats %+v", st)
+	}
+
+	hits := search(t, ix, "expense report")
+	if got := strings.Join(paths(hits), ","); got != "title.md,once.md" {
+		t.Errorf("ranking %s, want title.md,once.md", got)
+	}
+	if hits[0].Title != "Expense reports" || !strings.Contains(hits[0].Snippet, "expense report") || hits[0].Score >= hits[1].Score {
+		t.Errorf("best hit %+v", hits[0])
+	}
+	// Stemming: "reporting" finds "reports".
+	if got := paths(search(t, ix, "reporting")); len(got) != 2 {
+		t.Errorf("reporting found %v", got)
+	}
+	// No document has every word: any word will do.
+	if got := strings.Join(paths(search(t, ix, "holidays receipts")), ","); got != "none.md,title.md" && got != "title.md,none.md" {
+		t.Errorf("OR fallback found %s", got)
+	}
+	if got := search(t, ix, "zeppelin"); len(got) != 0 {
+		t.Errorf("zeppelin found %v", got)
+	}
+}
+
+func TestIndexHostileQueries(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "a.md", "# Near or far\n\nThe NEAR operator and the word or, and AND.\n")
+	ix := open(t, Options{Roots: []string{dir}})
+	refresh(t, ix)
+	for _, q := range []string{`foo"`, `NEAR(`, `near`, `*`, `a OR`, `title:near`, `"unclosed`, `-far`, `^near`, `(near) AND (far`, `don't`} {
+		hits, err := ix.Search(t.Context(), q, 5)
+		if errors.Is(err, ErrNoTerms) {
+			continue
+		}
+		if err != nil {
+			t.Errorf("%q: %v", q, err)
+		}
+		if (q == "near" || q == "NEAR(" || q == "a OR") && len(hits) != 1 {
+			t.Errorf("%q found %d documents", q, len(hits))
+		}
+	}
+	for _, q := range []string{"", "  ", `*`, `"()"`} {
+		if _, err := ix.Search(t.Context(), q, 5); !errors.Is(err, ErrNoTerms) {
+			t.Errorf("%q: err = %v, want ErrNoTerms", q, err)
+		}
+	}
+}
+
+func TestIndexIncremental(t *testing.T) {
+	dir := t.TempDir()
+	a := write(t, dir, "a.md", "# Alpha\n\nThe first apple.\n")
+	b := write(t, dir, "sub/b.txt", "Bananas are yellow.\n")
+	write(t, dir, "c.md", "# Cherry\n\nRed cherries.\n")
+	ix := open(t, Options{Roots: []string{dir}})
+	refresh(t, ix)
+
+	// Nothing changed: nothing is read.
+	if st := refresh(t, ix); st.Indexed != 0 || st.Removed != 0 || st.Scanned != 3 {
+		t.Errorf("unchanged refresh %+v", st)
+	}
+
+	// An edit (the size changes), a deletion and an addition.
+	write(t, dir, "a.md", "# Alpha\n\nNow about apricots only.\n")
+	if err := os.Remove(b); err != nil {
+		t.Fatal(err)
+	}
+	write(t, dir, "d.md", "# Date\n\nSweet dates and bananas.\n")
+	if st := refresh(t, ix); st.Indexed != 2 || st.Removed != 1 || st.Scanned != 3 {
+		t.Errorf("refresh after changes %+v", st)
+	}
+	if got := paths(search(t, ix, "apple")); len(got) != 0 {
+		t.Errorf("the old text of a.md is still found: %v", got)
+	}
+	if got := paths(search(t, ix, "apricots")); len(got) != 1 || got[0] != "a.md" {
+		t.Errorf("the new text of a.md: %v", got)
+	}
+	if got := paths(search(t, ix, "bananas")); len(got) != 1 || got[0] != "d.md" {
+		t.Errorf("bananas: %v (b.txt was deleted, d.md added)", got)
+	}
+
+	// Same size, new modification time: read again.
+	write(t, dir, "a.md", "# Alpha\n\nNow about avocados only.\n")
+	later := time.Now().Add(time.Minute)
+	if err := os.Chtimes(a, later, later); err != nil {
+		t.Fatal(err)
+	}
+	if st := refresh(t, ix); st.Indexed != 1 {
+		t.Errorf("refresh after a same-size edit %+v", st)
+	}
+	if got := paths(search(t, ix, "avocados")); len(got) != 1 {
+		t.Errorf("avocados: %v", got)
+	}
+	if n, err := ix.Count(t.Context()); err != nil || n != 3 {
+		t.Errorf("Count = %d, %v", n, err)
+	}
+
+	// The index survives a reopen, and a root no longer configured is dropped.
+	path := ix.path
+	ix.Close()
+	ix2 := open(t, Options{Path: path, Roots: []string{filepath.Join(dir, "sub")}})
+	if n, _ := ix2.Count(t.Context()); n != 3 {
+		t.Errorf("reopened Count = %d", n)
+	}
+	if st := refresh(t, ix2); st.Removed != 3 || st.Scanned != 0 {
+		t.Errorf("refresh over other roots %+v", st)
+	}
+}
+
+func TestIndexFiles(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "page.html", `<html><head><title>Onboarding guide</title><script>var secretToken = 1;</script></head>
+		<body><nav>Menu links</nav><h1>Welcome</h1><p>New hires get a laptop.</p><footer>Copyright</footer></body></html>`)
+	write(t, dir, "h1.htm", `<body><h1>Only a heading</h1><p>Parking permits.</p></body>`)
+	write(t, dir, "front.md", "---\ntitle: \"Security policy\"\nowner: it\n---\n# Not this\n\nPasswords rotate.\n")
+	write(t, dir, "plain.txt", "No heading, about kittens.\n")
+	write(t, dir, "big.md", strings.Repeat("large ", 500))
+	write(t, dir, "bin.md", "binary\x00kittens")
+	write(t, dir, "latin1.txt", "kittens caf\xe9")
+	write(t, dir, "code.go", "package kittens")
+	write(t, dir, ".hidden/secret.md", "kittens")
+	if err := os.Symlink(filepath.Join(dir, "plain.txt"), filepath.Join(dir, "link.txt")); err != nil {
+		t.Fatal(err)
+	}
+	ix := open(t, Options{Roots: []string{dir}, MaxFileBytes: 1000})
+	st := refresh(t, ix)
+	if st.Scanned != 7 || st.Indexed != 4 || st.Skipped != 3 {
+		t.Errorf("stats %+v, want 7 scanned (no .go, no hidden dir, no symlink), 4 indexed, 3 skipped", st)
+	}
+	tests := []struct{ query, file, title string }{
+		{"laptop", "page.html", "Onboarding guide"},
+		{"parking", "h1.htm", "Only a heading"},
+		{"passwords", "front.md", "Security policy"},
+		{"kittens", "plain.txt", "plain"},
+	}
+	for _, tt := range tests {
+		hits := search(t, ix, tt.query)
+		if len(hits) != 1 || filepath.Base(hits[0].Path) != tt.file || hits[0].Title != tt.title {
+			t.Errorf("%s: %+v, want %s titled %q", tt.query, hits, tt.file, tt.title)
+		}
+	}
+	for _, q := range []string{"secretToken", "menu", "copyright", "large"} {
+		if hits := search(t, ix, q); len(hits) != 0 {
+			t.Errorf("%s found %v", q, paths(hits))
+		}
+	}
+
+	// .go files are indexed when listed.
+	ix2 := open(t, Options{Roots: []string{dir}, Extensions: []string{".GO"}})
+	refresh(t, ix2)
+	if hits := search(t, ix2, "kittens"); len(hits) != 1 || filepath.Base(hits[0].Path) != "code.go" {
+		t.Errorf("extensions: %v", paths(hits))
+	}
+}
+
+func TestIndexOpenErrors(t *testing.T) {
+	if _, err := Open(&Options{}); err == nil || err.Error() != "docsearch: no index path" {
+		t.Errorf("no path: %v", err)
+	}
+	path := filepath.Join(t.TempDir(), "docs.db")
+	ix := open(t, Options{Path: path})
+	ix.Close()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`UPDATE meta SET value = '99' WHERE key = 'schema'`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if _, err := Open(&Options{Path: path}); err == nil || !strings.Contains(err.Error(), "the index has schema version 99, and this agenthost reads version 1") {
+		t.Errorf("newer schema: %v", err)
+	}
+
+	ix = open(t, Options{Roots: []string{filepath.Join(t.TempDir(), "missing")}})
+	if _, err := ix.Refresh(t.Context(), nil); err == nil || !strings.Contains(err.Error(), "no such file or directory") {
+		t.Errorf("missing root: %v", err)
+	}
+}
+
+func TestIndexCancel(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 1200 {
+		write(t, dir, filepath.Join("d", strings.Repeat("x", 3)+string(rune('a'+i%26)), "f"+strconv.Itoa(i)+".md"), "# Doc\n\nwords "+strconv.Itoa(i))
+	}
+	ix := open(t, Options{Roots: []string{dir}})
+	ctx, cancel := context.WithCancel(t.Context())
+	var seen int
+	_, err := ix.Refresh(ctx, func(p Progress) {
+		if seen = p.Scanned; p.Scanned == 700 {
+			cancel()
+		}
+		if p.Total != 1200 {
+			t.Errorf("progress total %d", p.Total)
+		}
+	})
+	if !errors.Is(err, context.Canceled) || seen != 700 {
+		t.Fatalf("err %v after %d files", err, seen)
+	}
+	// The first full batch was committed; the rest is done by the next refresh.
+	if n, _ := ix.Count(t.Context()); n != batchSize {
+		t.Errorf("after the interrupted refresh: %d documents, want %d", n, batchSize)
+	}
+	if st := refresh(t, ix); st.Indexed != 1200-batchSize {
+		t.Errorf("the next refresh %+v", st)
+	}
+}
