@@ -22,7 +22,11 @@ type Config struct {
 	Tools map[string]ToolPolicy
 	MCP   MCP
 	A2A   A2A
-	Serve Serve
+	// Agents holds the local sub-agents, from [agents.<name>].
+	Agents map[string]SubAgent
+	// AgentOrder lists every name of Agents once, in file order. Validate checks it.
+	AgentOrder []string
+	Serve      Serve
 }
 
 // Agent is the [agent] table: who the agent is and how its loop runs.
@@ -90,6 +94,98 @@ type Limits struct {
 type Builtin struct {
 	// Tools names the built-in tools to offer; default ["current_time"]. Empty offers none.
 	Tools []string
+	// FetchURL is [builtin.fetch_url].
+	FetchURL FetchURL
+	// WebSearch is [builtin.web_search].
+	WebSearch WebSearch
+	// Files is [builtin.files], shared by read_file, list_dir and search_files.
+	Files Files
+	// DocSearch is [builtin.doc_search].
+	DocSearch DocSearch
+	// Calculate is [builtin.calculate].
+	Calculate Calculate
+}
+
+// FetchURL is the [builtin.fetch_url] table.
+type FetchURL struct {
+	// Timeout bounds a fetch, redirects included: positive, default 30s.
+	Timeout Duration
+	// MaxBytes caps the body read: at least 1024, default 5 MiB.
+	MaxBytes int64
+	// MaxChars is the default length of the text returned: at least 100, default 20000.
+	MaxChars int
+	// AllowPrivate lets fetch_url reach loopback, private, link-local and other non-public addresses.
+	AllowPrivate bool
+	// AllowHosts are hosts or host:port pairs exempt from the address check.
+	AllowHosts []string
+	// UserAgent replaces the default User-Agent.
+	UserAgent string
+}
+
+// WebSearch is the [builtin.web_search] table.
+type WebSearch struct {
+	// Backend is "searxng", "brave" or "tavily"; required when web_search is enabled.
+	Backend string
+	// URL is the SearXNG instance (required for searxng), or replaces the API endpoint of brave or tavily.
+	URL string
+	// APIKeyEnv names the variable holding the API key; default BRAVE_API_KEY for brave, TAVILY_API_KEY for
+	// tavily.
+	APIKeyEnv string
+	// MaxResults is the default number of results: 1..20, default 5.
+	MaxResults int
+	// Timeout bounds one search: positive, default 15s.
+	Timeout Duration
+}
+
+// Files is the [builtin.files] table.
+type Files struct {
+	// Roots are the directories the file tools may read; required when one of them is enabled. A relative root is
+	// relative to the configuration file's directory.
+	Roots []string
+	// MaxFileBytes is the size above which a file is refused: at least 1, default 10 MiB.
+	MaxFileBytes int64
+	// MaxResults caps search_files matches and list_dir entries: at least 1, default 200.
+	MaxResults int
+}
+
+// DocSearch is the [builtin.doc_search] table.
+type DocSearch struct {
+	// Roots are the directories indexed; required when doc_search is enabled. A relative root is relative to the
+	// configuration file's directory.
+	Roots []string
+	// Extensions are the file extensions indexed; default .md, .markdown, .txt, .html, .htm.
+	Extensions []string
+	// Index is the database file; default docsearch.db in agenthost's state directory.
+	Index string
+	// RefreshInterval is how often the index is updated in the background: default 5m; "0s" updates it at
+	// start-up only.
+	RefreshInterval Duration
+	// MaxFileBytes is the size above which a document is skipped: at least 1, default 10 MiB.
+	MaxFileBytes int64
+	// MaxResults is the default number of results: 1..50, default 5.
+	MaxResults int
+}
+
+// Calculate is the [builtin.calculate] table.
+type Calculate struct {
+	// Precision is the number of significant digits of inexact results: 1..1000, default 50.
+	Precision int
+}
+
+// SubAgent is an [agents.<name>] table: a local sub-agent offered to the agent as the tool <name>.
+type SubAgent struct {
+	// Description tells the parent's model when to hand a task to the sub-agent; required.
+	Description string
+	// Instructions are the sub-agent's system prompt.
+	Instructions string
+	// Model replaces [model].model for the sub-agent; empty means the same model.
+	Model string
+	// Tools names the tools of the parent the sub-agent may use (other sub-agents included); default none.
+	Tools []string
+	// MaxIterations bounds the sub-agent's loop: 1..100, default 10.
+	MaxIterations int
+	// Limits bound each run of the sub-agent; default no limit but [limits] requests' default.
+	Limits Limits
 }
 
 // ToolPolicy is the admin's policy for one tool, from [tools."<final name>"].
@@ -333,11 +429,24 @@ func Default() *Config {
 			MaxRetries:     2,
 			ContextTokens:  128000,
 		},
-		Limits:  Limits{Requests: 50},
-		Builtin: Builtin{Tools: []string{"current_time"}},
-		Tools:   map[string]ToolPolicy{},
-		MCP:     MCP{Servers: map[string]MCPServer{}},
-		A2A:     A2A{Peers: map[string]A2APeer{}},
+		Limits: Limits{Requests: 50},
+		Builtin: Builtin{
+			Tools:     []string{"current_time"},
+			FetchURL:  FetchURL{Timeout: Duration{30 * time.Second}, MaxBytes: 5 << 20, MaxChars: 20000},
+			WebSearch: WebSearch{MaxResults: 5, Timeout: Duration{15 * time.Second}},
+			Files:     Files{MaxFileBytes: 10 << 20, MaxResults: 200},
+			DocSearch: DocSearch{
+				Extensions:      []string{".md", ".markdown", ".txt", ".html", ".htm"},
+				RefreshInterval: Duration{5 * time.Minute},
+				MaxFileBytes:    10 << 20,
+				MaxResults:      5,
+			},
+			Calculate: Calculate{Precision: 50},
+		},
+		Tools:  map[string]ToolPolicy{},
+		MCP:    MCP{Servers: map[string]MCPServer{}},
+		A2A:    A2A{Peers: map[string]A2APeer{}},
+		Agents: map[string]SubAgent{},
 		Serve: Serve{
 			HTTP:             "127.0.0.1:8765",
 			A2A:              "127.0.0.1:8766",
@@ -348,6 +457,11 @@ func Default() *Config {
 			MaxWaitingCalls:  100,
 		},
 	}
+}
+
+// DefaultSubAgent returns a SubAgent with every default set.
+func DefaultSubAgent() SubAgent {
+	return SubAgent{MaxIterations: 10, Limits: Limits{Requests: 50}, Tools: []string{}}
 }
 
 // DefaultMCPServer returns an MCPServer with every default set and no transport fields.

@@ -55,6 +55,7 @@ func Parse(name string, data []byte, env func(string) (string, bool)) (*Config, 
 	d.config(cfg, tree)
 	cfg.MCP.Order = fileOrder(md.Keys(), cfg.MCP.Servers, "mcp", "servers")
 	cfg.A2A.Order = fileOrder(md.Keys(), cfg.A2A.Peers, "a2a", "peers")
+	cfg.AgentOrder = fileOrder(md.Keys(), cfg.Agents, "agents")
 
 	all := d.issues
 	for _, is := range cfg.check() {
@@ -77,11 +78,30 @@ func Parse(name string, data []byte, env func(string) (string, bool)) (*Config, 
 	if s := cfg.Model.Script; s != "" && !filepath.IsAbs(s) && name != "" {
 		cfg.Model.Script = filepath.Join(filepath.Dir(name), s)
 	}
+	if name != "" {
+		dir := filepath.Dir(name)
+		cfg.Builtin.Files.Roots = relativeTo(dir, cfg.Builtin.Files.Roots)
+		cfg.Builtin.DocSearch.Roots = relativeTo(dir, cfg.Builtin.DocSearch.Roots)
+		if ix := cfg.Builtin.DocSearch.Index; ix != "" && !filepath.IsAbs(ix) {
+			cfg.Builtin.DocSearch.Index = filepath.Join(dir, ix)
+		}
+	}
 	for n, s := range cfg.MCP.Servers {
 		s.Transport = s.EffectiveTransport()
 		cfg.MCP.Servers[n] = s
 	}
 	return cfg, nil
+}
+
+// relativeTo makes the relative paths of list relative to dir.
+func relativeTo(dir string, list []string) []string {
+	out := slices.Clone(list)
+	for i, p := range out {
+		if !filepath.IsAbs(p) {
+			out[i] = filepath.Join(dir, p)
+		}
+	}
+	return out
 }
 
 func syntaxError(file string, err error) error {
@@ -168,7 +188,7 @@ func (d *decoder) config(c *Config, tree map[string]any) {
 		"agent":   func(p []string, v any) { d.agent(p, v, &c.Agent) },
 		"model":   func(p []string, v any) { d.model(p, v, &c.Model) },
 		"limits":  func(p []string, v any) { d.limits(p, v, &c.Limits) },
-		"builtin": func(p []string, v any) { d.table(p, v, map[string]fieldFunc{"tools": d.strList(&c.Builtin.Tools)}) },
+		"builtin": func(p []string, v any) { d.builtin(p, v, &c.Builtin) },
 		"tools": func(p []string, v any) {
 			d.named(p, v, func(p []string, name string, v any) {
 				var tp ToolPolicy
@@ -194,7 +214,74 @@ func (d *decoder) config(c *Config, tree map[string]any) {
 				})
 			}})
 		},
+		"agents": func(p []string, v any) {
+			d.named(p, v, func(p []string, name string, v any) {
+				a := DefaultSubAgent()
+				d.subAgent(p, v, &a)
+				c.Agents[name] = a
+			})
+		},
 		"serve": func(p []string, v any) { d.serve(p, v, &c.Serve) },
+	})
+}
+
+func (d *decoder) builtin(path []string, v any, b *Builtin) {
+	d.table(path, v, map[string]fieldFunc{
+		"tools": d.strList(&b.Tools),
+		"fetch_url": func(p []string, v any) {
+			f := &b.FetchURL
+			d.table(p, v, map[string]fieldFunc{
+				"timeout":       d.duration(&f.Timeout),
+				"max_bytes":     d.int64(&f.MaxBytes),
+				"max_chars":     d.integer(&f.MaxChars),
+				"allow_private": d.boolean(&f.AllowPrivate),
+				"allow_hosts":   d.strList(&f.AllowHosts),
+				"user_agent":    d.str(&f.UserAgent),
+			})
+		},
+		"web_search": func(p []string, v any) {
+			w := &b.WebSearch
+			d.table(p, v, map[string]fieldFunc{
+				"backend":     d.str(&w.Backend),
+				"url":         d.str(&w.URL),
+				"api_key_env": d.str(&w.APIKeyEnv),
+				"max_results": d.integer(&w.MaxResults),
+				"timeout":     d.duration(&w.Timeout),
+			})
+		},
+		"files": func(p []string, v any) {
+			f := &b.Files
+			d.table(p, v, map[string]fieldFunc{
+				"roots":          d.strList(&f.Roots),
+				"max_file_bytes": d.int64(&f.MaxFileBytes),
+				"max_results":    d.integer(&f.MaxResults),
+			})
+		},
+		"doc_search": func(p []string, v any) {
+			s := &b.DocSearch
+			d.table(p, v, map[string]fieldFunc{
+				"roots":            d.strList(&s.Roots),
+				"extensions":       d.strList(&s.Extensions),
+				"index":            d.str(&s.Index),
+				"refresh_interval": d.duration(&s.RefreshInterval),
+				"max_file_bytes":   d.int64(&s.MaxFileBytes),
+				"max_results":      d.integer(&s.MaxResults),
+			})
+		},
+		"calculate": func(p []string, v any) {
+			d.table(p, v, map[string]fieldFunc{"precision": d.integer(&b.Calculate.Precision)})
+		},
+	})
+}
+
+func (d *decoder) subAgent(path []string, v any, a *SubAgent) {
+	d.table(path, v, map[string]fieldFunc{
+		"description":    d.str(&a.Description),
+		"instructions":   d.str(&a.Instructions),
+		"model":          d.str(&a.Model),
+		"tools":          d.strList(&a.Tools),
+		"max_iterations": d.integer(&a.MaxIterations),
+		"limits":         func(p []string, v any) { d.limits(p, v, &a.Limits) },
 	})
 }
 

@@ -47,6 +47,49 @@ tool_calls = 9
 [builtin]
 tools = []
 
+[builtin.fetch_url]
+timeout = "10s"
+max_bytes = 4096
+max_chars = 500
+allow_private = true
+allow_hosts = ["wiki.internal", "127.0.0.1:8080"]
+user_agent = "ua"
+
+[builtin.web_search]
+backend = "searxng"
+url = "http://127.0.0.1:8888"
+api_key_env = "SEARCH_KEY"
+max_results = 7
+timeout = "5s"
+
+[builtin.files]
+roots = ["docs", "/srv/files"]
+max_file_bytes = 1000
+max_results = 20
+
+[builtin.doc_search]
+roots = ["handbook"]
+extensions = [".md", ".rst"]
+index = "state/docs.db"
+refresh_interval = "0s"
+max_file_bytes = 2000
+max_results = 9
+
+[builtin.calculate]
+precision = 30
+
+[agents.analyst]
+description = "Analyses."
+instructions = "Think."
+model = "gpt-4o"
+tools = ["fs_read_file"]
+max_iterations = 4
+
+[agents.analyst.limits]
+requests = 5
+total_tokens = 1000
+tool_calls = 3
+
 [tools."fs_read_file"]
 enabled = false
 exclusive = true
@@ -129,8 +172,23 @@ description = "Summarizes a text."
 			RequestTimeout: Duration{time.Minute}, IdleTimeout: Duration{5 * time.Second}, MaxRetries: 0,
 			MaxTokens: 2048, ContextTokens: 32000,
 		},
-		Limits:  Limits{Requests: 3, TotalTokens: 100000, ToolCalls: 9},
-		Builtin: Builtin{Tools: []string{}},
+		Limits: Limits{Requests: 3, TotalTokens: 100000, ToolCalls: 9},
+		Builtin: Builtin{
+			Tools: []string{},
+			FetchURL: FetchURL{Timeout: Duration{10 * time.Second}, MaxBytes: 4096, MaxChars: 500, AllowPrivate: true,
+				AllowHosts: []string{"wiki.internal", "127.0.0.1:8080"}, UserAgent: "ua"},
+			WebSearch: WebSearch{Backend: "searxng", URL: "http://127.0.0.1:8888", APIKeyEnv: "SEARCH_KEY", MaxResults: 7,
+				Timeout: Duration{5 * time.Second}},
+			Files: Files{Roots: []string{"/etc/agenthost/docs", "/srv/files"}, MaxFileBytes: 1000, MaxResults: 20},
+			DocSearch: DocSearch{Roots: []string{"/etc/agenthost/handbook"}, Extensions: []string{".md", ".rst"},
+				Index: "/etc/agenthost/state/docs.db", MaxFileBytes: 2000, MaxResults: 9},
+			Calculate: Calculate{Precision: 30},
+		},
+		Agents: map[string]SubAgent{"analyst": {
+			Description: "Analyses.", Instructions: "Think.", Model: "gpt-4o", Tools: []string{"fs_read_file"},
+			MaxIterations: 4, Limits: Limits{Requests: 5, TotalTokens: 1000, ToolCalls: 3},
+		}},
+		AgentOrder: []string{"analyst"},
 		Tools: map[string]ToolPolicy{"fs_read_file": {
 			Enabled: ptr(false), Exclusive: true, Forced: true, TakesControl: true, RequireApproval: true,
 			Prompt: "p", FormatPrompt: "f",
@@ -477,6 +535,48 @@ func TestParseErrors(t *testing.T) {
 				"agent.toml:5: mcp.servers.fs.bogus: unknown key"},
 		{"inline tables", "mcp = { servers = { fs = { command = \"x\",\n  colour = 1 } } }\n", nil,
 			"agent.toml:2: mcp.servers.fs.colour: unknown key"},
+		{"web_search without backend", "[builtin]\ntools = [\"web_search\"]\n", nil,
+			`agent.toml:1: builtin.web_search.backend: required when web_search is in builtin.tools: one of "searxng", "brave", "tavily"`},
+		{"unknown backend", "[builtin.web_search]\nbackend = \"bing\"\n", nil,
+			`agent.toml:2: builtin.web_search.backend: must be one of "searxng", "brave", "tavily" (got "bing")`},
+		{"searxng without url", "[builtin.web_search]\nbackend = \"searxng\"\n", nil,
+			`agent.toml:1: builtin.web_search.url: required with backend "searxng": the URL of the SearXNG instance`},
+		{"web_search ranges", "[builtin.web_search]\nbackend = \"brave\"\nmax_results = 21\ntimeout = \"0s\"\napi_key_env = \"A-B\"\n", nil,
+			"agent.toml:3: builtin.web_search.max_results: must be between 1 and 20 (got 21)\n" +
+				"agent.toml:4: builtin.web_search.timeout: must be positive (got \"0s\")\n" +
+				"agent.toml:5: builtin.web_search.api_key_env: must be the name of an environment variable (got \"A-B\")"},
+		{"file tools without roots", "[builtin]\ntools = [\"list_dir\"]\n", nil,
+			"agent.toml:1: builtin.files.roots: required when read_file, list_dir or search_files is in builtin.tools: the directories they may read"},
+		{"doc_search without roots", "[builtin]\ntools = [\"doc_search\"]\n", nil,
+			"agent.toml:1: builtin.doc_search.roots: required when doc_search is in builtin.tools: the directories to index"},
+		{"doc_search values", "[builtin.doc_search]\nroots = [\"a\", \"\"]\nextensions = [\"md\"]\nrefresh_interval = \"-1m\"\nmax_results = 51\n", nil,
+			"agent.toml:2: builtin.doc_search.roots[1]: must be a directory path (got \"\")\n" +
+				"agent.toml:3: builtin.doc_search.extensions[0]: must be a file extension with its dot, such as \".rst\" (got \"md\")\n" +
+				"agent.toml:4: builtin.doc_search.refresh_interval: must not be negative; \"0s\" refreshes at start-up only (got \"-1m0s\")\n" +
+				"agent.toml:5: builtin.doc_search.max_results: must be between 1 and 50 (got 51)"},
+		{"fetch_url values", "[builtin.fetch_url]\nmax_bytes = 10\nmax_chars = 5\nallow_hosts = [\"a/b\"]\ntimeout = \"-1s\"\n", nil,
+			"agent.toml:2: builtin.fetch_url.max_bytes: must be between 1024 and 1073741824 (got 10)\n" +
+				"agent.toml:3: builtin.fetch_url.max_chars: must be between 100 and 10000000 (got 5)\n" +
+				"agent.toml:4: builtin.fetch_url.allow_hosts[0]: must be a host or host:port such as \"intranet.example\" or \"127.0.0.1:8080\" (got \"a/b\")\n" +
+				"agent.toml:5: builtin.fetch_url.timeout: must be positive (got \"-1s\")"},
+		{"unknown key in fetch_url", "[builtin.fetch_url]\nallow_host = []\n", nil,
+			`agent.toml:2: builtin.fetch_url.allow_host: unknown key (did you mean "allow_hosts"?)`},
+		{"precision", "[builtin.calculate]\nprecision = 0\n", nil,
+			"agent.toml:2: builtin.calculate.precision: must be between 1 and 1000 (got 0)"},
+		{"sub-agent without description", "[agents.a]\ninstructions = \"x\"\n", nil,
+			"agent.toml:1: agents.a.description: required"},
+		{"sub-agent name", "[agents.\"a b\"]\ndescription = \"x\"\n", nil,
+			"agent.toml:1: agents.\"a b\": sub-agent name must match ^[a-zA-Z0-9_-]{1,64}$, as it names the sub-agent's tool"},
+		{"sub-agent tools", "[agents.a]\ndescription = \"x\"\ntools = [\"a\", \"t\", \"t\", \"b c\"]\nmax_iterations = 0\n[agents.a.limits]\nrequests = -1\n", nil,
+			"agent.toml:3: agents.a.tools[0]: a sub-agent cannot use itself\n" +
+				"agent.toml:3: agents.a.tools[2]: \"t\" is listed twice\n" +
+				"agent.toml:3: agents.a.tools[3]: must be a tool name matching ^[a-zA-Z0-9_-]{1,64}$ (got \"b c\")\n" +
+				"agent.toml:4: agents.a.max_iterations: must be between 1 and 100 (got 0)\n" +
+				"agent.toml:6: agents.a.limits.requests: must not be negative; 0 means unlimited (got -1)"},
+		{"unknown key in a sub-agent", "[agents.a]\ndescription = \"x\"\ntool = []\n", nil,
+			`agent.toml:3: agents.a.tool: unknown key (did you mean "tools"?)`},
+		{"sub-agent cycle of three", "[agents.a]\ndescription = \"a\"\ntools = [\"b\"]\n[agents.b]\ndescription = \"b\"\ntools = [\"c\"]\n[agents.c]\ndescription = \"c\"\ntools = [\"a\"]\n", nil,
+			"agent.toml:3: agents.a.tools: sub-agents call each other in a cycle: a -> b -> c -> a"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -814,10 +914,18 @@ func TestExampleFileDocumentsEveryKey(t *testing.T) {
 	for _, typ := range []reflect.Type{
 		reflect.TypeFor[Agent](), reflect.TypeFor[Model](), reflect.TypeFor[Limits](), reflect.TypeFor[Builtin](),
 		reflect.TypeFor[ToolPolicy](), reflect.TypeFor[MCPServer](), reflect.TypeFor[A2APeer](), reflect.TypeFor[Serve](),
-		reflect.TypeFor[Skill](),
+		reflect.TypeFor[Skill](), reflect.TypeFor[FetchURL](), reflect.TypeFor[WebSearch](), reflect.TypeFor[Files](),
+		reflect.TypeFor[DocSearch](), reflect.TypeFor[Calculate](), reflect.TypeFor[SubAgent](),
 	} {
 		for f := range typ.Fields() {
 			key := snake(f.Name)
+			if f.Type.Kind() == reflect.Struct && f.Type != reflect.TypeFor[Duration]() {
+				// A sub-table, documented by its header: [builtin.fetch_url], [agents.<name>.limits].
+				if !strings.Contains(text, "."+key+"]\n") {
+					t.Errorf("agent.toml does not document %s.%s ([...%s])", typ.Name(), f.Name, key)
+				}
+				continue
+			}
 			if f.Type.Kind() == reflect.Slice && f.Type.Elem().Kind() == reflect.Struct {
 				// An array of tables, documented by an example: [[serve.skills]].
 				if !strings.Contains(text, "."+key+"]]\n") {
@@ -848,4 +956,40 @@ func snake(name string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// TestParseSubAgentDefaults checks what a sub-agent with only its description gets, and that sub-agents keep the
+// file's order.
+func TestParseSubAgentDefaults(t *testing.T) {
+	c, err := Parse("agent.toml", []byte("[agents.zed]\ndescription = \"z\"\n[agents.alpha]\ndescription = \"a\"\ntools = [\"zed\"]\n"), envOf(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := DefaultSubAgent()
+	want.Description = "z"
+	if !reflect.DeepEqual(c.Agents["zed"], want) {
+		t.Errorf("zed = %+v, want %+v", c.Agents["zed"], want)
+	}
+	if !slices.Equal(c.AgentOrder, []string{"zed", "alpha"}) {
+		t.Errorf("AgentOrder = %v", c.AgentOrder)
+	}
+}
+
+// TestExampleResearch checks the research example: a web-searching agent with a researcher sub-agent that takes
+// control.
+func TestExampleResearch(t *testing.T) {
+	c, err := Load(filepath.Join("..", "examples", "research", "agent.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, ok := c.Agents["researcher"]
+	if !ok || !slices.Contains(r.Tools, "web_search") || !slices.Contains(r.Tools, "fetch_url") || r.Limits.Requests != 30 {
+		t.Errorf("researcher = %+v", r)
+	}
+	if !c.Tools["researcher"].TakesControl {
+		t.Error("the researcher does not take control")
+	}
+	if c.Builtin.WebSearch.Backend != "brave" || !slices.Contains(c.Builtin.Tools, "fetch_url") {
+		t.Errorf("builtin = %+v", c.Builtin)
+	}
 }

@@ -73,6 +73,10 @@ func (c *Config) check() issues {
 		seen[name] = true
 	}
 
+	checkBuiltin(&is, &c.Builtin)
+	checkOrder(&is, "agents", "", c.Agents, c.AgentOrder)
+	checkAgents(&is, c.Agents, c.AgentOrder)
+
 	for _, name := range sortedKeys(c.Tools) {
 		if !validName(name) {
 			is.add([]string{"tools", name}, "tool name must match %s", namePattern)
@@ -89,6 +93,162 @@ func (c *Config) check() issues {
 	}
 	checkServe(&is, &c.Serve)
 	return is
+}
+
+// Web search backends, in the order messages list them.
+var webSearchBackends = []string{"searxng", "brave", "tavily"}
+
+func checkBuiltin(is *issues, b *Builtin) {
+	enabled := func(names ...string) bool {
+		return slices.ContainsFunc(names, func(n string) bool { return slices.Contains(b.Tools, n) })
+	}
+	p := func(table, key string) []string { return []string{"builtin", table, key} }
+
+	f := b.FetchURL
+	checkPositive(is, p("fetch_url", "timeout"), f.Timeout)
+	checkRange(is, p("fetch_url", "max_bytes"), f.MaxBytes, 1024, 1<<30)
+	checkRange(is, p("fetch_url", "max_chars"), f.MaxChars, 100, 10_000_000)
+	for i, h := range f.AllowHosts {
+		if !validHostHeader(h) {
+			is.addKey(p("fetch_url", "allow_hosts"), fmt.Sprintf("builtin.fetch_url.allow_hosts[%d]", i),
+				"must be a host or host:port such as \"intranet.example\" or \"127.0.0.1:8080\" (got %q)", h)
+		}
+	}
+	if strings.ContainsAny(f.UserAgent, "\r\n\x00") {
+		is.add(p("fetch_url", "user_agent"), "must not contain line breaks or NUL")
+	}
+
+	w := b.WebSearch
+	switch {
+	case w.Backend == "" && enabled("web_search"):
+		is.add(p("web_search", "backend"), "required when web_search is in builtin.tools: one of \"searxng\", \"brave\", \"tavily\"")
+	case w.Backend != "":
+		checkEnum(is, p("web_search", "backend"), w.Backend, webSearchBackends)
+	}
+	if w.URL != "" {
+		checkURL(is, p("web_search", "url"), w.URL)
+	} else if w.Backend == "searxng" {
+		is.add(p("web_search", "url"), "required with backend \"searxng\": the URL of the SearXNG instance")
+	}
+	if w.APIKeyEnv != "" && !validEnvName(w.APIKeyEnv) {
+		is.add(p("web_search", "api_key_env"), "must be the name of an environment variable (got %q)", w.APIKeyEnv)
+	}
+	checkRange(is, p("web_search", "max_results"), w.MaxResults, 1, 20)
+	checkPositive(is, p("web_search", "timeout"), w.Timeout)
+
+	fs := b.Files
+	if len(fs.Roots) == 0 && enabled("read_file", "list_dir", "search_files") {
+		is.add(p("files", "roots"), "required when read_file, list_dir or search_files is in builtin.tools: the directories they may read")
+	}
+	checkPaths(is, p("files", "roots"), fs.Roots)
+	checkRange(is, p("files", "max_file_bytes"), fs.MaxFileBytes, 1, 1<<40)
+	checkRange(is, p("files", "max_results"), fs.MaxResults, 1, 100_000)
+
+	ds := b.DocSearch
+	if len(ds.Roots) == 0 && enabled("doc_search") {
+		is.add(p("doc_search", "roots"), "required when doc_search is in builtin.tools: the directories to index")
+	}
+	checkPaths(is, p("doc_search", "roots"), ds.Roots)
+	for i, ext := range ds.Extensions {
+		if !strings.HasPrefix(ext, ".") || len(ext) < 2 || strings.ContainsAny(ext, "/\\ ") {
+			is.addKey(p("doc_search", "extensions"), fmt.Sprintf("builtin.doc_search.extensions[%d]", i),
+				"must be a file extension with its dot, such as \".rst\" (got %q)", ext)
+		}
+	}
+	if ds.RefreshInterval.Duration < 0 {
+		is.add(p("doc_search", "refresh_interval"), "must not be negative; \"0s\" refreshes at start-up only (got %q)", ds.RefreshInterval.String())
+	}
+	checkRange(is, p("doc_search", "max_file_bytes"), ds.MaxFileBytes, 1, 1<<40)
+	checkRange(is, p("doc_search", "max_results"), ds.MaxResults, 1, 50)
+
+	checkRange(is, p("calculate", "precision"), b.Calculate.Precision, 1, 1000)
+}
+
+// checkPaths checks a list of directory paths for empty entries.
+func checkPaths(is *issues, p []string, paths []string) {
+	for i, dir := range paths {
+		if strings.TrimSpace(dir) == "" || strings.ContainsRune(dir, 0) {
+			is.addKey(p, fmt.Sprintf("%s[%d]", strings.Join(p, "."), i), "must be a directory path (got %q)", dir)
+		}
+	}
+}
+
+// checkAgents checks the sub-agents, and that no sub-agent reaches itself through the sub-agents it may use.
+func checkAgents(is *issues, agents map[string]SubAgent, order []string) {
+	for _, name := range sortedKeys(agents) {
+		a := agents[name]
+		p := func(key string) []string { return []string{"agents", name, key} }
+		if !validName(name) {
+			is.add([]string{"agents", name}, "sub-agent name must match %s, as it names the sub-agent's tool", namePattern)
+		}
+		checkRequired(is, p("description"), a.Description)
+		checkRange(is, p("max_iterations"), a.MaxIterations, 1, 100)
+		for _, f := range []struct {
+			key string
+			n   int64
+		}{{"requests", int64(a.Limits.Requests)}, {"total_tokens", a.Limits.TotalTokens}, {"tool_calls", int64(a.Limits.ToolCalls)}} {
+			if f.n < 0 {
+				is.add([]string{"agents", name, "limits", f.key}, "must not be negative; 0 means unlimited (got %d)", f.n)
+			}
+		}
+		seen := map[string]bool{}
+		for i, t := range a.Tools {
+			key := fmt.Sprintf("agents.%s.tools[%d]", name, i)
+			switch {
+			case !validName(t):
+				is.addKey(p("tools"), key, "must be a tool name matching %s (got %q)", namePattern, t)
+			case t == name:
+				is.addKey(p("tools"), key, "a sub-agent cannot use itself")
+			case seen[t]:
+				is.addKey(p("tools"), key, "%q is listed twice", t)
+			}
+			seen[t] = true
+		}
+	}
+	// A cycle through other sub-agents: report it once, at the first sub-agent of the cycle in file order.
+	reported := map[string]bool{}
+	for _, start := range order {
+		if cycle := agentCycle(agents, start); cycle != nil && !reported[cycle[0]] {
+			for _, n := range cycle {
+				reported[n] = true
+			}
+			is.add([]string{"agents", start, "tools"}, "sub-agents call each other in a cycle: %s", strings.Join(append(cycle, cycle[0]), " -> "))
+		}
+	}
+}
+
+// agentCycle returns the sub-agents of a cycle that start reaches and is part of, starting with start, or nil. A
+// sub-agent naming itself is reported apart.
+func agentCycle(agents map[string]SubAgent, start string) []string {
+	var path []string
+	onPath := map[string]bool{}
+	done := map[string]bool{}
+	var visit func(n string) []string
+	visit = func(n string) []string {
+		if onPath[n] {
+			if n == start {
+				return slices.Clone(path)
+			}
+			return nil
+		}
+		if done[n] {
+			return nil
+		}
+		onPath[n] = true
+		path = append(path, n)
+		for _, t := range agents[n].Tools {
+			if _, ok := agents[t]; ok && t != n {
+				if c := visit(t); c != nil {
+					return c
+				}
+			}
+		}
+		path = path[:len(path)-1]
+		onPath[n] = false
+		done[n] = true
+		return nil
+	}
+	return visit(start)
 }
 
 func checkAgent(is *issues, a *Agent) {
@@ -144,7 +304,11 @@ func checkOrder[V any](is *issues, table, sub string, m map[string]V, order []st
 		seen[name] = true
 	}
 	if !ok {
-		is.add([]string{table, sub}, "the Order field must list each of the %d names exactly once (got %q)", len(m), order)
+		p := []string{table, sub}
+		if sub == "" {
+			p = p[:1]
+		}
+		is.add(p, "the Order field must list each of the %d names exactly once (got %q)", len(m), order)
 	}
 }
 

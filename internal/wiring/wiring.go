@@ -3,13 +3,16 @@
 // that both are wired alike.
 //
 // It holds no logic beyond the mapping and the defaults the configuration leaves to the code. It imports config,
-// host, mcpserver, a2a, internal/httpedge and llm/openai, and must not be imported by them.
+// host, builtin, mcpserver, a2a, internal/httpedge and llm/openai, and must not be imported by them.
 package wiring
 
 import (
 	"log/slog"
+	"os"
+	"time"
 
 	"github.com/agenthost/agenthost/a2a"
+	"github.com/agenthost/agenthost/builtin"
 	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/internal/httpedge"
@@ -49,6 +52,72 @@ func HostOptions(cfg *config.Config, logger *slog.Logger) *host.Options {
 		History:       host.NewHistory(&host.HistoryOptions{MaxConversations: cfg.Agent.MaxConversations, IdleTTL: cfg.Agent.ConversationTTL.Duration}),
 		Logger:        logger,
 	}
+}
+
+// SubAgentOptions returns the orchestrator's options of the sub-agent a: the agent's settings, with the sub-agent's
+// instructions, iterations and limits, and a conversation store of its own (each call is a new conversation).
+func SubAgentOptions(cfg *config.Config, a config.SubAgent, logger *slog.Logger) *host.Options {
+	opts := HostOptions(cfg, logger)
+	opts.Instructions = a.Instructions
+	opts.MaxIterations = a.MaxIterations
+	opts.Limits = host.Limits{Requests: a.Limits.Requests, TotalTokens: a.Limits.TotalTokens, ToolCalls: a.Limits.ToolCalls}
+	opts.History = host.NewHistory(&host.HistoryOptions{MaxConversations: subAgentConversations, IdleTTL: cfg.Agent.ConversationTTL.Duration})
+	return opts
+}
+
+// subAgentConversations bounds a sub-agent's conversation store: its runs are never continued, so a few recent
+// ones are kept only for inspection.
+const subAgentConversations = 16
+
+// BuiltinOptions returns the options of the built-in tools for cfg. The web search key is read from the variable
+// the configuration names, or the backend's usual one.
+func BuiltinOptions(cfg *config.Config, version string, logger *slog.Logger) *builtin.Options {
+	b := cfg.Builtin
+	keyEnv := b.WebSearch.APIKeyEnv
+	if keyEnv == "" {
+		keyEnv = map[string]string{"brave": "BRAVE_API_KEY", "tavily": "TAVILY_API_KEY"}[b.WebSearch.Backend]
+	}
+	var key string
+	if keyEnv != "" {
+		key = os.Getenv(keyEnv)
+	}
+	return &builtin.Options{
+		Logger:  logger,
+		Version: version,
+		FetchURL: builtin.FetchURLOptions{
+			Timeout:      b.FetchURL.Timeout.Duration,
+			MaxBytes:     b.FetchURL.MaxBytes,
+			MaxChars:     b.FetchURL.MaxChars,
+			AllowPrivate: b.FetchURL.AllowPrivate,
+			AllowHosts:   b.FetchURL.AllowHosts,
+			UserAgent:    b.FetchURL.UserAgent,
+		},
+		WebSearch: builtin.WebSearchOptions{
+			Backend:    b.WebSearch.Backend,
+			URL:        b.WebSearch.URL,
+			APIKey:     key,
+			MaxResults: b.WebSearch.MaxResults,
+			Timeout:    b.WebSearch.Timeout.Duration,
+		},
+		Files: builtin.FilesOptions{Roots: b.Files.Roots, MaxFileBytes: b.Files.MaxFileBytes, MaxResults: b.Files.MaxResults},
+		DocSearch: builtin.DocSearchOptions{
+			Roots:           b.DocSearch.Roots,
+			Extensions:      b.DocSearch.Extensions,
+			Index:           b.DocSearch.Index,
+			RefreshInterval: refreshInterval(b.DocSearch.RefreshInterval.Duration),
+			MaxFileBytes:    b.DocSearch.MaxFileBytes,
+			MaxResults:      b.DocSearch.MaxResults,
+		},
+		Calculate: builtin.CalculateOptions{Precision: b.Calculate.Precision},
+	}
+}
+
+// refreshInterval maps the configuration's "0s" (start-up only) onto the option's negative value.
+func refreshInterval(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }
 
 // Policies converts the configuration's tool tables into host policies.

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agenthost/agenthost/builtin"
 	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/llm/openai"
@@ -115,5 +116,94 @@ func TestMapping(t *testing.T) {
 		AllowedOrigins: []string{"https://app.example.com"}, MaxBodyBytes: 2048,
 	}); !reflect.DeepEqual(got, want) {
 		t.Errorf("HTTPOptions = %+v\nwant %+v", got, want)
+	}
+}
+
+func TestBuiltinAndSubAgentMapping(t *testing.T) {
+	const text = `
+[agent]
+max_iterations = 7
+conversation_ttl = "5m"
+
+[builtin]
+tools = ["fetch_url", "web_search", "read_file", "doc_search", "calculate"]
+
+[builtin.fetch_url]
+timeout = "9s"
+max_bytes = 4096
+max_chars = 500
+allow_private = true
+allow_hosts = ["wiki.internal"]
+user_agent = "ua"
+
+[builtin.web_search]
+backend = "brave"
+max_results = 3
+timeout = "4s"
+
+[builtin.files]
+roots = ["/srv/files"]
+max_file_bytes = 100
+max_results = 10
+
+[builtin.doc_search]
+roots = ["/srv/docs"]
+extensions = [".md"]
+index = "/var/lib/agenthost/docs.db"
+refresh_interval = "0s"
+max_file_bytes = 200
+max_results = 7
+
+[builtin.calculate]
+precision = 30
+
+[agents.clock]
+description = "Tells the time."
+instructions = "Answer with the time only."
+tools = ["current_time"]
+max_iterations = 2
+
+[agents.clock.limits]
+requests = 3
+tool_calls = 4
+`
+	cfg, err := config.Parse("/etc/agenthost/agent.toml", []byte(text), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("BRAVE_API_KEY", "brave-key")
+	got := BuiltinOptions(cfg, "v2", nil)
+	want := &builtin.Options{
+		Version: "v2",
+		FetchURL: builtin.FetchURLOptions{Timeout: 9 * time.Second, MaxBytes: 4096, MaxChars: 500, AllowPrivate: true,
+			AllowHosts: []string{"wiki.internal"}, UserAgent: "ua"},
+		WebSearch: builtin.WebSearchOptions{Backend: "brave", APIKey: "brave-key", MaxResults: 3, Timeout: 4 * time.Second},
+		Files:     builtin.FilesOptions{Roots: []string{"/srv/files"}, MaxFileBytes: 100, MaxResults: 10},
+		DocSearch: builtin.DocSearchOptions{Roots: []string{"/srv/docs"}, Extensions: []string{".md"},
+			Index: "/var/lib/agenthost/docs.db", RefreshInterval: -1, MaxFileBytes: 200, MaxResults: 7},
+		Calculate: builtin.CalculateOptions{Precision: 30},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("BuiltinOptions = %+v\nwant %+v", got, want)
+	}
+
+	// api_key_env replaces the backend's usual variable.
+	cfg.Builtin.WebSearch.APIKeyEnv = "MY_SEARCH_KEY"
+	t.Setenv("MY_SEARCH_KEY", "mine")
+	if got := BuiltinOptions(cfg, "v2", nil).WebSearch.APIKey; got != "mine" {
+		t.Errorf("key from api_key_env = %q, want mine", got)
+	}
+	cfg.Builtin.DocSearch.RefreshInterval.Duration = time.Minute
+	if got := BuiltinOptions(cfg, "v2", nil).DocSearch.RefreshInterval; got != time.Minute {
+		t.Errorf("refresh interval = %v, want 1m", got)
+	}
+
+	sa := SubAgentOptions(cfg, cfg.Agents["clock"], nil)
+	if sa.History == nil || sa.History == HostOptions(cfg, nil).History {
+		t.Fatal("the sub-agent has no conversation store of its own")
+	}
+	if sa.Instructions != "Answer with the time only." || sa.MaxIterations != 2 ||
+		sa.Limits != (host.Limits{Requests: 3, ToolCalls: 4}) {
+		t.Errorf("SubAgentOptions = instructions %q, max iterations %d, limits %+v", sa.Instructions, sa.MaxIterations, sa.Limits)
 	}
 }
