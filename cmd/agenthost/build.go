@@ -82,19 +82,26 @@ type app struct {
 	model  llm.Model
 	// provider is the provider actually used, after "auto" and -model were resolved.
 	provider string
+	builtins *builtin.Toolset
 	mcp      *mcpclients.Client
 	peers    *a2a.Peers
 	tools    *host.ToolManager
 	orch     *host.Orchestrator
 }
 
-// close stops what build started: MCP sessions and child processes, A2A peer calls and retries.
+// close stops what build started: MCP sessions and child processes, A2A peer calls and retries, the built-ins'
+// background work.
 func (a *app) close() {
 	if a.mcp != nil {
 		a.mcp.Close()
 	}
 	if a.peers != nil {
 		a.peers.Close()
+	}
+	if a.builtins != nil {
+		if err := a.builtins.Close(); err != nil {
+			a.logger.Warn("closing the built-in tools", "err", err)
+		}
 	}
 }
 
@@ -136,8 +143,7 @@ func build(ctx context.Context, cfg *config.Config, modelFlag string, logger *sl
 	if a.model, a.provider, err = newModel(cfg, modelFlag, notices, logger); err != nil {
 		return nil, err
 	}
-	builtins, err := builtin.New(cfg.Builtin.Tools, &builtin.Options{Logger: logger})
-	if err != nil {
+	if a.builtins, err = builtin.New(cfg.Builtin.Tools, wiring.BuiltinOptions(cfg, version, logger)); err != nil {
 		return nil, fmt.Errorf("%w: %s: builtin.tools: %w", errUsage, configName(cfg), err)
 	}
 	var mcpErr, a2aErr error
@@ -153,12 +159,38 @@ func build(ctx context.Context, cfg *config.Config, modelFlag string, logger *sl
 		a.close()
 		return nil, err
 	}
-	// Tool sources in DESIGN's order: built-ins, MCP servers in configuration order, then A2A peers.
-	sets := append([]host.Toolset{builtins}, a.mcp.Toolsets()...)
+	// Tool sources in DESIGN's order: built-ins, MCP servers in configuration order, A2A peers, then sub-agents.
+	sets := append([]host.Toolset{a.builtins}, a.mcp.Toolsets()...)
 	sets = append(sets, a.peers.Toolsets()...)
+	agents := &host.SubAgents{}
+	sets = append(sets, agents)
 	a.tools = host.NewToolManager(sets, &host.ToolManagerOptions{Policies: wiring.Policies(cfg.Tools), Logger: logger})
+	for _, name := range cfg.AgentOrder {
+		sa := cfg.Agents[name]
+		model, err := a.subAgentModel(sa, logger)
+		if err != nil {
+			a.close()
+			return nil, fmt.Errorf("%w: %s: agents.%s.model: %w", errUsage, configName(cfg), name, err)
+		}
+		agents.Add(name, sa.Description, host.New(model, a.tools.Restrict(sa.Tools), wiring.SubAgentOptions(cfg, sa, logger)))
+	}
 	a.orch = host.New(a.model, a.tools, wiring.HostOptions(cfg, logger))
 	return a, nil
+}
+
+// subAgentModel is the model of a sub-agent: the agent's, or, with an OpenAI-compatible provider, the same API with
+// the sub-agent's model name. The offline and scripted models serve every model name alike.
+func (a *app) subAgentModel(sa config.SubAgent, logger *slog.Logger) (llm.Model, error) {
+	if sa.Model == "" || a.provider != config.ProviderOpenAI {
+		return a.model, nil
+	}
+	m := a.cfg.Model
+	m.Model = sa.Model
+	var key string
+	if m.APIKeyEnv != "" {
+		key = os.Getenv(m.APIKeyEnv)
+	}
+	return openai.New(wiring.OpenAIOptions(m, key, logger))
 }
 
 func configName(cfg *config.Config) string {

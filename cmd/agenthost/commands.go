@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -332,6 +333,19 @@ func cmdCheck(ctx context.Context, args []string, io *stdio) error {
 			return err
 		}
 	}
+	if err := printAgents(io, a, tools); err != nil {
+		return err
+	}
+	if st := a.builtins.Statuses(); len(st) > 0 {
+		tw := tabwriter.NewWriter(io.out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "BUILTIN\tSTATUS\tDETAIL")
+		for _, s := range st {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Tool, s.State, orDefault(truncate(s.Detail, 100), "-"))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
 	fmt.Fprintf(io.out, "%s: ok (model provider %s, %d tools)\n", configName(a.cfg), a.provider, len(tools))
 	var errs []error
 	if len(failed) > 0 {
@@ -341,6 +355,31 @@ func cmdCheck(ctx context.Context, args []string, io *stdio) error {
 		errs = append(errs, fmt.Errorf("A2A peers not reachable: %s", strings.Join(down, ", ")))
 	}
 	return errors.Join(errs...)
+}
+
+// printAgents prints the sub-agents with their models and tools, and warns of the tools they name that no source
+// offers (a typo, or a server that is down).
+func printAgents(io *stdio, a *app, tools []*host.ManagedTool) error {
+	if len(a.cfg.AgentOrder) == 0 {
+		return nil
+	}
+	tw := tabwriter.NewWriter(io.out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "AGENT\tMODEL\tMAX ITERATIONS\tTOOLS")
+	for _, name := range a.cfg.AgentOrder {
+		sa := a.cfg.Agents[name]
+		var missing []string
+		for _, t := range sa.Tools {
+			if !slices.ContainsFunc(tools, func(m *host.ManagedTool) bool { return m.Spec.Name == t }) {
+				missing = append(missing, t)
+			}
+		}
+		if len(missing) > 0 {
+			fmt.Fprintf(io.err, "agenthost: warning: %s: agents.%s.tools: %s matches no tool\n", configName(a.cfg), name, strings.Join(missing, ", "))
+		}
+		model := orDefault(sa.Model, "(the agent's)")
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", name, model, sa.MaxIterations, orDefault(truncate(strings.Join(sa.Tools, ", "), 80), "-"))
+	}
+	return tw.Flush()
 }
 
 // app loads the configuration and builds the app, which must be closed. Logs go to stderr; notices, such as the one

@@ -44,6 +44,7 @@ Usage:
   agenthost tools [flags]        list the tools the agent offers
   agenthost check [flags]        validate the configuration and report every problem
   agenthost serve [flags]        serve the agent as an MCP server over stdio, or --http ADDR
+  agenthost index [flags]        build or bring up to date doc_search's index
   agenthost version              print the version
 
 Run "agenthost COMMAND -h" for the flags of a command.
@@ -67,6 +68,8 @@ func run(ctx context.Context, args []string, io *stdio) int {
 		err = cmdCheck(ctx, rest, io)
 	case "serve":
 		err = cmdServe(ctx, rest, io)
+	case "index":
+		err = cmdIndex(ctx, rest, io)
 	case "version", "-version", "--version":
 		fmt.Fprintln(io.out, "agenthost", version)
 	case "help", "-h", "-help", "--help":
