@@ -66,7 +66,14 @@ func newDocSearch(e *env) (host.Tool, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Until the first refresh ends, check reports what an earlier run left in the index.
+	documents, err := ix.Count(context.Background())
+	if err != nil {
+		ix.Close()
+		return nil, err
+	}
 	t := &docSearch{
+		documents:  documents,
 		ix:         ix,
 		roots:      o.Roots,
 		maxResults: cmp.Or(o.MaxResults, 5),
@@ -142,11 +149,18 @@ func (t *docSearch) status() Status {
 	case t.state == "failed":
 		s.Detail = t.err.Error()
 	case t.state == "indexing" || t.indexed.IsZero():
-		s.Detail = fmt.Sprintf("%d/%d files", t.progress.Scanned, t.progress.Total)
+		s.Detail = fmt.Sprintf("%d/%d files scanned, %s in the index", t.progress.Scanned, t.progress.Total, documents(t.documents))
 	default:
-		s.Detail = fmt.Sprintf("%d documents, indexed %s ago", t.documents, t.now().Sub(t.indexed).Round(time.Second))
+		s.Detail = fmt.Sprintf("%s, indexed %s ago", documents(t.documents), t.now().Sub(t.indexed).Round(time.Second))
 	}
 	return s
+}
+
+func documents(n int) string {
+	if n == 1 {
+		return "1 document"
+	}
+	return fmt.Sprintf("%d documents", n)
 }
 
 func (t *docSearch) Spec() host.ToolSpec {
@@ -206,7 +220,7 @@ func (t *docSearch) Call(ctx context.Context, args json.RawMessage, _ *host.Call
 		}
 	}
 	return &host.Result{
-		Text:       fmt.Sprintf("%d documents match %q, best first.%s", len(hits), in.Query, note),
+		Text:       fmt.Sprintf("%s found for %q, best first.%s", documents(len(hits)), in.Query, note),
 		References: refs,
 		Debug:      map[string]any{"results": len(hits)},
 	}, nil

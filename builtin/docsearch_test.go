@@ -76,7 +76,7 @@ func TestDocSearch(t *testing.T) {
 		{Title: "Leave policy", URI: fileURI(filepath.Join(docs, "leave.md"))},
 		{Title: "Expenses", URI: fileURI(filepath.Join(docs, "expenses.md"))},
 	}
-	if res.IsError || res.Text != `2 documents match "paid leave", best first.` || len(res.References) != 2 {
+	if res.IsError || res.Text != `2 documents found for "paid leave", best first.` || len(res.References) != 2 {
 		t.Fatalf("result %+v", res)
 	}
 	for i, r := range res.References {

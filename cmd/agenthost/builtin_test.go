@@ -118,7 +118,7 @@ refresh_interval = "0s"
 		t.Errorf("the page's navigation reached the model:\n%s", all)
 	}
 	r = agenthost(t, dir, "", env, "check")
-	if r.code != 0 || !strings.Contains(r.stdout, "BUILTIN     STATUS") || !strings.Contains(r.stdout, "doc_search  ") {
+	if r.code != 0 || !strings.Contains(r.stdout, "BUILTIN     STATUS") || !strings.Contains(r.stdout, "doc_search  ") || !strings.Contains(r.stdout, "1 document") {
 		t.Errorf("check: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 
