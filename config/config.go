@@ -26,6 +26,7 @@ type Config struct {
 	Agents map[string]SubAgent
 	// AgentOrder lists every name of Agents once, in file order. Validate checks it.
 	AgentOrder []string
+	State      State
 	Serve      Serve
 }
 
@@ -310,6 +311,24 @@ type A2APeer struct {
 	PollInterval Duration
 }
 
+// State is the [state] table: where conversations, served A2A tasks and runs waiting for input are kept.
+type State struct {
+	// Backend is "sqlite" (default: one file), "postgres" (shared by replicas) or "memory" (lost on exit).
+	Backend string
+	// Path is the SQLite file; "" means "<agent name>.db" in agenthost's state directory. Parse makes a relative
+	// path relative to the configuration file's directory.
+	Path string
+	// DSNEnv names the environment variable holding the Postgres connection string; default "DATABASE_URL".
+	DSNEnv string
+}
+
+// The state backends.
+const (
+	StateSQLite   = "sqlite"
+	StatePostgres = "postgres"
+	StateMemory   = "memory"
+)
+
 // Serve is the [serve] table: how `agenthost serve` offers the agent as an MCP server, over stdio or
 // streamable HTTP, and as an A2A agent with --a2a. The HTTP fields matter only with --http, except AuthTokenEnv,
 // AllowedHosts, AllowedOrigins and MaxBodyBytes, which apply to the A2A listener too.
@@ -447,6 +466,7 @@ func Default() *Config {
 		MCP:    MCP{Servers: map[string]MCPServer{}},
 		A2A:    A2A{Peers: map[string]A2APeer{}},
 		Agents: map[string]SubAgent{},
+		State:  State{Backend: StateSQLite, DSNEnv: "DATABASE_URL"},
 		Serve: Serve{
 			HTTP:             "127.0.0.1:8765",
 			A2A:              "127.0.0.1:8766",

@@ -85,6 +85,9 @@ func Parse(name string, data []byte, env func(string) (string, bool)) (*Config, 
 		if ix := cfg.Builtin.DocSearch.Index; ix != "" && !filepath.IsAbs(ix) {
 			cfg.Builtin.DocSearch.Index = filepath.Join(dir, ix)
 		}
+		if sp := cfg.State.Path; sp != "" && !filepath.IsAbs(sp) {
+			cfg.State.Path = filepath.Join(dir, sp)
+		}
 	}
 	for n, s := range cfg.MCP.Servers {
 		s.Transport = s.EffectiveTransport()
@@ -219,6 +222,13 @@ func (d *decoder) config(c *Config, tree map[string]any) {
 				a := DefaultSubAgent()
 				d.subAgent(p, v, &a)
 				c.Agents[name] = a
+			})
+		},
+		"state": func(p []string, v any) {
+			d.table(p, v, map[string]fieldFunc{
+				"backend": d.str(&c.State.Backend),
+				"path":    d.str(&c.State.Path),
+				"dsn_env": d.str(&c.State.DSNEnv),
 			})
 		},
 		"serve": func(p []string, v any) { d.serve(p, v, &c.Serve) },

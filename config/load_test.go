@@ -128,6 +128,11 @@ required = true
 protocol_version = "0.3"
 poll_interval = "250ms"
 
+[state]
+backend = "postgres"
+path = "/var/lib/agenthost/helper.db"
+dsn_env = "AGENT_DB"
+
 [serve]
 tool_name = "ask_helper"
 http = "0.0.0.0:9000"
@@ -217,6 +222,7 @@ description = "Summarizes a text."
 			}},
 			Order: []string{"researcher"},
 		},
+		State: State{Backend: "postgres", Path: "/var/lib/agenthost/helper.db", DSNEnv: "AGENT_DB"},
 		Serve: Serve{
 			ToolName: "ask_helper", HTTP: "0.0.0.0:9000", A2A: "0.0.0.0:9001",
 			A2APublicURL: "https://agent.example.com/a2a",
@@ -387,6 +393,12 @@ func TestParseErrors(t *testing.T) {
 			`agent.toml:3: a2a.peers.p.timeout: must be positive (got "0s")`},
 		{"peer name", "[a2a.peers.\"a.b\"]\nurl = \"http://x\"\n", nil,
 			`agent.toml:1: a2a.peers."a.b": peer name must match ^[a-zA-Z0-9_-]{1,64}$, as it names the peer's tool`},
+		{"state backend", "[state]\nbackend = \"mysql\"\n", nil,
+			`agent.toml:2: state.backend: must be one of "sqlite", "postgres", "memory" (got "mysql")`},
+		{"state dsn_env", "[state]\n\ndsn_env = \"NOT A NAME\"\n", nil,
+			`agent.toml:3: state.dsn_env: must be the name of an environment variable (got "NOT A NAME")`},
+		{"state unknown key", "[state]\ndriver = \"x\"\n", nil,
+			`agent.toml:2: state.driver: unknown key`},
 		{"peer poll_interval", "[a2a.peers.p]\nurl = \"http://x\"\npoll_interval = \"0s\"\n", nil,
 			`agent.toml:3: a2a.peers.p.poll_interval: must be positive (got "0s")`},
 		{"peer poll_interval negative", "[a2a.peers.p]\nurl = \"http://x\"\n\npoll_interval = \"-1s\"\n", nil,
@@ -819,13 +831,13 @@ func TestParseScriptPath(t *testing.T) {
 		{"", "s.jsonl", "s.jsonl"},
 	}
 	for _, tc := range tests {
-		src := "[model]\nprovider = \"scripted\"\nscript = \"" + tc.script + "\"\n"
+		src := "[model]\nprovider = \"scripted\"\nscript = \"" + tc.script + "\"\n[state]\npath = \"" + tc.script + "\"\n"
 		c, err := Parse(tc.name, []byte(src), envOf(nil))
 		if err != nil {
 			t.Fatalf("Parse(%q): %v", tc.name, err)
 		}
-		if c.Model.Script != tc.want {
-			t.Errorf("Parse(%q) script %q = %q, want %q", tc.name, tc.script, c.Model.Script, tc.want)
+		if c.Model.Script != tc.want || c.State.Path != tc.want {
+			t.Errorf("Parse(%q) script and state path %q = %q and %q, want %q", tc.name, tc.script, c.Model.Script, c.State.Path, tc.want)
 		}
 	}
 }

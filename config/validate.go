@@ -26,6 +26,7 @@ var (
 	citationStyles = []string{CitationMarkdown, CitationSup, CitationNone}
 	transports     = []string{TransportStdio, TransportHTTP, TransportSSE}
 	a2aVersions    = []string{"", "1.0", "0.3"}
+	stateBackends  = []string{StateSQLite, StatePostgres, StateMemory}
 
 	mcpVersionPattern = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}$`)
 )
@@ -90,6 +91,10 @@ func (c *Config) check() issues {
 	checkOrder(&is, "a2a", "peers", c.A2A.Peers, c.A2A.Order)
 	for _, name := range sortedKeys(c.A2A.Peers) {
 		checkPeer(&is, []string{"a2a", "peers", name}, name, c.A2A.Peers[name])
+	}
+	checkEnum(&is, []string{"state", "backend"}, c.State.Backend, stateBackends)
+	if !validEnvName(c.State.DSNEnv) {
+		is.add([]string{"state", "dsn_env"}, "must be the name of an environment variable (got %q)", c.State.DSNEnv)
 	}
 	checkServe(&is, &c.Serve)
 	return is
