@@ -2,6 +2,7 @@
 #
 #   make test    the one test command: installs the npm peers when needed, then runs every Go test with -race
 #   make peers   installs the npm peers pinned in testdata/peers (npm ci), only when they are missing or stale
+#   make postgres  checks for the PostgreSQL server binaries the tests start clusters with, installing them if it can
 #   make check   gofmt and go vet
 #   make bench   the benchmarks (BENCH=regexp, BENCHCOUNT=n)
 
@@ -15,10 +16,20 @@ PEERS_STAMP := $(PEERS)/node_modules/.agenthost-installed
 BENCH      ?= .
 BENCHCOUNT ?= 10
 
-.PHONY: test peers check bench
+.PHONY: test peers postgres check bench
 
-test: $(PEERS_STAMP)
+test: $(PEERS_STAMP) postgres
 	$(GO) test -race -count=1 ./...
+
+# The tests start throwaway PostgreSQL clusters: they need the server binaries (initdb, pg_ctl), which Debian's
+# postgresql-15 package has. Installed with apt-get when missing and run as root; otherwise say what to install.
+postgres:
+	@if [ -n "$$AGENTHOST_PG_BIN" ] || command -v pg_ctl >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql-15; \
+	else \
+		echo "make: the tests need the PostgreSQL server binaries: install postgresql-15 (Debian), or set AGENTHOST_PG_BIN" >&2; exit 1; \
+	fi
 
 peers: $(PEERS_STAMP)
 

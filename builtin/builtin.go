@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -20,6 +19,7 @@ import (
 	"time"
 
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/internal/statedir"
 )
 
 // Options configures the built-in tools. A nil *Options means all defaults. Each tool reads its own field only when
@@ -112,14 +112,11 @@ type CalculateOptions struct {
 
 // DefaultStateDir returns agenthost's state directory: $XDG_STATE_HOME/agenthost, else ~/.local/state/agenthost.
 func DefaultStateDir() (string, error) {
-	if dir := os.Getenv("XDG_STATE_HOME"); dir != "" && filepath.IsAbs(dir) {
-		return filepath.Join(dir, "agenthost"), nil
-	}
-	home, err := os.UserHomeDir()
+	dir, err := statedir.Dir()
 	if err != nil {
-		return "", fmt.Errorf("builtin: no state directory: %w", err)
+		return "", fmt.Errorf("builtin: %w", err)
 	}
-	return filepath.Join(home, ".local", "state", "agenthost"), nil
+	return dir, nil
 }
 
 // DocSearchIndex returns the path of doc_search's database: DocSearch.Index, else docsearch.db in the state

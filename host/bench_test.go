@@ -74,7 +74,7 @@ func BenchmarkOrchestratorOverhead(b *testing.B) {
 	for _, kept := range []int{1000, 1} {
 		b.Run(fmt.Sprintf("history=%d", kept), func(b *testing.B) {
 			o := New(newBenchModel(rounds, 10, 50), NewToolManager([]Toolset{&staticSet{name: "bench", tools: tools}}, nil),
-				&Options{History: NewHistory(&HistoryOptions{MaxConversations: kept})})
+				&Options{Conversations: NewMemoryStore(&MemoryStoreOptions{MaxConversations: kept})})
 			ctx := context.Background()
 			b.ReportAllocs()
 			cpu0 := cpuTime()

@@ -50,9 +50,9 @@ func newHarness(t *testing.T, cfg harnessConfig) *harness {
 	sets := append([]Toolset{&staticSet{name: "test", tools: cfg.tools}}, cfg.sets...)
 	tm := NewToolManager(sets, &ToolManagerOptions{Policies: cfg.policies})
 	opts := cfg.opts
-	if opts.History == nil {
+	if opts.Conversations == nil {
 		n := 0
-		opts.History = NewHistory(&HistoryOptions{NewID: func() string { n++; return fmt.Sprintf("conv-%d", n) }})
+		opts.Conversations = NewMemoryStore(&MemoryStoreOptions{NewID: func() string { n++; return fmt.Sprintf("conv-%d", n) }})
 	}
 	return &harness{srv: srv, orch: New(model, tm, &opts)}
 }

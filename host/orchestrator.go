@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"log/slog"
@@ -60,8 +61,8 @@ type Options struct {
 	// ContextTokens is the model's context budget in tokens, estimated from text length; 0 means
 	// DefaultContextTokens.
 	ContextTokens int
-	// History keeps conversations; nil means a new History with default bounds.
-	History *History
+	// Conversations keeps conversations; nil means a new MemoryStore with default bounds.
+	Conversations ConversationStore
 	// Logger receives the run's log lines; nil discards them.
 	Logger *slog.Logger
 }
@@ -69,11 +70,12 @@ type Options struct {
 // Orchestrator runs the tool-calling loop. It is safe for concurrent use: each Run is independent, except that runs
 // of one conversation take turns.
 type Orchestrator struct {
-	model   llm.Model
-	tools   *ToolManager
-	opts    Options
-	history *History
-	logger  *slog.Logger
+	model         llm.Model
+	tools         *ToolManager
+	opts          Options
+	conversations ConversationStore
+	turns         turns
+	logger        *slog.Logger
 }
 
 // New returns an Orchestrator that asks model and offers the tools of tools.
@@ -98,9 +100,9 @@ func New(model llm.Model, tools *ToolManager, opts *Options) *Orchestrator {
 	if o.opts.CitationStyle == "" {
 		o.opts.CitationStyle = CitationMarkdown
 	}
-	o.history = o.opts.History
-	if o.history == nil {
-		o.history = NewHistory(nil)
+	o.conversations = o.opts.Conversations
+	if o.conversations == nil {
+		o.conversations = NewMemoryStore(nil)
 	}
 	o.logger = o.opts.Logger
 	if o.logger == nil {
@@ -112,8 +114,8 @@ func New(model llm.Model, tools *ToolManager, opts *Options) *Orchestrator {
 // Tools returns the orchestrator's ToolManager.
 func (o *Orchestrator) Tools() *ToolManager { return o.tools }
 
-// History returns the orchestrator's conversation store.
-func (o *Orchestrator) History() *History { return o.history }
+// Conversations returns the orchestrator's conversation store.
+func (o *Orchestrator) Conversations() ConversationStore { return o.conversations }
 
 // Request is one run's input.
 type Request struct {
@@ -192,8 +194,10 @@ type run struct {
 	req  *Request
 	emit func(*Event) // only on the run's goroutine; tools report progress through their round (see execute)
 
-	conv      *conversation
+	convID    string
 	past      []llm.Message // the conversation before this run
+	sources   []Reference   // every reference shown to the model in the conversation; source N is sources[N-1]
+	loaded    int           // how many of sources the conversation had before this run
 	messages  []llm.Message // this run's messages, user prompt first
 	iteration int
 	usage     llm.Usage
@@ -215,12 +219,12 @@ func (r *run) run(ctx context.Context) (*Answer, error) {
 	if err := checkSelection(tools, r.req.Selection); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
 	}
-	conv, err := o.history.acquire(ctx, r.req.ConversationID, r.req.StartConversation)
+	conv, done, err := o.open(ctx, r.req)
 	if err != nil {
 		return nil, err
 	}
-	defer o.history.release(conv)
-	r.conv, r.past = conv, conv.messages
+	defer done()
+	r.convID, r.past, r.sources, r.loaded = conv.ID, conv.Messages, conv.Sources, len(conv.Sources)
 	r.messages = []llm.Message{{Role: llm.RoleUser, Content: r.req.Prompt}}
 
 	ans, err := r.loop(ctx, tools)
@@ -234,7 +238,7 @@ func (r *run) run(ctx context.Context) (*Answer, error) {
 		ans = r.stop(StopError, "The run failed: "+err.Error())
 	}
 	if ans != nil {
-		ans.ConversationID = conv.id
+		ans.ConversationID = conv.ID
 		ans.Usage = r.usage
 		ans.Iterations = r.infos
 		for i := range r.calls {
@@ -245,9 +249,56 @@ func (r *run) run(ctx context.Context) (*Answer, error) {
 		r.messages = append(r.messages, llm.Message{Role: llm.RoleAssistant, Content: ans.Text})
 	}
 	if ans != nil || len(r.messages) > 1 {
-		conv.messages = append(conv.messages, r.messages...)
+		r.save(ctx)
 	}
 	return ans, err
+}
+
+// open returns the conversation of req, its turn taken, and the function that ends the turn: a new conversation
+// when req names none, or when it names one the store does not have and StartConversation is set.
+func (o *Orchestrator) open(ctx context.Context, req *Request) (*Conversation, func(), error) {
+	id := req.ConversationID
+	if id == "" {
+		id, err := o.conversations.Create(ctx, "")
+		if err != nil {
+			return nil, nil, fmt.Errorf("starting a conversation: %w", err)
+		}
+		done, err := o.turns.take(ctx, id)
+		if err != nil {
+			return nil, nil, err
+		}
+		return &Conversation{ID: id}, done, nil
+	}
+	done, err := o.turns.take(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	conv, err := o.conversations.Load(ctx, id)
+	if errors.Is(err, ErrUnknownConversation) && req.StartConversation {
+		if _, err = o.conversations.Create(ctx, id); err == nil {
+			conv = &Conversation{ID: id}
+		} else if errors.Is(err, ErrConversationExists) { // started at the same moment elsewhere
+			conv, err = o.conversations.Load(ctx, id)
+		}
+	}
+	if err != nil {
+		done()
+		return nil, nil, err
+	}
+	return conv, done, nil
+}
+
+// saveTimeout bounds saving a run's messages, which happens also when the run was cancelled.
+const saveTimeout = 30 * time.Second
+
+// save appends the run's messages and new sources to its conversation. A failure is logged: the caller has the
+// answer, and the conversation stays as it was (or as the run that won a conflict left it).
+func (r *run) save(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), saveTimeout)
+	defer cancel()
+	if err := r.o.conversations.Append(ctx, r.convID, len(r.past), r.messages, r.sources[r.loaded:]); err != nil {
+		r.o.logger.Error("the run's messages were not saved in its conversation", "conversation", r.convID, "err", err)
+	}
 }
 
 // loop runs the iterations. It returns the answer, or an error when the run cannot go on.
@@ -452,7 +503,7 @@ func (r *run) answer(text string) *Answer {
 	ans := &Answer{Text: rendered, References: numbered(refs), StoppedBy: StopAnswered}
 	if r.req.nested {
 		for _, ref := range refs {
-			src := r.conv.sources[ref.Sources[0]-1].Ref // sources are numbered from 1 in order
+			src := r.sources[ref.Sources[0]-1] // sources are numbered from 1 in order
 			ans.cited = append(ans.cited, Reference{Title: ref.Title, URI: ref.URI, Content: src.Content})
 		}
 	}
@@ -511,9 +562,9 @@ func (r *run) tookControl(s *slot) *Answer {
 }
 
 func (r *run) citeSources() []cite.Source {
-	out := make([]cite.Source, len(r.conv.sources))
-	for i, s := range r.conv.sources {
-		out[i] = cite.Source{Number: s.Number, Title: s.Ref.Title, URI: s.Ref.URI}
+	out := make([]cite.Source, len(r.sources))
+	for i, s := range r.sources {
+		out[i] = cite.Source{Number: i + 1, Title: s.Title, URI: s.URI}
 	}
 	return out
 }

@@ -207,7 +207,7 @@ func (p *progressRelay) send(ev *Event) {
 // questions to the run's interactor.
 func (r *run) newCall(iter int, s *slot, relay *progressRelay) *Call {
 	t := s.tool
-	call := &Call{ID: s.call.ID, Tool: t.Spec.Name, Source: t.Source, ConversationID: r.conv.id, interactor: r.req.Interactor, model: r.req.Model}
+	call := &Call{ID: s.call.ID, Tool: t.Spec.Name, Source: t.Source, ConversationID: r.convID, interactor: r.req.Interactor, model: r.req.Model}
 	call.progress = func(p Progress) {
 		relay.send(&Event{Kind: EventToolProgress, Iteration: iter, ToolCall: &ToolEvent{ID: s.call.ID, Name: t.Spec.Name, Source: t.Source, Progress: &p}})
 	}
@@ -307,8 +307,8 @@ func (r *run) finish(s *slot) {
 	}
 	var sources []sourceJSON
 	for _, ref := range res.References {
-		n := len(r.conv.sources) + 1
-		r.conv.sources = append(r.conv.sources, source{Number: n, Ref: ref})
+		r.sources = append(r.sources, ref)
+		n := len(r.sources)
 		s.sources = append(s.sources, n)
 		sources = append(sources, sourceJSON{Source: n, Title: ref.Title, URI: ref.URI, Content: ref.Content})
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/agenthost/agenthost/llm/testmodel"
 	"github.com/agenthost/agenthost/mcpclients"
 	"github.com/agenthost/agenthost/mcpserver"
+	"github.com/agenthost/agenthost/store"
 )
 
 // errFlagHelp is returned when -h was asked for: the usage was printed and the exit code is 0.
@@ -87,7 +88,21 @@ type app struct {
 	peers    *a2a.Peers
 	tools    *host.ToolManager
 	orch     *host.Orchestrator
+	// state is the database of [state], when the app keeps state in one.
+	state *store.DB
 }
+
+// buildMode says what a command builds the app for.
+type buildMode int
+
+const (
+	// forRunning runs the agent (run, serve): required servers must connect, and state is kept as [state] says.
+	forRunning buildMode = iota
+	// forListing lists the tools (tools): required servers must connect; no state is opened.
+	forListing
+	// forChecking reports on everything (check): no server is required; no state is opened.
+	forChecking
+)
 
 // close stops what build started: MCP sessions and child processes, A2A peer calls and retries, the built-ins'
 // background work.
@@ -101,6 +116,11 @@ func (a *app) close() {
 	if a.builtins != nil {
 		if err := a.builtins.Close(); err != nil {
 			a.logger.Warn("closing the built-in tools", "err", err)
+		}
+	}
+	if a.state != nil {
+		if err := a.state.Close(); err != nil {
+			a.logger.Warn("closing the state database", "err", err)
 		}
 	}
 }
@@ -134,16 +154,24 @@ func mcpServers(cfg *config.Config, honourRequired bool) []mcpclients.ServerConf
 }
 
 // build wires the configuration into a model, the tool sources and the orchestrator. It connects the MCP servers and
-// resolves the A2A peers, concurrently: a required one that cannot be reached fails it, unless optionalOnly is set
-// (check reports every server and peer instead). The app must be closed.
-func build(ctx context.Context, cfg *config.Config, modelFlag string, logger *slog.Logger, notices io.Writer, optionalOnly bool) (*app, error) {
-	allRequired := !optionalOnly
+// resolves the A2A peers, concurrently: a required one that cannot be reached fails it, except for check (which
+// reports every server and peer instead). The app must be closed.
+func build(ctx context.Context, cfg *config.Config, modelFlag string, logger *slog.Logger, notices io.Writer, mode buildMode) (*app, error) {
+	allRequired := mode != forChecking
 	a := &app{cfg: cfg, logger: logger}
+	opts := wiring.HostOptions(cfg, logger)
 	var err error
+	if mode == forRunning {
+		if opts.Conversations, a.state, err = wiring.OpenState(ctx, cfg, os.Getenv, logger); err != nil {
+			return nil, fmt.Errorf("%s: %w", configName(cfg), err)
+		}
+	}
 	if a.model, a.provider, err = newModel(cfg, modelFlag, notices, logger); err != nil {
+		a.close()
 		return nil, err
 	}
 	if a.builtins, err = builtin.New(cfg.Builtin.Tools, wiring.BuiltinOptions(cfg, version, logger)); err != nil {
+		a.close()
 		return nil, fmt.Errorf("%w: %s: builtin.tools: %w", errUsage, configName(cfg), err)
 	}
 	var mcpErr, a2aErr error
@@ -174,7 +202,7 @@ func build(ctx context.Context, cfg *config.Config, modelFlag string, logger *sl
 		}
 		agents.Add(name, sa.Description, host.New(model, a.tools.Restrict(sa.Tools), wiring.SubAgentOptions(cfg, sa, logger)))
 	}
-	a.orch = host.New(a.model, a.tools, wiring.HostOptions(cfg, logger))
+	a.orch = host.New(a.model, a.tools, opts)
 	return a, nil
 }
 

@@ -35,6 +35,7 @@ func cmdRun(ctx context.Context, args []string, io *stdio) error {
 	c.register(fs)
 	var tools, disabled listFlag
 	jsonOut := fs.Bool("json", false, "print the whole answer as JSON instead of streaming its text")
+	conversation := fs.String("conversation", "", "continue the conversation with this `id` (printed by earlier runs, listed by agenthost state)")
 	fs.Var(&tools, "tool", "restrict the run to this tool and force it on the first iteration (repeatable)")
 	fs.Var(&disabled, "disable", "do not offer this tool (repeatable)")
 	fs.Usage = func() {
@@ -56,7 +57,7 @@ func cmdRun(ctx context.Context, args []string, io *stdio) error {
 	if strings.TrimSpace(prompt) == "" {
 		return fmt.Errorf("%w: no prompt: pass it as an argument or on stdin", errUsage)
 	}
-	a, err := c.app(ctx, fs, io.err, io.err, false)
+	a, err := c.app(ctx, fs, io.err, io.err, forRunning)
 	if err != nil {
 		return err
 	}
@@ -65,7 +66,7 @@ func cmdRun(ctx context.Context, args []string, io *stdio) error {
 		return fmt.Errorf("%w: %w", errUsage, errSamplingOnlyServe)
 	}
 
-	req := &host.Request{Prompt: prompt, Selection: host.Selection{ToolChoices: tools, DisabledTools: disabled}}
+	req := &host.Request{Prompt: prompt, ConversationID: *conversation, Selection: host.Selection{ToolChoices: tools, DisabledTools: disabled}}
 	if !promptFromStdin && isTerminal(io.in) && isTerminal(io.err) {
 		req.Interactor = &terminal{in: bufio.NewReader(io.in), out: io.err}
 	}
@@ -79,8 +80,11 @@ func cmdRun(ctx context.Context, args []string, io *stdio) error {
 			out.event(ev)
 		}
 	})
-	if errors.Is(err, host.ErrInvalidRequest) {
+	if errors.Is(err, host.ErrInvalidRequest) || errors.Is(err, host.ErrUnknownConversation) {
 		return fmt.Errorf("%w: %w", errUsage, err)
+	}
+	if ans != nil && progress && a.state != nil {
+		fmt.Fprintf(io.err, "Continue with: agenthost run -conversation %s PROMPT\n", ans.ConversationID)
 	}
 	if *jsonOut && ans != nil {
 		enc := json.NewEncoder(io.out)
@@ -271,7 +275,11 @@ func loadTools(ctx context.Context, name string, args []string, io *stdio) (*app
 	if err := parseFlags(fs, args, io.err); err != nil {
 		return nil, nil, err
 	}
-	a, err := c.app(ctx, fs, io.err, nil, name == "check")
+	mode := forListing
+	if name == "check" {
+		mode = forChecking
+	}
+	a, err := c.app(ctx, fs, io.err, nil, mode)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -346,8 +354,18 @@ func cmdCheck(ctx context.Context, args []string, io *stdio) error {
 			return err
 		}
 	}
+	st := checkState(ctx, a.cfg, a.logger)
+	tw := tabwriter.NewWriter(io.out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "STATE\tWHERE\tSTATUS\tCONVERSATIONS")
+	fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", a.cfg.State.Backend, st.where, st.status, st.conversations)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
 	fmt.Fprintf(io.out, "%s: ok (model provider %s, %d tools)\n", configName(a.cfg), a.provider, len(tools))
 	var errs []error
+	if st.err != nil {
+		errs = append(errs, st.err)
+	}
 	if len(failed) > 0 {
 		errs = append(errs, fmt.Errorf("MCP servers not reachable: %s", strings.Join(failed, ", ")))
 	}
@@ -384,7 +402,7 @@ func printAgents(io *stdio, a *app, tools []*host.ManagedTool) error {
 
 // app loads the configuration and builds the app, which must be closed. Logs go to stderr; notices, such as the one
 // saying the offline test model is used, go to notices when it is not nil.
-func (c *common) app(ctx context.Context, fs *flag.FlagSet, stderr, notices io.Writer, check bool) (*app, error) {
+func (c *common) app(ctx context.Context, fs *flag.FlagSet, stderr, notices io.Writer, mode buildMode) (*app, error) {
 	cfg, err := c.loadConfig(fs)
 	if err != nil {
 		return nil, err
@@ -396,5 +414,5 @@ func (c *common) app(ctx context.Context, fs *flag.FlagSet, stderr, notices io.W
 	if notices == nil {
 		notices = io.Discard
 	}
-	return build(ctx, cfg, c.model, logger, notices, check)
+	return build(ctx, cfg, c.model, logger, notices, mode)
 }

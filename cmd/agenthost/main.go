@@ -45,6 +45,7 @@ Usage:
   agenthost check [flags]        validate the configuration and report every problem
   agenthost serve [flags]        serve the agent as an MCP server over stdio, or --http ADDR
   agenthost index [flags]        build or bring up to date doc_search's index
+  agenthost state COMMAND        list, show and delete the conversations kept in [state]
   agenthost version              print the version
 
 Run "agenthost COMMAND -h" for the flags of a command.
@@ -70,6 +71,8 @@ func run(ctx context.Context, args []string, io *stdio) int {
 		err = cmdServe(ctx, rest, io)
 	case "index":
 		err = cmdIndex(ctx, rest, io)
+	case "state":
+		err = cmdState(ctx, rest, io)
 	case "version", "-version", "--version":
 		fmt.Fprintln(io.out, "agenthost", version)
 	case "help", "-h", "-help", "--help":

@@ -37,6 +37,8 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	// Every run of the binary keeps its state under the test's directory, never in the user's.
+	os.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
 	binary = filepath.Join(dir, "agenthost")
 	if runtime.GOOS == "windows" {
 		binary += ".exe"

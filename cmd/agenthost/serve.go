@@ -87,7 +87,7 @@ Flags:`)
 	if rest := fs.Args(); len(rest) > 0 {
 		return fmt.Errorf("%w: serve takes no arguments (got %q)", errUsage, rest)
 	}
-	a, err := c.app(ctx, fs, io.err, io.err, false)
+	a, err := c.app(ctx, fs, io.err, io.err, forRunning)
 	if err != nil {
 		return err
 	}

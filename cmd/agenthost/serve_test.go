@@ -59,11 +59,14 @@ max_retries = 0
 [builtin]
 tools = [%s]
 
+[state]
+path = "%s-state.db"
+
 [mcp.servers.fixture]
 command = %q
 env = { %s = "1" }
 prefix = "fx"
-%s`, name, modelURL, builtins, self, fixtureEnv, extra))
+%s`, name, modelURL, builtins, name, self, fixtureEnv, extra))
 }
 
 // clientOutput is what mcp-client.mjs prints.
@@ -618,6 +621,9 @@ max_retries = 0
 
 [builtin]
 tools = []
+
+[state]
+path = "a-state.db"
 
 [mcp.servers.b]
 command = %q

@@ -7,6 +7,8 @@
 package wiring
 
 import (
+	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"time"
@@ -18,7 +20,53 @@ import (
 	"github.com/agenthost/agenthost/internal/httpedge"
 	"github.com/agenthost/agenthost/llm/openai"
 	"github.com/agenthost/agenthost/mcpserver"
+	"github.com/agenthost/agenthost/store"
 )
+
+// StateOptions returns the options of the store [state] names, the Postgres connection string read with getenv.
+// It fails for the memory backend, which has no store to open, and when the connection string is missing.
+func StateOptions(cfg *config.Config, getenv func(string) string, logger *slog.Logger) (store.Options, error) {
+	opts := store.Options{
+		Backend:          cfg.State.Backend,
+		MaxConversations: cfg.Agent.MaxConversations,
+		IdleTTL:          cfg.Agent.ConversationTTL.Duration,
+		Logger:           logger,
+	}
+	switch cfg.State.Backend {
+	case config.StateSQLite:
+		opts.Path = cfg.State.Path
+		if opts.Path == "" {
+			var err error
+			if opts.Path, err = store.DefaultPath(cfg.Agent.Name); err != nil {
+				return opts, err
+			}
+		}
+	case config.StatePostgres:
+		if opts.DSN = getenv(cfg.State.DSNEnv); opts.DSN == "" {
+			return opts, fmt.Errorf("state.dsn_env: %s is not set: backend %q needs the connection string in it", cfg.State.DSNEnv, config.StatePostgres)
+		}
+	default:
+		return opts, fmt.Errorf("state.backend: %q keeps nothing to open", cfg.State.Backend)
+	}
+	return opts, nil
+}
+
+// OpenState returns the conversation store [state] names: a new memory store for "memory" (db nil), else the
+// opened database, which the caller must close.
+func OpenState(ctx context.Context, cfg *config.Config, getenv func(string) string, logger *slog.Logger) (host.ConversationStore, *store.DB, error) {
+	if cfg.State.Backend == config.StateMemory {
+		return HostOptions(cfg, logger).Conversations, nil, nil
+	}
+	opts, err := StateOptions(cfg, getenv, logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	db, err := store.Open(ctx, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	return db, db, nil
+}
 
 // OpenAIOptions returns the options of an OpenAI-compatible model for m, with the API key read by the caller.
 func OpenAIOptions(m config.Model, apiKey string, logger *slog.Logger) *openai.Options {
@@ -37,7 +85,8 @@ func OpenAIOptions(m config.Model, apiKey string, logger *slog.Logger) *openai.O
 	}
 }
 
-// HostOptions returns the orchestrator's options for cfg, with a conversation store of the configured bounds.
+// HostOptions returns the orchestrator's options for cfg, with a memory conversation store of the configured
+// bounds; OpenState opens the configured one.
 func HostOptions(cfg *config.Config, logger *slog.Logger) *host.Options {
 	return &host.Options{
 		Instructions:  cfg.Agent.Instructions,
@@ -49,7 +98,7 @@ func HostOptions(cfg *config.Config, logger *slog.Logger) *host.Options {
 		CitationStyle: host.CitationStyle(cfg.Agent.CitationStyle),
 		Limits:        host.Limits{Requests: cfg.Limits.Requests, TotalTokens: cfg.Limits.TotalTokens, ToolCalls: cfg.Limits.ToolCalls},
 		ContextTokens: cfg.Model.ContextTokens,
-		History:       host.NewHistory(&host.HistoryOptions{MaxConversations: cfg.Agent.MaxConversations, IdleTTL: cfg.Agent.ConversationTTL.Duration}),
+		Conversations: host.NewMemoryStore(&host.MemoryStoreOptions{MaxConversations: cfg.Agent.MaxConversations, IdleTTL: cfg.Agent.ConversationTTL.Duration}),
 		Logger:        logger,
 	}
 }
@@ -61,7 +110,7 @@ func SubAgentOptions(cfg *config.Config, a config.SubAgent, logger *slog.Logger)
 	opts.Instructions = a.Instructions
 	opts.MaxIterations = a.MaxIterations
 	opts.Limits = host.Limits{Requests: a.Limits.Requests, TotalTokens: a.Limits.TotalTokens, ToolCalls: a.Limits.ToolCalls}
-	opts.History = host.NewHistory(&host.HistoryOptions{MaxConversations: subAgentConversations, IdleTTL: cfg.Agent.ConversationTTL.Duration})
+	opts.Conversations = host.NewMemoryStore(&host.MemoryStoreOptions{MaxConversations: subAgentConversations, IdleTTL: cfg.Agent.ConversationTTL.Duration})
 	return opts
 }
 

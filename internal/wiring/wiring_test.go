@@ -1,6 +1,7 @@
 package wiring
 
 import (
+	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
@@ -83,10 +84,10 @@ func TestMapping(t *testing.T) {
 	}
 
 	h := HostOptions(cfg, nil)
-	if h.History == nil {
+	if h.Conversations == nil {
 		t.Fatal("no conversation store")
 	}
-	h.History = nil
+	h.Conversations = nil
 	temp := 0.5
 	if want := (&host.Options{
 		Instructions: "Be brief.", MaxIterations: 7, MaxToolCalls: 3, ToolTimeout: 40 * time.Second, Temperature: &temp,
@@ -199,11 +200,50 @@ tool_calls = 4
 	}
 
 	sa := SubAgentOptions(cfg, cfg.Agents["clock"], nil)
-	if sa.History == nil || sa.History == HostOptions(cfg, nil).History {
+	if sa.Conversations == nil || sa.Conversations == HostOptions(cfg, nil).Conversations {
 		t.Fatal("the sub-agent has no conversation store of its own")
 	}
 	if sa.Instructions != "Answer with the time only." || sa.MaxIterations != 2 ||
 		sa.Limits != (host.Limits{Requests: 3, ToolCalls: 4}) {
 		t.Errorf("SubAgentOptions = instructions %q, max iterations %d, limits %+v", sa.Instructions, sa.MaxIterations, sa.Limits)
+	}
+}
+
+func TestStateMapping(t *testing.T) {
+	state := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", state)
+	cfg := config.Default()
+	cfg.Agent.Name = "helper"
+	cfg.Agent.MaxConversations, cfg.Agent.ConversationTTL.Duration = 20, 5*time.Minute
+	noEnv := func(string) string { return "" }
+
+	conversations, db, err := OpenState(t.Context(), cfg, noEnv, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if want := filepath.Join(state, "agenthost", "helper.db"); db.Where() != want || conversations != host.ConversationStore(db) {
+		t.Errorf("default sqlite store at %s, want %s", db.Where(), want)
+	}
+
+	cfg.State.Path = filepath.Join(t.TempDir(), "x.db")
+	opts, err := StateOptions(cfg, noEnv, nil)
+	if err != nil || opts.Path != cfg.State.Path || opts.MaxConversations != 20 || opts.IdleTTL != 5*time.Minute {
+		t.Errorf("StateOptions = %+v, %v", opts, err)
+	}
+
+	cfg.State = config.State{Backend: config.StatePostgres, DSNEnv: "AGENT_DB"}
+	if _, err := StateOptions(cfg, noEnv, nil); err == nil || err.Error() != `state.dsn_env: AGENT_DB is not set: backend "postgres" needs the connection string in it` {
+		t.Errorf("postgres without its variable: err = %v", err)
+	}
+	opts, err = StateOptions(cfg, func(k string) string { return map[string]string{"AGENT_DB": "postgres://db/x"}[k] }, nil)
+	if err != nil || opts.DSN != "postgres://db/x" || opts.Backend != "postgres" {
+		t.Errorf("postgres: %+v, %v", opts, err)
+	}
+
+	cfg.State.Backend = config.StateMemory
+	conversations, db, err = OpenState(t.Context(), cfg, noEnv, nil)
+	if _, ok := conversations.(*host.MemoryStore); !ok || db != nil || err != nil {
+		t.Errorf("memory: %T, %v, %v", conversations, db, err)
 	}
 }

@@ -1,0 +1,174 @@
+// Package store keeps agenthost's state in a database: conversations (host.ConversationStore), and later served
+// tasks and runs waiting for input. SQLite (modernc.org/sqlite, pure Go, WAL) is the default, one file in
+// agenthost's state directory; Postgres (pgx) is for replicas that share state.
+//
+// Both speak the same SQL: positional $N parameters, BIGINT milliseconds for times, TEXT for JSON. The schema is
+// versioned (see migrations); a database written by a newer agenthost is refused, never changed.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // registers "pgx"
+	_ "modernc.org/sqlite"             // registers "sqlite"
+
+	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/internal/statedir"
+)
+
+// The backends Open accepts.
+const (
+	SQLite   = "sqlite"
+	Postgres = "postgres"
+)
+
+// Options configures Open.
+type Options struct {
+	// Backend is SQLite or Postgres.
+	Backend string
+	// Path is the SQLite file. Its directory is created (0700) when missing. Required for SQLite.
+	Path string
+	// DSN is the Postgres connection string. Required for Postgres; never logged.
+	DSN string
+	// MaxConversations bounds the conversations kept; the least recently used go first. 0 means
+	// host.DefaultMaxConversations.
+	MaxConversations int
+	// IdleTTL is how long an unused conversation is kept. 0 means host.DefaultConversationTTL.
+	IdleTTL time.Duration
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Logger receives the sweeps' failures; nil discards them.
+	Logger *slog.Logger
+}
+
+// DB is an open state database. It is safe for concurrent use.
+type DB struct {
+	db      *sql.DB
+	backend string
+	where   string // the file, or the Postgres host and database: for messages, never the password
+	max     int
+	ttl     time.Duration
+	now     func() time.Time
+	logger  *slog.Logger
+
+	sweepMu   sync.Mutex
+	lastSweep time.Time
+}
+
+var _ host.ConversationStore = (*DB)(nil)
+
+// DefaultPath returns the default SQLite file of the agent named agent: "<agent>.db" in agenthost's state
+// directory.
+func DefaultPath(agent string) (string, error) {
+	dir, err := statedir.Dir()
+	if err != nil {
+		return "", fmt.Errorf("store: %w", err)
+	}
+	return filepath.Join(dir, agent+".db"), nil
+}
+
+// Open opens the database, applying the migrations it lacks. It fails when the database was written by a newer
+// agenthost.
+func Open(ctx context.Context, opts Options) (*DB, error) {
+	s := &DB{backend: opts.Backend, max: opts.MaxConversations, ttl: opts.IdleTTL, now: opts.Now, logger: opts.Logger}
+	if s.max <= 0 {
+		s.max = host.DefaultMaxConversations
+	}
+	if s.ttl <= 0 {
+		s.ttl = host.DefaultConversationTTL
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.logger == nil {
+		s.logger = slog.New(slog.DiscardHandler)
+	}
+	var err error
+	switch opts.Backend {
+	case SQLite:
+		if opts.Path == "" {
+			return nil, errors.New("store: no SQLite file given")
+		}
+		s.where = opts.Where()
+		if err := os.MkdirAll(filepath.Dir(opts.Path), 0o700); err != nil {
+			return nil, fmt.Errorf("store: %w", err)
+		}
+		// Writes begin IMMEDIATE, so that two writers wait for each other (busy_timeout) instead of one failing
+		// when it upgrades a read lock; NORMAL synchronous is durable in WAL mode except for the last commits on
+		// a power loss, not on a process crash.
+		dsn := "file:" + opts.Path + "?_txlock=immediate&_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"
+		s.db, err = sql.Open("sqlite", dsn)
+	case Postgres:
+		if opts.DSN == "" {
+			return nil, errors.New("store: no Postgres connection string given")
+		}
+		s.where = opts.Where()
+		s.db, err = sql.Open("pgx", opts.DSN)
+	default:
+		return nil, fmt.Errorf("store: unknown backend %q (want %q or %q)", opts.Backend, SQLite, Postgres)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: opening %s: %w", s.where, err)
+	}
+	if err := s.migrate(ctx); err != nil {
+		s.db.Close()
+		return nil, err
+	}
+	if opts.Backend == SQLite {
+		if err := os.Chmod(opts.Path, 0o600); err != nil { // conversations are private
+			s.db.Close()
+			return nil, fmt.Errorf("store: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// Where names the database for messages: the SQLite file, or the Postgres host and database, without user or
+// password.
+func (o Options) Where() string {
+	if o.Backend == SQLite {
+		return o.Path
+	}
+	if u, err := url.Parse(o.DSN); err == nil && u.Host != "" {
+		return "postgres://" + u.Host + u.Path
+	}
+	return "the Postgres database"
+}
+
+// Close closes the database.
+func (s *DB) Close() error { return s.db.Close() }
+
+// Backend returns SQLite or Postgres.
+func (s *DB) Backend() string { return s.backend }
+
+// Where names the database for messages: the SQLite file, or the Postgres host and database (never credentials).
+func (s *DB) Where() string { return s.where }
+
+// SQL returns the underlying database, for the durable-run engine that shares it.
+func (s *DB) SQL() *sql.DB { return s.db }
+
+// inTx runs f in a transaction, committed when f returns nil.
+func (s *DB) inTx(ctx context.Context, f func(tx *sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := f(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+func millis(t time.Time) int64 { return t.UnixMilli() }
+
+func fromMillis(ms int64) time.Time { return time.UnixMilli(ms) }

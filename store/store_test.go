@@ -1,0 +1,328 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/internal/pgtest"
+	"github.com/agenthost/agenthost/llm"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// clock is a settable clock for the idle expiry.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// backends opens a fresh database of each backend with opts (Backend, Path and DSN filled in) and runs f on it.
+func backends(t *testing.T, opts Options, f func(t *testing.T, db *DB)) {
+	backendsWith(t, opts, func(t *testing.T, db *DB, _ Options) { f(t, db) })
+}
+
+// backendsWith is backends, f getting the options too.
+func backendsWith(t *testing.T, opts Options, f func(t *testing.T, db *DB, opts Options)) {
+	for _, backend := range []string{SQLite, Postgres} {
+		t.Run(backend, func(t *testing.T) {
+			o := opts
+			o.Backend = backend
+			if backend == SQLite {
+				o.Path = filepath.Join(t.TempDir(), "state", "agent.db")
+			} else {
+				o.DSN = pgtest.NewDatabase(t)
+			}
+			db, err := Open(t.Context(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { db.Close() })
+			f(t, db, o)
+		})
+	}
+}
+
+func TestConversationRoundTrip(t *testing.T) {
+	backends(t, Options{}, func(t *testing.T, db *DB) {
+		ctx := t.Context()
+		id, err := db.Create(ctx, "")
+		if err != nil || len(id) != 32 {
+			t.Fatalf("Create = %q, %v", id, err)
+		}
+		first := []llm.Message{
+			{Role: llm.RoleUser, Content: "What time is it?\nIn Paris."},
+			{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "c1", Name: "current_time", Arguments: `{"tz":"Europe/Paris"}`}}},
+			{Role: llm.RoleTool, ToolCallID: "c1", Name: "current_time", Content: "12:00 ✓"},
+			{Role: llm.RoleAssistant, Content: "Noon [1]."},
+		}
+		refs := []host.Reference{{Title: "Clock", URI: "time:paris", Content: "12:00"}, {Title: "Other", URI: "u:2"}}
+		if err := db.Append(ctx, id, 0, first, refs); err != nil {
+			t.Fatal(err)
+		}
+		second := []llm.Message{{Role: llm.RoleUser, Content: "And in Tokyo?"}, {Role: llm.RoleAssistant, Content: "20:00 [3]."}}
+		if err := db.Append(ctx, id, 4, second, []host.Reference{{Title: "Tokyo", URI: "time:tokyo"}}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := db.Load(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := append(first, second...); !reflect.DeepEqual(got.Messages, want) {
+			t.Errorf("messages =\n%+v\nwant\n%+v", got.Messages, want)
+		}
+		if want := append(refs, host.Reference{Title: "Tokyo", URI: "time:tokyo"}); !reflect.DeepEqual(got.Sources, want) {
+			t.Errorf("sources = %+v, want %+v", got.Sources, want)
+		}
+
+		list, err := db.Conversations(ctx, 0)
+		if err != nil || len(list) != 1 {
+			t.Fatalf("Conversations = %+v, %v", list, err)
+		}
+		if c := list[0]; c.ID != id || c.Messages != 6 || c.Sources != 3 || c.Prompt != "What time is it?" {
+			t.Errorf("summary = %+v", c)
+		}
+		if err := db.DeleteConversation(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Load(ctx, id); !errors.Is(err, host.ErrUnknownConversation) {
+			t.Errorf("Load after delete: err = %v", err)
+		}
+		if err := db.DeleteConversation(ctx, id); !errors.Is(err, host.ErrUnknownConversation) {
+			t.Errorf("second delete: err = %v", err)
+		}
+		assertRows(t, db, 0)
+	})
+}
+
+// assertRows checks how many rows the conversation tables hold in all.
+func assertRows(t *testing.T, db *DB, want int) {
+	t.Helper()
+	total := 0
+	for _, table := range []string{"conversations", "conversation_messages", "conversation_sources"} {
+		var n int
+		if err := db.SQL().QueryRowContext(t.Context(), "SELECT count(*) FROM "+table).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		total += n
+	}
+	if total != want {
+		t.Errorf("%d rows left in the conversation tables, want %d", total, want)
+	}
+}
+
+func TestConversationCreateWithID(t *testing.T) {
+	backends(t, Options{}, func(t *testing.T, db *DB) {
+		ctx := t.Context()
+		if id, err := db.Create(ctx, "ctx-1"); err != nil || id != "ctx-1" {
+			t.Fatalf("Create(ctx-1) = %q, %v", id, err)
+		}
+		if _, err := db.Create(ctx, "ctx-1"); !errors.Is(err, host.ErrConversationExists) {
+			t.Errorf("second Create: err = %v, want ErrConversationExists", err)
+		}
+		if _, err := db.Load(ctx, "nope"); !errors.Is(err, host.ErrUnknownConversation) || !strings.Contains(err.Error(), `"nope"`) {
+			t.Errorf("Load(nope): err = %v", err)
+		}
+		if err := db.Append(ctx, "nope", 0, []llm.Message{{Role: llm.RoleUser, Content: "x"}}, nil); !errors.Is(err, host.ErrUnknownConversation) {
+			t.Errorf("Append(nope): err = %v", err)
+		}
+	})
+}
+
+// Of many runs appending to one conversation from the same version at once, exactly one wins.
+func TestConversationConflict(t *testing.T) {
+	backends(t, Options{}, func(t *testing.T, db *DB) {
+		ctx := t.Context()
+		id, err := db.Create(ctx, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		const runs = 8
+		errs := make([]error, runs)
+		var wg sync.WaitGroup
+		for i := range runs {
+			wg.Go(func() {
+				msgs := []llm.Message{{Role: llm.RoleUser, Content: fmt.Sprint("run ", i)}, {Role: llm.RoleAssistant, Content: "ok"}}
+				errs[i] = db.Append(ctx, id, 0, msgs, []host.Reference{{Title: fmt.Sprint(i)}})
+			})
+		}
+		wg.Wait()
+		won := 0
+		for i, err := range errs {
+			switch {
+			case err == nil:
+				won++
+			case !errors.Is(err, host.ErrConversationConflict):
+				t.Errorf("run %d: err = %v, want nil or ErrConversationConflict", i, err)
+			}
+		}
+		c, err := db.Load(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if won != 1 || len(c.Messages) != 2 || len(c.Sources) != 1 {
+			t.Errorf("%d runs won; the conversation has %d messages and %d sources, want 1 winner, 2 and 1", won, len(c.Messages), len(c.Sources))
+		}
+	})
+}
+
+func TestConversationBounds(t *testing.T) {
+	clk := &clock{now: time.Unix(1_000_000, 0)}
+	backends(t, Options{MaxConversations: 2, IdleTTL: time.Hour, Now: clk.Now}, func(t *testing.T, db *DB) {
+		ctx := t.Context()
+		create := func(id string) {
+			if _, err := db.Create(ctx, id); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Append(ctx, id, 0, []llm.Message{{Role: llm.RoleUser, Content: id}}, []host.Reference{{URI: "u:" + id}}); err != nil {
+				t.Fatal(err)
+			}
+			clk.Add(time.Second)
+		}
+		create("a")
+		create("b")
+		if _, err := db.Load(ctx, "a"); err != nil { // a is now the most recently used
+			t.Fatal(err)
+		}
+		clk.Add(time.Second)
+		create("c") // evicts b
+		if _, err := db.Peek(ctx, "b"); !errors.Is(err, host.ErrUnknownConversation) {
+			t.Errorf("evicted b: err = %v", err)
+		}
+		assertRows(t, db, 6) // a and c: a row, a message and a source each
+
+		// a was last used at 2s, c at 3s; now it is 4s: half a second later than an hour after 2s, a has expired.
+		clk.Add(time.Hour - 2*time.Second + 500*time.Millisecond)
+		if _, err := db.Peek(ctx, "a"); !errors.Is(err, host.ErrUnknownConversation) {
+			t.Errorf("idle a: err = %v", err)
+		}
+		if _, err := db.Peek(ctx, "c"); err != nil {
+			t.Errorf("c: %v", err)
+		}
+		// Peek does not count as a use: c expires on time.
+		clk.Add(time.Minute)
+		if _, err := db.Load(ctx, "c"); !errors.Is(err, host.ErrUnknownConversation) {
+			t.Errorf("idle c: err = %v", err)
+		}
+		// Expired rows stay until a sweep, which a Create runs (at most once a minute).
+		if _, err := db.Create(ctx, "a"); err != nil {
+			t.Fatalf("reusing an expired id: %v", err)
+		}
+		if c, err := db.Load(ctx, "a"); err != nil || len(c.Messages) != 0 {
+			t.Fatalf("the new a: %+v, %v", c, err)
+		}
+		assertRows(t, db, 1)
+	})
+}
+
+func TestOpenSQLiteFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "nested", "dir", "agent.db")
+	db, err := Open(t.Context(), Options{Backend: SQLite, Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := db.Create(t.Context(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Append(t.Context(), id, 0, []llm.Message{{Role: llm.RoleUser, Content: "kept"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	for _, p := range []string{path, filepath.Dir(path)} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[bool]os.FileMode{false: 0o600, true: 0o700}[fi.IsDir()]; fi.Mode().Perm() != want {
+			t.Errorf("%s: mode %v, want %v", p, fi.Mode().Perm(), want)
+		}
+	}
+	// Reopened, it has the conversation, and the migrations are not applied again.
+	db, err = Open(t.Context(), Options{Backend: SQLite, Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if c, err := db.Load(t.Context(), id); err != nil || len(c.Messages) != 1 || c.Messages[0].Content != "kept" {
+		t.Fatalf("after reopening: %+v, %v", c, err)
+	}
+}
+
+func TestOpenRefusesNewerSchema(t *testing.T) {
+	backendsWith(t, Options{}, func(t *testing.T, db *DB, opts Options) {
+		if _, err := db.SQL().ExecContext(t.Context(), `UPDATE agenthost_schema SET version = $1`, SchemaVersion+1); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Open(t.Context(), opts)
+		want := fmt.Sprintf("was written by a newer agenthost (schema version %d; this one knows up to %d)", SchemaVersion+1, SchemaVersion)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("Open of a newer database: err = %v, want it to say %q", err, want)
+		}
+		var v int
+		if err := db.SQL().QueryRowContext(t.Context(), `SELECT version FROM agenthost_schema`).Scan(&v); err != nil || v != SchemaVersion+1 {
+			t.Errorf("the version is now %d (%v): the newer database was changed", v, err)
+		}
+	})
+}
+
+// Replicas starting at once on one new Postgres database migrate it once.
+func TestConcurrentMigration(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		wg.Go(func() {
+			db, err := Open(t.Context(), Options{Backend: Postgres, DSN: dsn})
+			if err == nil {
+				db.Close()
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		opts Options
+		want string
+	}{
+		{Options{Backend: "mysql"}, `store: unknown backend "mysql"`},
+		{Options{Backend: SQLite}, "store: no SQLite file given"},
+		{Options{Backend: Postgres}, "store: no Postgres connection string given"},
+		{Options{Backend: Postgres, DSN: "postgres://u:secret@127.0.0.1:1/db?connect_timeout=2"}, "postgres://127.0.0.1:1/db"},
+	} {
+		_, err := Open(ctx, tc.opts)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Open(%+v): err = %v, want it to contain %q", tc.opts.Backend, err, tc.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "secret") {
+			t.Errorf("the error shows the password: %v", err)
+		}
+	}
+}
