@@ -432,6 +432,37 @@ func checkNoProgressAfterCancel(t *testing.T, notes []progressNote) {
 	}
 }
 
+// TestServeRestartKeepsConversation restarts `agenthost serve` between two calls of the TypeScript SDK client over
+// stdio, as Claude Desktop restarts its servers: the second process continues the first one's conversation, which
+// the model's request shows.
+func TestServeRestartKeepsConversation(t *testing.T) {
+	llm := fakellm.New()
+	t.Cleanup(llm.Close)
+	config := serveConfig(t, t.TempDir(), "helper", llm, "")
+	connect := stdioArgs(config, "TEST_KEY=sk-desktop")
+	llm.Enqueue(
+		fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "c1", Name: "fx_shout", Arguments: `{"text":"hello"}`}}},
+		fakellm.Turn{Text: "The fixture shouted HELLO."},
+		fakellm.Turn{Text: "You asked me to shout hello."},
+	)
+	first := tsClient(t, true, append(connect, "--action", "ask", "--tool", "ask_helper", "--prompt", "Shout hello.")...)
+	id := first.Calls[0].Result.StructuredContent.ConversationID
+	if id == "" {
+		t.Fatalf("first call: %+v", first.Calls[0].Result)
+	}
+	second := tsClient(t, true, append(connect, "--action", "ask", "--tool", "ask_helper", "--conversation", id, "--prompt", "What did I ask you?")...)
+	got := second.Calls[0].Result.StructuredContent
+	if got == nil || got.ConversationID != id || got.Answer != "You asked me to shout hello." {
+		t.Fatalf("the call after the restart: %+v, want conversation %q continued", second.Calls[0].Result, id)
+	}
+	reqs := llm.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("%d model requests, want 3", len(reqs))
+	}
+	checkMessages(t, reqs[2].Messages, "user:Shout hello.", "assistant:call fx_shout", "tool:HELLO",
+		"assistant:The fixture shouted HELLO.", "user:What did I ask you?")
+}
+
 // checkMessages checks that a model request's messages are want, each written "role:content", or "role:call NAME"
 // for an assistant message that calls the tool NAME.
 func checkMessages(t *testing.T, msgs []fakellm.Message, want ...string) {

@@ -6,7 +6,8 @@
 // Actions:
 //   tools   list the tools
 //   ask     call --tool once per --prompt, with a progress token; every call after the first continues the
-//           conversation of the one before it (conversation_id from its structured content)
+//           conversation of the one before it (conversation_id from its structured content), and the first
+//           continues --conversation when it is given
 //   cancel  call --tool with --prompt and abort the call when a progress message contains --cancel-on; then wait
 //           until --await-file holds --await-text, and list the tools again to show the session survived
 import { readFileSync } from 'node:fs';
@@ -25,6 +26,7 @@ const { values: opts } = parseArgs({
     action: { type: 'string', default: 'tools' },
     tool: { type: 'string' },
     prompt: { type: 'string', multiple: true, default: [] },
+    conversation: { type: 'string' },
     'cancel-on': { type: 'string' },
     'await-file': { type: 'string' },
     'await-text': { type: 'string' },
@@ -111,7 +113,7 @@ async function main() {
       break;
     case 'ask': {
       out.calls = [];
-      let conversation;
+      let conversation = opts.conversation;
       for (const prompt of opts.prompt) {
         const progress = (currentProgress = []);
         const args = { prompt };
