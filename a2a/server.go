@@ -41,6 +41,9 @@ type ServerOptions struct {
 	InputTimeout time.Duration
 	// MaxTasks bounds the tasks kept in memory; 0 means 1000. The oldest finished tasks go first.
 	MaxTasks int
+	// Tasks, when set, keeps the tasks beyond the process: GetTask and ListTasks answer from it for tasks this
+	// process does not run.
+	Tasks TaskStore
 	// Logger receives the server's log lines; nil discards them.
 	Logger *slog.Logger
 
@@ -87,7 +90,7 @@ func NewServer(orch *host.Orchestrator, opts *ServerOptions) *Server {
 	if s.logger == nil {
 		s.logger = slog.New(slog.DiscardHandler)
 	}
-	s.store = newTaskStore(o.MaxTasks, o.now)
+	s.store = newTaskStore(o.MaxTasks, o.now, o.Tasks, s.logger)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	return s
 }
@@ -263,7 +266,7 @@ func (c *rpcCall) send() (any, *rpcError) {
 	if err != nil {
 		return nil, err
 	}
-	st, sub, err := c.s.accept(sr.msg, true)
+	st, sub, err := c.s.accept(c.r.Context(), sr.msg, true)
 	if err != nil {
 		return nil, err
 	}
@@ -288,7 +291,7 @@ func (c *rpcCall) stream() {
 		writeError(c.w, c.req.ID, err.forVersion(c.v))
 		return
 	}
-	st, sub, err := c.s.accept(sr.msg, false)
+	st, sub, err := c.s.accept(c.r.Context(), sr.msg, false)
 	if err != nil {
 		writeError(c.w, c.req.ID, err.forVersion(c.v))
 		return
@@ -305,6 +308,10 @@ func (c *rpcCall) subscribe() {
 	}
 	if c.s.store.snapshot(st, ptr(0)).Status.State.terminal() {
 		writeError(c.w, c.req.ID, newError(codeUnsupportedOperation, "task %q is in a terminal state", p.ID).forVersion(c.v))
+		return
+	}
+	if st.stored {
+		writeError(c.w, c.req.ID, errElsewhere(st).forVersion(c.v))
 		return
 	}
 	c.relay(st, c.s.store.subscribe(st))
@@ -346,7 +353,7 @@ func (c *rpcCall) task() (*serverTask, *taskIDParams, *rpcError) {
 	if err := decodeParams(c.req.Params, &p); err != nil {
 		return nil, nil, err
 	}
-	st, err := c.s.store.get(p.ID)
+	st, err := c.s.store.get(c.r.Context(), p.ID)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -380,6 +387,8 @@ func (c *rpcCall) cancelTask() (any, *rpcError) {
 		return c.taskResult(c.s.store.snapshot(st, p.HistoryLength)), nil
 	case state.terminal():
 		return nil, newError(codeTaskNotCancelable, "task %q is %s and cannot be canceled", p.ID, state.short())
+	case st.stored:
+		return nil, errElsewhere(st)
 	}
 	st.cancel(errCanceledByCaller)
 	select {
@@ -392,6 +401,13 @@ func (c *rpcCall) cancelTask() (any, *rpcError) {
 
 var errCanceledByCaller = errors.New("the task was canceled by its caller")
 
+// errElsewhere is the error for an unfinished task of another process: its run is not here to stream, answer or
+// cancel.
+func errElsewhere(st *serverTask) *rpcError {
+	return newError(codeUnsupportedOperation, "task %q is %s in another agenthost process, which alone can stream, answer or cancel it; GetTask shows its state",
+		st.id, st.t.Status.State.short())
+}
+
 func (c *rpcCall) listTasks() (any, *rpcError) {
 	var p listParams
 	if len(bytes.TrimSpace(c.req.Params)) > 0 {
@@ -399,15 +415,15 @@ func (c *rpcCall) listTasks() (any, *rpcError) {
 			return nil, newError(codeInvalidParams, "invalid params: %v", err)
 		}
 	}
-	return c.s.store.list(p)
+	return c.s.store.list(c.r.Context(), p)
 }
 
 // accept takes a message: a new task (in the message's context, or a new one), or the answer to the question a
 // task waits on. It returns the task and a subscription that sees what happens next, or with endOnly (a blocking
 // send, which needs no event) only the end.
-func (s *Server) accept(m message, endOnly bool) (*serverTask, *subscriber, *rpcError) {
+func (s *Server) accept(ctx context.Context, m message, endOnly bool) (*serverTask, *subscriber, *rpcError) {
 	if m.TaskID != "" {
-		return s.answer(m, endOnly)
+		return s.answer(ctx, m, endOnly)
 	}
 	contextID := m.ContextID
 	if contextID == "" {
@@ -440,8 +456,8 @@ func (s *Server) accept(m message, endOnly bool) (*serverTask, *subscriber, *rpc
 
 // answer routes a message on an existing task: the answer to the question its run waits on. The task is WORKING
 // again, and the caller subscribed, before the run gets the answer, so that the caller sees all that follows.
-func (s *Server) answer(m message, endOnly bool) (*serverTask, *subscriber, *rpcError) {
-	st, err := s.store.get(m.TaskID)
+func (s *Server) answer(ctx context.Context, m message, endOnly bool) (*serverTask, *subscriber, *rpcError) {
+	st, err := s.store.get(ctx, m.TaskID)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -449,6 +465,8 @@ func (s *Server) answer(m message, endOnly bool) (*serverTask, *subscriber, *rpc
 	state, q := st.t.Status.State, st.waiting
 	s.store.mu.Unlock()
 	switch {
+	case st.stored && !state.terminal():
+		return nil, nil, errElsewhere(st)
 	case m.ContextID != "" && m.ContextID != st.contextID:
 		return nil, nil, newError(codeInvalidParams, "message.contextId %q does not match the task's context %q", m.ContextID, st.contextID)
 	case state.terminal():

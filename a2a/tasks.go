@@ -4,7 +4,9 @@ import (
 	"container/list"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sort"
 	"strconv"
@@ -36,7 +38,55 @@ type serverTask struct {
 	answerSent  bool
 
 	finished *list.Element // its place in the store's finished list, while it is finished and kept
+
+	// What was last saved to the TaskStore, to save again only when the state or the history changes.
+	version      int64
+	savedState   taskState
+	savedHistory int
+	updating sync.Mutex // held by an update from its change to its events, so that they keep their order
+	// stored marks a task read back from the TaskStore: one of an earlier process or of another replica, which
+	// has no run here to cancel, answer or listen to.
+	stored bool
 }
+
+// TaskStore keeps a Server's tasks beyond its process, so that GetTask and ListTasks answer for the tasks of an
+// earlier process (after a restart) and of other replicas sharing the store. The Server saves a task when it is
+// created and whenever its state or history changes (not for each streamed chunk of its answer: the answer is in
+// the save of the state that ends the task). Implementations must be safe for concurrent use.
+type TaskStore interface {
+	// SaveTask inserts or replaces a task, unless the store has a later Version of it.
+	SaveTask(ctx context.Context, t *StoredTask) error
+	// LoadTask returns the task id, or nil and no error when the store has none.
+	LoadTask(ctx context.Context, id string) (*StoredTask, error)
+	// ListTasks returns the tasks q selects, most recently updated first (ties by id, descending), and how many
+	// match in all, the cursor aside.
+	ListTasks(ctx context.Context, q TaskQuery) ([]*StoredTask, int, error)
+}
+
+// StoredTask is a task as a TaskStore keeps it: the fields it filters and orders on, and the task as callers see it
+// (JSON, in the protocol's version 1.0 shape), which the store need not read.
+type StoredTask struct {
+	ID, ContextID, State string
+	Terminal             bool
+	Updated              time.Time
+	Version              int64
+	Task                 json.RawMessage
+}
+
+// TaskQuery selects tasks for TaskStore.ListTasks. Zero fields do not filter.
+type TaskQuery struct {
+	ContextID    string
+	State        string
+	UpdatedAfter time.Time
+	// AfterUpdated and AfterID, when AfterID is set, continue a listing after that task.
+	AfterUpdated time.Time
+	AfterID      string
+	// Limit bounds the tasks returned; 0 means all.
+	Limit int
+}
+
+// saveTimeout bounds one save to the TaskStore. Saves happen also when the run was cancelled.
+const saveTimeout = 10 * time.Second
 
 // subscriber is one stream listening to a task. Its channel is closed when the task reaches a terminal or
 // interrupted state, or when the listener falls too far behind (it may subscribe again).
@@ -51,20 +101,53 @@ type subscriber struct {
 const subscriberBuffer = 1024
 
 type taskStore struct {
-	max int
-	now func() time.Time
+	max     int
+	now     func() time.Time
+	persist TaskStore // nil: memory only
+	logger  *slog.Logger
 
 	mu       sync.Mutex
 	tasks    map[string]*serverTask
 	finished *list.List // the kept tasks in a terminal state, least recently updated first
 }
 
-func newTaskStore(max int, now func() time.Time) *taskStore {
-	return &taskStore{max: max, now: now, tasks: map[string]*serverTask{}, finished: list.New()}
+func newTaskStore(max int, now func() time.Time, persist TaskStore, logger *slog.Logger) *taskStore {
+	return &taskStore{max: max, now: now, persist: persist, logger: logger, tasks: map[string]*serverTask{}, finished: list.New()}
+}
+
+// saveLocked returns the record to save for st when its state or history changed since the last save, else nil.
+func (s *taskStore) saveLocked(st *serverTask) *StoredTask {
+	if s.persist == nil || st.stored || (st.version > 0 && st.t.Status.State == st.savedState && len(st.t.History) == st.savedHistory) {
+		return nil
+	}
+	body, err := json.Marshal(copyTask(st.t, nil, true))
+	if err != nil { // plain data: cannot happen
+		s.logger.Error("a2a: encoding a task to save it", "task", st.id, "err", err)
+		return nil
+	}
+	st.version++
+	st.savedState, st.savedHistory = st.t.Status.State, len(st.t.History)
+	state := st.t.Status.State
+	return &StoredTask{ID: st.id, ContextID: st.contextID, State: string(state), Terminal: state.terminal(),
+		Updated: st.updated, Version: st.version, Task: body}
+}
+
+// save writes rec, if any, to the TaskStore. A failure is logged: the task goes on in memory.
+func (s *taskStore) save(rec *StoredTask) {
+	if rec == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), saveTimeout)
+	defer cancel()
+	if err := s.persist.SaveTask(ctx, rec); err != nil {
+		s.logger.Warn("a2a: saving a task failed; it is kept in memory only", "task", rec.ID, "state", rec.State, "err", err)
+	}
 }
 
 // add keeps a new task, making room by dropping the least recently updated finished tasks.
 func (s *taskStore) add(st *serverTask) *rpcError {
+	var rec *StoredTask
+	defer func() { s.save(rec) }()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	// The finished list is in the order of the tasks' last update, so the front is the one to drop. (Sorting the
@@ -81,6 +164,7 @@ func (s *taskStore) add(st *serverTask) *rpcError {
 	st.updated = s.now()
 	s.tasks[st.id] = st
 	s.touch(st)
+	rec = s.saveLocked(st)
 	return nil
 }
 
@@ -100,12 +184,33 @@ func (s *taskStore) touch(st *serverTask) {
 	}
 }
 
-func (s *taskStore) get(id string) (*serverTask, *rpcError) {
+// get returns the task id: a task of this process, else one the TaskStore has (marked stored).
+func (s *taskStore) get(ctx context.Context, id string) (*serverTask, *rpcError) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	st, ok := s.tasks[id]
-	if !ok {
-		return nil, newError(codeTaskNotFound, "task %q not found", id)
+	s.mu.Unlock()
+	if ok {
+		return st, nil
+	}
+	if s.persist != nil {
+		rec, err := s.persist.LoadTask(ctx, id)
+		if err != nil {
+			s.logger.Warn("a2a: loading a task failed", "task", id, "err", err)
+			return nil, newError(codeInternal, "task %q could not be read from the state database", id)
+		}
+		if rec != nil {
+			return fromStored(rec)
+		}
+	}
+	return nil, newError(codeTaskNotFound, "task %q not found", id)
+}
+
+// fromStored makes a task read back from the TaskStore.
+func fromStored(rec *StoredTask) (*serverTask, *rpcError) {
+	st := &serverTask{id: rec.ID, contextID: rec.ContextID, updated: rec.Updated, stored: true, done: make(chan struct{})}
+	close(st.done)
+	if err := json.Unmarshal(rec.Task, &st.t); err != nil {
+		return nil, newError(codeInternal, "task %q in the state database is unreadable: %v", rec.ID, err)
 	}
 	return st, nil
 }
@@ -141,12 +246,22 @@ func copyTask(t task, historyLength *int, artifacts bool) task {
 
 // update changes the task under the lock with f, stamps it, and sends the event f returns (if any) to its
 // subscribers. A terminal or interrupted state ends the subscribers' streams after the event.
+//
+// A change that the TaskStore must keep is saved before anyone hears of it (a caller that learns of a state from
+// one replica finds it on the others), outside the store's lock, the updates of the task waiting in turn.
 func (s *taskStore) update(st *serverTask, f func(t *serverTask) *streamResponse) {
+	st.updating.Lock()
+	defer st.updating.Unlock()
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	ev := f(st)
 	st.updated = s.now()
 	s.touch(st)
+	if rec := s.saveLocked(st); rec != nil {
+		s.mu.Unlock()
+		s.save(rec)
+		s.mu.Lock()
+	}
+	defer s.mu.Unlock()
 	if ev == nil {
 		return
 	}
@@ -219,8 +334,9 @@ func (s *taskStore) unsubscribe(st *serverTask, sub *subscriber) {
 	}
 }
 
-// list returns the tasks that pass the filters, newest status first, a page at a time.
-func (s *taskStore) list(p listParams) (*listResult, *rpcError) {
+// list returns the tasks that pass the filters, newest status first, a page at a time: from the TaskStore when
+// there is one (it has every task, of this process and of others), else from memory.
+func (s *taskStore) list(ctx context.Context, p listParams) (*listResult, *rpcError) {
 	size := 50
 	if p.PageSize != nil {
 		size = *p.PageSize
@@ -246,6 +362,9 @@ func (s *taskStore) list(p listParams) (*listResult, *rpcError) {
 			return nil, newError(codeInvalidParams, "pageToken is not one this server gave")
 		}
 		cursor = c
+	}
+	if s.persist != nil {
+		return s.listStored(ctx, p, size, after, cursor)
 	}
 
 	s.mu.Lock()
@@ -282,6 +401,32 @@ func (s *taskStore) list(p listParams) (*listResult, *rpcError) {
 	if end < len(match) {
 		last := match[end-1]
 		res.NextPageToken = listCursor{updated: last.updated, id: last.id}.String()
+	}
+	return res, nil
+}
+
+func (s *taskStore) listStored(ctx context.Context, p listParams, size int, after time.Time, cursor *listCursor) (*listResult, *rpcError) {
+	q := TaskQuery{ContextID: p.ContextID, State: string(p.Status), UpdatedAfter: after, Limit: size + 1}
+	if cursor != nil {
+		q.AfterUpdated, q.AfterID = cursor.updated, cursor.id
+	}
+	recs, total, err := s.persist.ListTasks(ctx, q)
+	if err != nil {
+		s.logger.Warn("a2a: listing tasks failed", "err", err)
+		return nil, newError(codeInternal, "the tasks could not be read from the state database")
+	}
+	res := &listResult{Tasks: []task{}, PageSize: size, TotalSize: total}
+	for i, rec := range recs {
+		if i == size {
+			last := recs[size-1]
+			res.NextPageToken = listCursor{updated: last.Updated, id: last.ID}.String()
+			break
+		}
+		st, perr := fromStored(rec)
+		if perr != nil {
+			return nil, perr
+		}
+		res.Tasks = append(res.Tasks, copyTask(st.t, p.HistoryLength, p.IncludeArtifacts))
 	}
 	return res, nil
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -69,7 +70,7 @@ func taskIDs(tasks []task) []string {
 
 func mustListTasks(t *testing.T, s *taskStore, p listParams) *listResult {
 	t.Helper()
-	res, err := s.list(p)
+	res, err := s.list(t.Context(), p)
 	if err != nil {
 		t.Fatalf("list %+v: %v", p, err)
 	}
@@ -78,7 +79,7 @@ func mustListTasks(t *testing.T, s *taskStore, p listParams) *listResult {
 
 func TestTaskStoreListFilters(t *testing.T) {
 	clock := newManualClock()
-	s := newTaskStore(100, clock.now)
+	s := newTaskStore(100, clock.now, nil, slog.New(slog.DiscardHandler))
 	stamps := map[string]time.Time{}
 	for _, x := range []struct {
 		id, ctx string
@@ -127,7 +128,7 @@ func TestTaskStoreListFilters(t *testing.T) {
 	}
 
 	// An update makes a task the newest.
-	st, _ := s.get("a")
+	st, _ := s.get(t.Context(), "a")
 	clock.advance(time.Second)
 	s.update(st, func(*serverTask) *streamResponse { return nil })
 	if got := taskIDs(mustListTasks(t, s, listParams{}).Tasks); !slices.Equal(got, []string{"a", "e", "d", "c", "b"}) {
@@ -136,7 +137,7 @@ func TestTaskStoreListFilters(t *testing.T) {
 }
 
 func TestTaskStoreListErrors(t *testing.T) {
-	s := newTaskStore(10, newManualClock().now)
+	s := newTaskStore(10, newManualClock().now, nil, slog.New(slog.DiscardHandler))
 	mustAddTask(t, s, storedTask("a", "c", stateWorking))
 	for _, p := range []listParams{
 		{PageSize: ptr(0)},
@@ -150,7 +151,7 @@ func TestTaskStoreListErrors(t *testing.T) {
 		{PageToken: "MTI6+/"},
 		{PageToken: base64.RawURLEncoding.EncodeToString([]byte(":id"))},
 	} {
-		if _, err := s.list(p); err == nil || err.Code != codeInvalidParams {
+		if _, err := s.list(t.Context(), p); err == nil || err.Code != codeInvalidParams {
 			t.Errorf("list %+v: err = %v, want -32602", p, err)
 		}
 	}
@@ -158,14 +159,14 @@ func TestTaskStoreListErrors(t *testing.T) {
 	if err := json.Unmarshal([]byte(`{"status":"bogus"}`), &p); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.list(p); err == nil || err.Code != codeInvalidParams {
+	if _, err := s.list(t.Context(), p); err == nil || err.Code != codeInvalidParams {
 		t.Errorf("status bogus: err = %v", err)
 	}
 }
 
 func TestTaskStoreListPageSize(t *testing.T) {
 	clock := newManualClock()
-	s := newTaskStore(1000, clock.now)
+	s := newTaskStore(1000, clock.now, nil, slog.New(slog.DiscardHandler))
 	for i := range 120 {
 		clock.advance(time.Millisecond)
 		mustAddTask(t, s, storedTask(fmt.Sprintf("t%03d", i), "c", stateCompleted))
@@ -186,7 +187,7 @@ func TestTaskStoreListPageSize(t *testing.T) {
 
 func TestTaskStoreListPaging(t *testing.T) {
 	clock := newManualClock()
-	s := newTaskStore(1000, clock.now)
+	s := newTaskStore(1000, clock.now, nil, slog.New(slog.DiscardHandler))
 	for i := range 23 {
 		if i%3 == 0 {
 			clock.advance(time.Second) // three tasks share each time stamp: the id breaks the tie
@@ -233,7 +234,7 @@ func TestTaskStoreListPaging(t *testing.T) {
 }
 
 func TestTaskStoreListHistoryAndArtifacts(t *testing.T) {
-	s := newTaskStore(10, newManualClock().now)
+	s := newTaskStore(10, newManualClock().now, nil, slog.New(slog.DiscardHandler))
 	mustAddTask(t, s, storedTask("a", "c", stateCompleted))
 	for _, tt := range []struct {
 		name      string
@@ -263,7 +264,7 @@ func TestTaskStoreListHistoryAndArtifacts(t *testing.T) {
 		})
 	}
 	// The store's own task is not changed by what a listing leaves out.
-	st, _ := s.get("a")
+	st, _ := s.get(t.Context(), "a")
 	if snap := s.snapshot(st, nil); len(snap.History) != 3 || len(snap.Artifacts) != 1 {
 		t.Errorf("snapshot after listing: %+v", snap)
 	}
@@ -271,7 +272,7 @@ func TestTaskStoreListHistoryAndArtifacts(t *testing.T) {
 
 func TestTaskStoreEviction(t *testing.T) {
 	clock := newManualClock()
-	s := newTaskStore(3, clock.now)
+	s := newTaskStore(3, clock.now, nil, slog.New(slog.DiscardHandler))
 	for _, x := range []struct {
 		id    string
 		state taskState
@@ -281,17 +282,17 @@ func TestTaskStoreEviction(t *testing.T) {
 	}
 	clock.advance(time.Second)
 	mustAddTask(t, s, storedTask("new", "c", stateSubmitted))
-	if _, err := s.get("old-done"); err == nil || err.Code != codeTaskNotFound {
+	if _, err := s.get(t.Context(), "old-done"); err == nil || err.Code != codeTaskNotFound {
 		t.Errorf("the oldest finished task was kept (err %v)", err)
 	}
 	for _, id := range []string{"newer-done", "running", "new"} {
-		if _, err := s.get(id); err != nil {
+		if _, err := s.get(t.Context(), id); err != nil {
 			t.Errorf("%s: %v", id, err)
 		}
 	}
 
 	// Oldest means least recently updated: a finished task updated since is kept over an older one.
-	s = newTaskStore(3, clock.now)
+	s = newTaskStore(3, clock.now, nil, slog.New(slog.DiscardHandler))
 	for _, x := range []struct {
 		id    string
 		state taskState
@@ -299,20 +300,20 @@ func TestTaskStoreEviction(t *testing.T) {
 		clock.advance(time.Second)
 		mustAddTask(t, s, storedTask(x.id, "c", x.state))
 	}
-	a, _ := s.get("a")
+	a, _ := s.get(t.Context(), "a")
 	clock.advance(time.Second)
 	s.update(a, func(*serverTask) *streamResponse { return nil })
 	clock.advance(time.Second)
 	mustAddTask(t, s, storedTask("n", "c", stateSubmitted))
-	if _, err := s.get("b"); err == nil {
+	if _, err := s.get(t.Context(), "b"); err == nil {
 		t.Error("b, the least recently updated finished task, was kept")
 	}
-	if _, err := s.get("a"); err != nil {
+	if _, err := s.get(t.Context(), "a"); err != nil {
 		t.Errorf("a, updated since, was dropped: %v", err)
 	}
 
 	// Every task unfinished: a new one is refused, and nothing is dropped.
-	full := newTaskStore(2, clock.now)
+	full := newTaskStore(2, clock.now, nil, slog.New(slog.DiscardHandler))
 	mustAddTask(t, full, storedTask("w1", "c", stateWorking))
 	mustAddTask(t, full, storedTask("w2", "c", stateInputRequired))
 	if err := full.add(storedTask("w3", "c", stateSubmitted)); err == nil {
@@ -322,7 +323,7 @@ func TestTaskStoreEviction(t *testing.T) {
 		t.Errorf("tasks after a refused add: %v", taskIDs(res.Tasks))
 	}
 	// Once one finishes, there is room again.
-	w1, _ := full.get("w1")
+	w1, _ := full.get(t.Context(), "w1")
 	full.update(w1, func(st *serverTask) *streamResponse { st.t.Status.State = stateCanceled; return nil })
 	mustAddTask(t, full, storedTask("w3", "c", stateSubmitted))
 }
@@ -341,7 +342,7 @@ func drainEvents(t *testing.T, sub *subscriber) []*streamResponse {
 
 func TestTaskStoreSubscribe(t *testing.T) {
 	clock := newManualClock()
-	s := newTaskStore(10, clock.now)
+	s := newTaskStore(10, clock.now, nil, slog.New(slog.DiscardHandler))
 
 	for _, state := range []taskState{stateCompleted, stateCanceled, stateInputRequired} {
 		st := storedTask("f-"+string(state), "c", state)
@@ -375,7 +376,7 @@ func TestTaskStoreSubscribe(t *testing.T) {
 }
 
 func TestTaskStoreSlowSubscriber(t *testing.T) {
-	s := newTaskStore(10, newManualClock().now)
+	s := newTaskStore(10, newManualClock().now, nil, slog.New(slog.DiscardHandler))
 	st := storedTask("busy", "c", stateWorking)
 	mustAddTask(t, s, st)
 	slow := s.subscribe(st)

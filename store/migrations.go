@@ -34,6 +34,19 @@ var migrations = [][]string{
 			PRIMARY KEY (conversation_id, number)
 		)`,
 	},
+	{ // 2: served A2A tasks
+		`CREATE TABLE a2a_tasks (
+			id         TEXT PRIMARY KEY,
+			context_id TEXT NOT NULL,
+			state      TEXT NOT NULL,
+			terminal   INTEGER NOT NULL,
+			updated_ms BIGINT NOT NULL,
+			version    BIGINT NOT NULL,
+			task       TEXT NOT NULL
+		)`,
+		`CREATE INDEX a2a_tasks_updated ON a2a_tasks (updated_ms, id)`,
+		`CREATE INDEX a2a_tasks_context ON a2a_tasks (context_id, updated_ms)`,
+	},
 }
 
 // SchemaVersion is the version of the schema this agenthost writes.

@@ -1,5 +1,5 @@
-// Package store keeps agenthost's state in a database: conversations (host.ConversationStore), and later served
-// tasks and runs waiting for input. SQLite (modernc.org/sqlite, pure Go, WAL) is the default, one file in
+// Package store keeps agenthost's state in a database: conversations (host.ConversationStore) and served A2A
+// tasks. SQLite (modernc.org/sqlite, pure Go, WAL) is the default, one file in
 // agenthost's state directory; Postgres (pgx) is for replicas that share state.
 //
 // Both speak the same SQL: positional $N parameters, BIGINT milliseconds for times, TEXT for JSON. The schema is
@@ -44,6 +44,9 @@ type Options struct {
 	MaxConversations int
 	// IdleTTL is how long an unused conversation is kept. 0 means host.DefaultConversationTTL.
 	IdleTTL time.Duration
+	// MaxTasks bounds the served A2A tasks kept; the least recently updated finished ones go first. 0 means
+	// DefaultMaxTasks.
+	MaxTasks int
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Logger receives the sweeps' failures; nil discards them.
@@ -52,13 +55,14 @@ type Options struct {
 
 // DB is an open state database. It is safe for concurrent use.
 type DB struct {
-	db      *sql.DB
-	backend string
-	where   string // the file, or the Postgres host and database: for messages, never the password
-	max     int
-	ttl     time.Duration
-	now     func() time.Time
-	logger  *slog.Logger
+	db       *sql.DB
+	backend  string
+	where    string // the file, or the Postgres host and database: for messages, never the password
+	max      int
+	maxTasks int
+	ttl      time.Duration
+	now      func() time.Time
+	logger   *slog.Logger
 
 	sweepMu   sync.Mutex
 	lastSweep time.Time
@@ -79,9 +83,12 @@ func DefaultPath(agent string) (string, error) {
 // Open opens the database, applying the migrations it lacks. It fails when the database was written by a newer
 // agenthost.
 func Open(ctx context.Context, opts Options) (*DB, error) {
-	s := &DB{backend: opts.Backend, max: opts.MaxConversations, ttl: opts.IdleTTL, now: opts.Now, logger: opts.Logger}
+	s := &DB{backend: opts.Backend, max: opts.MaxConversations, maxTasks: opts.MaxTasks, ttl: opts.IdleTTL, now: opts.Now, logger: opts.Logger}
 	if s.max <= 0 {
 		s.max = host.DefaultMaxConversations
+	}
+	if s.maxTasks <= 0 {
+		s.maxTasks = DefaultMaxTasks
 	}
 	if s.ttl <= 0 {
 		s.ttl = host.DefaultConversationTTL

@@ -1162,3 +1162,87 @@ func TestA2AServeChained(t *testing.T) {
 		}
 	}
 }
+
+// TestA2AServeRestart restarts `agenthost serve --a2a` on the same state file: the second process answers GetTask
+// and ListTasks for the first one's task, and a message in the task's context continues the conversation.
+func TestA2AServeRestart(t *testing.T) {
+	llm := fakellm.New()
+	t.Cleanup(llm.Close)
+	config := a2aConfig(t, t.TempDir(), "keeper", llm.URL, "")
+	args := []string{"serve", "--config", config, "--a2a", "127.0.0.1:0"}
+	env := []string{"TEST_KEY=sk-a2a"}
+	llm.Enqueue(
+		fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "c1", Name: "fx_cite", Arguments: `{}`}}},
+		fakellm.Turn{Text: "The document says hello [source 1]."},
+		fakellm.Turn{Text: "You asked what the document says [source 1]."},
+	)
+	var first a2aTask
+	t.Run("first process", func(t *testing.T) {
+		srv := startServeA2A(t, env, args...)
+		first = a2aOK[a2aOut](t, srv.base, "send", map[string]any{"text": "What does the document say?"}).task(t)
+		if first.Status.State != "TASK_STATE_COMPLETED" {
+			t.Fatalf("task %s: %s", first.ID, first.Status.State)
+		}
+	}) // the server is interrupted here
+	if t.Failed() {
+		return
+	}
+
+	srv := startServeA2A(t, env, args...)
+	got := a2aOK[a2aTask](t, srv.base, "get", map[string]any{"id": first.ID})
+	if got.ID != first.ID || got.ContextID != first.ContextID || got.Status.State != "TASK_STATE_COMPLETED" {
+		t.Fatalf("GetTask after the restart: %+v", got)
+	}
+	if text, d := a2aAnswerOf(t, got); !strings.HasPrefix(text, "The document says hello") || len(d.References) != 1 {
+		t.Errorf("the answer after the restart: %q, %+v", text, d)
+	}
+	if len(got.History) == 0 || a2aPartsText(got.History[0].Parts) != "What does the document say?" {
+		t.Errorf("the history after the restart: %+v", got.History)
+	}
+	list := a2aOK[a2aList](t, srv.base, "list", map[string]any{"contextId": first.ContextID})
+	if list.TotalSize != 1 || len(list.Tasks) != 1 || list.Tasks[0].ID != first.ID {
+		t.Errorf("ListTasks after the restart: %+v", list)
+	}
+	if e := a2aFails(t, srv.base, "cancel", map[string]any{"id": first.ID}); a2aCode(e) != -32002 {
+		t.Errorf("cancelling the finished task: %+v, want TaskNotCancelableError", e)
+	}
+
+	// The context continues: the model reads the first exchange, and the source keeps its number.
+	second := a2aOK[a2aOut](t, srv.base, "send", map[string]any{"text": "What did I ask you?", "contextId": first.ContextID}).task(t)
+	if second.Status.State != "TASK_STATE_COMPLETED" || second.ContextID != first.ContextID {
+		t.Fatalf("second task: %+v", second)
+	}
+	if text, d := a2aAnswerOf(t, second); text != "You asked what the document says [1].\n\nSources:\n[1] The test document — "+fixtureDocURI || len(d.References) != 1 {
+		t.Errorf("second answer %q, references %+v", text, d.References)
+	}
+	reqs := llm.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("%d model requests, want 3", len(reqs))
+	}
+	if msgs := a2aMessages(reqs[2].Messages); len(msgs) < 4 || !slices.Contains(msgs, "user:What does the document say?") {
+		t.Errorf("the model's request after the restart lacks the first exchange: %q", msgs)
+	}
+	list = a2aOK[a2aList](t, srv.base, "list", map[string]any{"contextId": first.ContextID})
+	if list.TotalSize != 2 || list.Tasks[0].ID != second.ID || list.Tasks[1].ID != first.ID {
+		t.Errorf("ListTasks with both tasks: %+v", list)
+	}
+
+	// agenthost state lists, shows and deletes the tasks.
+	dir := filepath.Dir(config)
+	r := agenthost(t, dir, "", nil, "state", "tasks", "-config", config, "-context", first.ContextID)
+	if r.code != 0 || !regexp.MustCompile(`(?m)^`+second.ID+`\s+`+first.ContextID+`\s+completed\s`).MatchString(r.stdout) ||
+		!strings.Contains(r.stdout, first.ID) {
+		t.Errorf("state tasks: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = agenthost(t, dir, "", nil, "state", "show", "-config", config, first.ID)
+	if r.code != 0 || !strings.Contains(r.stdout, `"state": "TASK_STATE_COMPLETED"`) || !strings.Contains(r.stdout, "What does the document say?") {
+		t.Errorf("state show TASK: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = agenthost(t, dir, "", nil, "state", "delete", "-config", config, first.ID, "no-such-id")
+	if r.code != 1 || !strings.Contains(r.stdout, "deleted task "+first.ID) || !strings.Contains(r.stderr, `no conversation or task "no-such-id"`) {
+		t.Errorf("state delete: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if e := a2aFails(t, srv.base, "get", map[string]any{"id": first.ID}); a2aCode(e) != -32001 {
+		t.Errorf("GetTask of the deleted task: %+v, want TaskNotFoundError", e)
+	}
+}

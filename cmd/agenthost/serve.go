@@ -134,7 +134,11 @@ Flags:`)
 		if url == "" {
 			url = "http://" + a2aLn.Addr().String() + "/"
 		}
-		srv := a2a.NewServer(a.orch, wiring.A2AServerOptions(a.cfg, version, url, token != "", a.logger))
+		opts := wiring.A2AServerOptions(a.cfg, version, url, token != "", a.logger)
+		if a.state != nil {
+			opts.Tasks = wiring.TaskStore(a.state)
+		}
+		srv := a2a.NewServer(a.orch, opts)
 		defer srv.Close()
 		handler := srv.Handler(wiring.Edge(sc, token, a2aLn.Addr().String()), func() any {
 			return map[string]any{"servers": a.mcp.Status(), "peers": a.peers.Status()}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -26,8 +27,10 @@ Inspects the state [state] keeps: the SQLite file or the Postgres database.
 
 Commands:
   conversations [-n N]     list the conversations, most recently used first (the default)
-  show [-json] ID          print a conversation: its messages and numbered sources
-  delete ID...             delete conversations
+  tasks [-n N] [-context ID]
+                           list the served A2A tasks, most recently updated first
+  show [-json] ID          print a conversation (its messages and numbered sources), or a task (as A2A JSON)
+  delete ID...             delete conversations or tasks
 
 Every command takes -config FILE and -log-level LEVEL.
 `
@@ -47,9 +50,13 @@ func cmdState(ctx context.Context, args []string, io *stdio) error {
 	}
 	limit := 0
 	jsonOut := false
+	contextID := ""
 	switch sub {
 	case "conversations":
 		fs.IntVar(&limit, "n", 50, "list at most `N` conversations; 0 lists all")
+	case "tasks":
+		fs.IntVar(&limit, "n", 50, "list at most `N` tasks; 0 lists all")
+		fs.StringVar(&contextID, "context", "", "list only the tasks of this context `id`")
 	case "show":
 		fs.BoolVar(&jsonOut, "json", false, "print the conversation as JSON")
 	case "delete":
@@ -63,8 +70,8 @@ func cmdState(ctx context.Context, args []string, io *stdio) error {
 		return err
 	}
 	switch {
-	case sub == "conversations" && fs.NArg() > 0:
-		return fmt.Errorf("%w: state conversations takes no arguments (got %q)", errUsage, fs.Args())
+	case (sub == "conversations" || sub == "tasks") && fs.NArg() > 0:
+		return fmt.Errorf("%w: state %s takes no arguments (got %q)", errUsage, sub, fs.Args())
 	case sub == "show" && fs.NArg() != 1:
 		return fmt.Errorf("%w: state show takes one conversation id", errUsage)
 	case sub == "delete" && fs.NArg() == 0:
@@ -83,8 +90,24 @@ func cmdState(ctx context.Context, args []string, io *stdio) error {
 			return err
 		}
 		return printConversations(io.out, list)
+	case "tasks":
+		tasks, _, err := db.Tasks(ctx, store.TaskQuery{ContextID: contextID, Limit: limit})
+		if err != nil {
+			return err
+		}
+		return printTasks(io.out, tasks)
 	case "show":
 		conv, err := db.Peek(ctx, fs.Arg(0))
+		if errors.Is(err, host.ErrUnknownConversation) {
+			tk, terr := db.Task(ctx, fs.Arg(0))
+			if terr == nil {
+				return printJSON(io.out, tk.Body)
+			}
+			if !errors.Is(terr, store.ErrTaskNotFound) {
+				return terr
+			}
+			return fmt.Errorf("no conversation or task %q", fs.Arg(0))
+		}
 		if err != nil {
 			return err
 		}
@@ -98,11 +121,21 @@ func cmdState(ctx context.Context, args []string, io *stdio) error {
 	default: // delete
 		var errs []error
 		for _, id := range fs.Args() {
-			if err := db.DeleteConversation(ctx, id); err != nil {
-				errs = append(errs, err)
+			err := db.DeleteConversation(ctx, id)
+			if err == nil {
+				fmt.Fprintf(io.out, "deleted conversation %s\n", id)
 				continue
 			}
-			fmt.Fprintf(io.out, "deleted conversation %s\n", id)
+			if errors.Is(err, host.ErrUnknownConversation) {
+				if err = db.DeleteTask(ctx, id); err == nil {
+					fmt.Fprintf(io.out, "deleted task %s\n", id)
+					continue
+				}
+				if errors.Is(err, store.ErrTaskNotFound) {
+					err = fmt.Errorf("no conversation or task %q", id)
+				}
+			}
+			errs = append(errs, err)
 		}
 		return errors.Join(errs...)
 	}
@@ -179,6 +212,30 @@ func printConversations(w io.Writer, list []store.ConversationSummary) error {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\n", c.ID, c.Updated.Local().Format(time.DateTime), c.Messages, c.Sources, orDefault(truncate(c.Prompt, 60), "-"))
 	}
 	return tw.Flush()
+}
+
+func printTasks(w io.Writer, tasks []*store.Task) error {
+	if len(tasks) == 0 {
+		fmt.Fprintln(w, "No tasks.")
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tCONTEXT\tSTATE\tUPDATED")
+	for _, t := range tasks {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.ID, t.ContextID, strings.ToLower(strings.TrimPrefix(t.State, "TASK_STATE_")), t.Updated.Local().Format(time.DateTime))
+	}
+	return tw.Flush()
+}
+
+// printJSON prints a JSON document indented.
+func printJSON(w io.Writer, doc []byte) error {
+	var out bytes.Buffer
+	if err := json.Indent(&out, doc, "", "  "); err != nil {
+		return err
+	}
+	out.WriteByte('\n')
+	_, err := w.Write(out.Bytes())
+	return err
 }
 
 // printConversation prints a conversation as a transcript: who said what, the tool calls, then the sources.

@@ -8,6 +8,7 @@ package wiring
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -269,4 +270,47 @@ func A2AServerOptions(cfg *config.Config, version, url string, authenticated boo
 		InputTimeout:  cfg.Serve.InputTimeout.Duration,
 		Logger:        logger,
 	}
+}
+
+// TaskStore returns db as the A2A server's task store.
+func TaskStore(db *store.DB) a2a.TaskStore { return taskStore{db} }
+
+// taskStore adapts store.DB to a2a.TaskStore, so that neither package knows the other.
+type taskStore struct{ db *store.DB }
+
+func (s taskStore) SaveTask(ctx context.Context, t *a2a.StoredTask) error {
+	return s.db.PutTask(ctx, &store.Task{ID: t.ID, ContextID: t.ContextID, State: t.State, Terminal: t.Terminal,
+		Updated: t.Updated, Version: t.Version, Body: t.Task})
+}
+
+func (s taskStore) LoadTask(ctx context.Context, id string) (*a2a.StoredTask, error) {
+	t, err := s.db.Task(ctx, id)
+	if errors.Is(err, store.ErrTaskNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return storedTask(t), nil
+}
+
+func (s taskStore) ListTasks(ctx context.Context, q a2a.TaskQuery) ([]*a2a.StoredTask, int, error) {
+	sq := store.TaskQuery{ContextID: q.ContextID, State: q.State, UpdatedAfter: q.UpdatedAfter, Limit: q.Limit}
+	if q.AfterID != "" {
+		sq.Before = &store.TaskCursor{Updated: q.AfterUpdated, ID: q.AfterID}
+	}
+	tasks, total, err := s.db.Tasks(ctx, sq)
+	if err != nil {
+		return nil, 0, err
+	}
+	out := make([]*a2a.StoredTask, len(tasks))
+	for i, t := range tasks {
+		out[i] = storedTask(t)
+	}
+	return out, total, nil
+}
+
+func storedTask(t *store.Task) *a2a.StoredTask {
+	return &a2a.StoredTask{ID: t.ID, ContextID: t.ContextID, State: t.State, Terminal: t.Terminal, Updated: t.Updated,
+		Version: t.Version, Task: t.Body}
 }
