@@ -25,8 +25,9 @@ const (
 	targetJS        = "js-echo"
 )
 
-// agentConfig is the agent.toml of the agenthost target: no tool, so that a message is one model call.
-const agentConfig = "[builtin]\ntools = []\n"
+// agentConfig is the agent.toml of the agenthost target: no tool, so that a message is one model call, and state in
+// memory, as the JS echo agent keeps its tasks (the cost of a state database is measured by internal/loadtest).
+const agentConfig = "[builtin]\ntools = []\n\n[state]\nbackend = \"memory\"\n"
 
 // loadSlack bounds a load run beyond its duration: the clients' creation (each fetches the card) before the timed
 // part, and the 10 s load.mjs gives hanging calls after it.

@@ -140,7 +140,7 @@ func startServer(ctx context.Context, cfg *options, modelURL string, stderr io.W
 			return nil, fmt.Errorf("start server: %w", err)
 		}
 		p.tmpDir = dir
-		conf := fmt.Sprintf("[model]\nprovider = \"openai\"\nmodel = %q\nbase_url = %q\napi_key_env = \"\"\n\n[serve]\nhttp = \"127.0.0.1:0\"\n", modelName, modelURL)
+		conf := fmt.Sprintf("[model]\nprovider = \"openai\"\nmodel = %q\nbase_url = %q\napi_key_env = \"\"\n\n[state]\npath = \"state.db\"\n\n[serve]\nhttp = \"127.0.0.1:0\"\n", modelName, modelURL)
 		path := filepath.Join(dir, "agent.toml")
 		if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
 			os.RemoveAll(dir)
