@@ -43,7 +43,7 @@ type serverTask struct {
 	version      int64
 	savedState   taskState
 	savedHistory int
-	updating sync.Mutex // held by an update from its change to its events, so that they keep their order
+	updating     sync.Mutex // held by an update from its change to its events, so that they keep their order
 	// stored marks a task read back from the TaskStore: one of an earlier process or of another replica, which
 	// has no run here to cancel, answer or listen to.
 	stored bool
