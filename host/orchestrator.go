@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/agenthost/agenthost/host/internal/cite"
@@ -131,6 +130,8 @@ type Request struct {
 	// Model, when set, replaces the orchestrator's model for this run: the calling MCP client's own model, reached
 	// through sampling, for example.
 	Model llm.Model
+	// Steps runs the run's steps; nil means DirectSteps. A durable runner makes the run resumable after a crash.
+	Steps StepRunner
 
 	// nested marks the run of a sub-agent (see SubAgents): its answer cites in the keyword style, so the calling
 	// run can renumber the citations into its own sources, and keeps the cited references' excerpts.
@@ -150,7 +151,10 @@ func (o *Orchestrator) Run(ctx context.Context, req *Request) iter.Seq2[*Event, 
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		stopped := false
-		r := &run{o: o, req: req}
+		r := &run{o: o, req: req, steps: req.Steps}
+		if r.steps == nil {
+			r.steps = DirectSteps{}
+		}
 		r.emit = func(ev *Event) {
 			if !stopped && !yield(ev, nil) {
 				stopped = true
@@ -190,9 +194,10 @@ func (o *Orchestrator) Ask(ctx context.Context, req *Request, onEvent func(*Even
 
 // run is the state of one Run. Only the run goroutine touches it, except where noted.
 type run struct {
-	o    *Orchestrator
-	req  *Request
-	emit func(*Event) // only on the run's goroutine; tools report progress through their round (see execute)
+	o     *Orchestrator
+	req   *Request
+	steps StepRunner
+	emit  func(*Event) // only on the run's goroutine; tools report progress through their round (see execute)
 
 	convID    string
 	past      []llm.Message // the conversation before this run
@@ -219,7 +224,7 @@ func (r *run) run(ctx context.Context) (*Answer, error) {
 	if err := checkSelection(tools, r.req.Selection); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
 	}
-	conv, done, err := o.open(ctx, r.req)
+	conv, done, err := o.open(ctx, r.req, r.steps)
 	if err != nil {
 		return nil, err
 	}
@@ -255,11 +260,14 @@ func (r *run) run(ctx context.Context) (*Answer, error) {
 }
 
 // open returns the conversation of req, its turn taken, and the function that ends the turn: a new conversation
-// when req names none, or when it names one the store does not have and StartConversation is set.
-func (o *Orchestrator) open(ctx context.Context, req *Request) (*Conversation, func(), error) {
+// when req names none, or when it names one the store does not have and StartConversation is set. Creating and
+// loading are steps: a resumed run reads the conversation as it was when the run started.
+func (o *Orchestrator) open(ctx context.Context, req *Request, steps StepRunner) (*Conversation, func(), error) {
 	id := req.ConversationID
 	if id == "" {
-		id, err := o.conversations.Create(ctx, "")
+		id, err := stepJSON(ctx, steps, "create conversation", func(ctx context.Context) (string, error) {
+			return o.conversations.Create(ctx, "")
+		})
 		if err != nil {
 			return nil, nil, fmt.Errorf("starting a conversation: %w", err)
 		}
@@ -273,14 +281,17 @@ func (o *Orchestrator) open(ctx context.Context, req *Request) (*Conversation, f
 	if err != nil {
 		return nil, nil, err
 	}
-	conv, err := o.conversations.Load(ctx, id)
-	if errors.Is(err, ErrUnknownConversation) && req.StartConversation {
-		if _, err = o.conversations.Create(ctx, id); err == nil {
-			conv = &Conversation{ID: id}
-		} else if errors.Is(err, ErrConversationExists) { // started at the same moment elsewhere
-			conv, err = o.conversations.Load(ctx, id)
+	conv, err := stepJSON(ctx, steps, "load conversation", func(ctx context.Context) (*Conversation, error) {
+		conv, err := o.conversations.Load(ctx, id)
+		if errors.Is(err, ErrUnknownConversation) && req.StartConversation {
+			if _, err = o.conversations.Create(ctx, id); err == nil {
+				return &Conversation{ID: id}, nil
+			} else if errors.Is(err, ErrConversationExists) { // started at the same moment elsewhere
+				return o.conversations.Load(ctx, id)
+			}
 		}
-	}
+		return conv, err
+	})
 	if err != nil {
 		done()
 		return nil, nil, err
@@ -296,7 +307,10 @@ const saveTimeout = 30 * time.Second
 func (r *run) save(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), saveTimeout)
 	defer cancel()
-	if err := r.o.conversations.Append(ctx, r.convID, len(r.past), r.messages, r.sources[r.loaded:]); err != nil {
+	_, err := stepJSON(ctx, r.steps, "save conversation", func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, r.o.conversations.Append(ctx, r.convID, len(r.past), r.messages, r.sources[r.loaded:])
+	})
+	if err != nil {
 		r.o.logger.Error("the run's messages were not saved in its conversation", "conversation", r.convID, "err", err)
 	}
 }
@@ -344,13 +358,15 @@ func (r *run) loop(ctx context.Context, tools []*ManagedTool) (*Answer, error) {
 		var err error
 		r.stream = nil
 		if forced {
-			resp, err = r.generateForced(ctx, req, off.forced)
+			resp, err = r.generateForced(ctx, i, req, off.forced)
 		} else {
 			r.stream = newCiteStream(r.citeSources, r.citationStyle())
-			resp, err = r.model().Generate(ctx, req, func(d llm.Delta) {
-				if out := r.stream.write(d.Text); out != "" {
-					r.emit(&Event{Kind: EventTextDelta, Iteration: i, Text: out})
-				}
+			resp, err = stepJSON(ctx, r.steps, fmt.Sprintf("iteration %d: model call", i), func(ctx context.Context) (*llm.Response, error) {
+				return r.model().Generate(ctx, req, func(d llm.Delta) {
+					if out := r.stream.write(d.Text); out != "" {
+						r.emit(&Event{Kind: EventTextDelta, Iteration: i, Text: out})
+					}
+				})
 			})
 		}
 		info.ModelCalls = calls
@@ -456,27 +472,36 @@ func (r *run) request(off *offer, final bool, info *IterationInfo) *llm.Request 
 
 // generateForced makes one model call per forced tool, concurrently, each naming its tool, and merges them: tool
 // calls in forced order, usage summed, the first response's text kept. One failure cancels the others.
-func (r *run) generateForced(ctx context.Context, base *llm.Request, forced []*ManagedTool) (*llm.Response, error) {
+func (r *run) generateForced(ctx context.Context, iter int, base *llm.Request, forced []*ManagedTool) (*llm.Response, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	resps := make([]*llm.Response, len(forced))
-	var wg sync.WaitGroup
+	waits := make([]func() (*llm.Response, error), len(forced))
 	for i, t := range forced {
-		wg.Go(func() {
+		name := fmt.Sprintf("iteration %d: model call forcing %s", iter, t.Spec.Name)
+		waits[i] = goJSON(ctx, r.steps, name, func(ctx context.Context) (*llm.Response, error) {
 			req := *base
 			req.ToolChoice = llm.ToolChoice{Mode: llm.ToolChoiceFunction, Name: t.Spec.Name}
 			resp, err := r.model().Generate(ctx, &req, nil)
 			if err != nil {
 				// The first failure is the cause; the others only saw its cancellation.
 				cancel(fmt.Errorf("forced call of %s: %w", t.Spec.Name, err))
-				return
 			}
-			resps[i] = resp
+			return resp, err
 		})
 	}
-	wg.Wait()
+	resps := make([]*llm.Response, len(forced))
+	var errs []error
+	for i, wait := range waits {
+		var err error
+		if resps[i], err = wait(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if err := context.Cause(ctx); err != nil {
 		return nil, err
+	}
+	if len(errs) > 0 { // recorded failures, read back in a resumed run
+		return nil, errs[0]
 	}
 	merged := &llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Content: resps[0].Message.Content}, FinishReason: resps[0].FinishReason, Model: resps[0].Model}
 	for _, resp := range resps {

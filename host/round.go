@@ -121,14 +121,29 @@ func (r *run) round(ctx context.Context, iter int, off *offer, assistant llm.Mes
 			continue
 		}
 		s.hostCall = r.newCall(iter, s, progress)
-		refusal, approval, err := o.tools.approve(ctx, s.tool, s.args, s.hostCall)
+		if !s.tool.Policy.RequireApproval {
+			run = append(run, s)
+			continue
+		}
+		name := fmt.Sprintf("iteration %d: approval of %s (%s)", iter, s.tool.Spec.Name, s.call.ID)
+		out, err := stepJSON(ctx, r.steps, name, func(ctx context.Context) (approvalOutcome, error) {
+			refusal, approval, err := o.tools.approve(ctx, s.tool, s.args, s.hostCall)
+			return approvalOutcome{Refusal: recordResult(refusal), Approval: approval}, err
+		})
+		switch {
+		case err != nil && ctx.Err() != nil:
+		case err != nil: // the step itself failed (its record could not be kept or read)
+			s.result = &Result{Text: fmt.Sprintf("asking the user for approval failed (%v); the call did not run", err), IsError: true}
+			s.approval, s.notRun = "unavailable", "approval unavailable"
+			continue
+		}
 		if err != nil {
 			break // ctx ended: handled below
 		}
-		s.approval = approval
-		if refusal != nil {
-			s.result = refusal
-			s.notRun = "approval " + approval
+		s.approval = out.Approval
+		if out.Refusal != nil {
+			s.result = out.Refusal.result()
+			s.notRun = "approval " + out.Approval
 			continue
 		}
 		run = append(run, s)
@@ -237,13 +252,26 @@ func (r *run) execute(ctx context.Context, iter int, slots []*slot, progress *pr
 	for _, s := range slots {
 		r.executed++
 		r.emit(&Event{Kind: EventToolStart, Iteration: iter, ToolCall: &ToolEvent{ID: s.call.ID, Name: s.tool.Spec.Name, Source: s.tool.Source, Arguments: s.args}})
-		go func() {
-			start := time.Now()
+		start := time.Now()
+		name := fmt.Sprintf("iteration %d: tool call %s (%s)", iter, s.tool.Spec.Name, s.call.ID)
+		wait := goJSON(callCtx, r.steps, name, func(callCtx context.Context) (toolOutcome, error) {
 			res, err := r.o.tools.run(callCtx, s.tool, s.args, s.hostCall, 0)
-			if err != nil && ctx.Err() == nil && errors.Is(callCtx.Err(), context.DeadlineExceeded) {
+			switch {
+			case err == nil:
+				return toolOutcome{Result: recordResult(res)}, nil
+			case ctx.Err() != nil:
+				return toolOutcome{}, ctx.Err() // the run ends: not an outcome to keep
+			case errors.Is(callCtx.Err(), context.DeadlineExceeded):
 				err = timeoutError(timeout)
 			}
-			outcomes <- outcome{s, res, err, time.Since(start)}
+			return toolOutcome{Error: err.Error()}, nil
+		})
+		go func() {
+			out, err := wait()
+			if err == nil {
+				err = out.err()
+			}
+			outcomes <- outcome{s, out.Result.result(), err, time.Since(start)}
 		}()
 	}
 	deadline := time.NewTimer(timeout + cancelGrace)
