@@ -132,11 +132,18 @@ type Request struct {
 	Model llm.Model
 	// Steps runs the run's steps; nil means DirectSteps. A durable runner makes the run resumable after a crash.
 	Steps StepRunner
+	// Tag is opaque to the orchestrator: it names the front end's own object behind the run (an A2A task), for a
+	// durable runner, which hands it back to the front end when it resumes the run after a crash.
+	Tag string
 
 	// nested marks the run of a sub-agent (see SubAgents): its answer cites in the keyword style, so the calling
 	// run can renumber the citations into its own sources, and keeps the cited references' excerpts.
 	nested bool
 }
+
+// RunFunc runs a request as Orchestrator.Run does: the orchestrator's own Run, or a durable engine's, which runs it
+// as a workflow that survives a crash.
+type RunFunc func(ctx context.Context, req *Request) iter.Seq2[*Event, error]
 
 // Run runs the loop for req and returns its events. The last event of a run that ends with an answer has Kind
 // EventAnswer. A run that cannot start (bad request, unknown conversation) yields only an error. A run that fails

@@ -109,11 +109,7 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 		if err := os.MkdirAll(filepath.Dir(opts.Path), 0o700); err != nil {
 			return nil, fmt.Errorf("store: %w", err)
 		}
-		// Writes begin IMMEDIATE, so that two writers wait for each other (busy_timeout) instead of one failing
-		// when it upgrades a read lock; NORMAL synchronous is durable in WAL mode except for the last commits on
-		// a power loss, not on a process crash.
-		dsn := "file:" + opts.Path + "?_txlock=immediate&_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"
-		s.db, err = sql.Open("sqlite", dsn)
+		s.db, err = sql.Open("sqlite", SQLiteDSN(opts.Path))
 	case Postgres:
 		if opts.DSN == "" {
 			return nil, errors.New("store: no Postgres connection string given")
@@ -137,6 +133,13 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 		}
 	}
 	return s, nil
+}
+
+// SQLiteDSN returns the data source name agenthost opens the SQLite file path with. Writes begin IMMEDIATE, so
+// that two writers wait for each other (busy_timeout) instead of one failing when it upgrades a read lock; NORMAL
+// synchronous is durable in WAL mode except for the last commits on a power loss, not on a process crash.
+func SQLiteDSN(path string) string {
+	return "file:" + path + "?_txlock=immediate&_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"
 }
 
 // Where names the database for messages: the SQLite file, or the Postgres host and database, without user or

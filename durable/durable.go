@@ -1,0 +1,374 @@
+// Package durable runs the orchestrator's runs as DBOS Transact workflows, so that a run interrupted by a crash
+// resumes, when agenthost starts again, from its last finished step: the model calls and tool calls that finished
+// are not made again. Each step of a run (host.StepRunner) is a DBOS step recorded in the state database, SQLite or
+// Postgres, beside agenthost's own tables.
+//
+// A run started by a caller relays its events to that caller as host.Orchestrator.Run does. A run resumed after a
+// crash has no caller: its Tag ("a2a:<task id>") names the front end that gets its events, through the Resumer that
+// front end registered with Handle before Launch. A run without a Tag, or of a front end with no Resumer, is
+// finished all the same: its conversation gets its messages.
+package durable
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dbos-inc/dbos-transact-golang/dbos"
+	_ "github.com/dbos-inc/dbos-transact-golang/dbos/driver/sqlite" // SQLite system databases
+
+	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/store"
+)
+
+// Options configures an Engine. Exactly one of SQLitePath and PostgresURL is set.
+type Options struct {
+	// SQLitePath is the state database when it is a SQLite file: DBOS keeps its tables in it, through a handle of
+	// its own.
+	SQLitePath string
+	// PostgresURL is the state database's connection string when it is Postgres: DBOS keeps its tables in the
+	// schema "dbos" of that database.
+	PostgresURL string
+	// AppName names the application in DBOS's tables: lower case letters, digits, "-" and "_" (others are
+	// replaced), at least 3.
+	AppName string
+	// AppVersion is the version a run is recorded under; only an engine of the same version resumes it. It must
+	// change when the loop could take another path given the same steps (another agenthost, another
+	// configuration), and only then: not with the binary's hash.
+	AppVersion string
+	// ExecutorID names this process among the replicas sharing the database; a restarted process resumes the runs
+	// of its own ExecutorID. "" means "local".
+	ExecutorID string
+	// Logger receives the engine's and DBOS's warnings; nil discards them.
+	Logger *slog.Logger
+}
+
+// Resumer is a front end's part in a run resumed after a crash: given the run's Tag, it returns where the run's
+// events go. It returns nil when the front end no longer has the object the tag names.
+type Resumer func(ctx context.Context, tag string) *Resumed
+
+// Resumed is where a resumed run's events go.
+type Resumed struct {
+	// Interactor answers the run's approvals and questions; nil means nobody can be asked.
+	Interactor host.Interactor
+	// Event receives each event of the run, on the run's goroutine.
+	Event func(*host.Event)
+	// End receives the run's answer (nil when it has none) and its error, once, when it is over.
+	End func(ans *host.Answer, err error)
+}
+
+// Engine runs the orchestrator's runs as workflows.
+type Engine struct {
+	dctx   dbos.Context
+	orch   *host.Orchestrator
+	logger *slog.Logger
+
+	mu       sync.Mutex
+	live     map[string]*liveRun // by workflow id: runs whose caller waits for their events
+	resumers map[string]Resumer  // by tag prefix
+}
+
+// liveRun is the caller's side of a run it started.
+type liveRun struct {
+	ctx        context.Context // ends when the caller cancels the run or stops reading its events
+	interactor host.Interactor
+	events     chan item // closed when the run is over
+}
+
+type item struct {
+	ev  *host.Event
+	err error
+}
+
+// input is a run's workflow input: what it takes to run it again.
+type input struct {
+	Prompt            string   `json:"prompt"`
+	ConversationID    string   `json:"conversation_id,omitempty"`
+	StartConversation bool     `json:"start_conversation,omitempty"`
+	ToolChoices       []string `json:"tool_choices,omitempty"`
+	DisabledTools     []string `json:"disabled_tools,omitempty"`
+	Tag               string   `json:"tag,omitempty"`
+}
+
+// output is a run's workflow output.
+type output struct {
+	ConversationID string `json:"conversation_id,omitempty"`
+	StoppedBy      string `json:"stopped_by,omitempty"`
+	Error          string `json:"error,omitempty"`
+}
+
+// workflowName is the name runs are registered and recorded under.
+const workflowName = "agenthost.run"
+
+// New returns an engine for orch on the database opts names, with DBOS's tables created or migrated. Register the
+// front ends' resumers with Handle, then Launch it.
+func New(ctx context.Context, orch *host.Orchestrator, opts Options) (*Engine, error) {
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	e := &Engine{orch: orch, logger: logger, live: map[string]*liveRun{}, resumers: map[string]Resumer{}}
+	cfg := dbos.Config{
+		AppName:            appName(opts.AppName),
+		ApplicationVersion: opts.AppVersion,
+		ExecutorID:         opts.ExecutorID,
+		Logger:             quiet(logger),
+	}
+	if cfg.ExecutorID == "" {
+		cfg.ExecutorID = "local"
+	}
+	switch {
+	case opts.SQLitePath != "":
+		db, err := sql.Open("sqlite", store.SQLiteDSN(opts.SQLitePath)) // DBOS closes it at Shutdown
+		if err != nil {
+			return nil, fmt.Errorf("durable: %w", err)
+		}
+		cfg.SQLiteSystemDB = db
+	case opts.PostgresURL != "":
+		cfg.DatabaseURL = opts.PostgresURL
+	default:
+		return nil, errors.New("durable: no database")
+	}
+	dctx, err := dbos.NewContext(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("durable: %w", err)
+	}
+	e.dctx = dctx
+	dbos.RegisterWorkflow(dctx, e.workflow, dbos.WithWorkflowName(workflowName))
+	return e, nil
+}
+
+// appName makes name fit DBOS's application names.
+func appName(name string) string {
+	name = strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-', r == '_':
+			return r
+		case r >= 'A' && r <= 'Z':
+			return r + ('a' - 'A')
+		}
+		return '-'
+	}, name)
+	for len(name) < 3 {
+		name += "_"
+	}
+	return name
+}
+
+// quiet passes on DBOS's warnings and errors only: its informational lines are about its own machinery.
+func quiet(l *slog.Logger) *slog.Logger {
+	return slog.New(levelFilter{l.Handler(), slog.LevelWarn})
+}
+
+type levelFilter struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (f levelFilter) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= f.min && f.Handler.Enabled(ctx, l)
+}
+
+func (f levelFilter) WithAttrs(a []slog.Attr) slog.Handler {
+	return levelFilter{f.Handler.WithAttrs(a), f.min}
+}
+func (f levelFilter) WithGroup(g string) slog.Handler {
+	return levelFilter{f.Handler.WithGroup(g), f.min}
+}
+
+// Handle registers the Resumer of the runs whose Tag starts with prefix and ":". Call it before Launch.
+func (e *Engine) Handle(prefix string, r Resumer) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.resumers[prefix] = r
+}
+
+// Launch starts the engine and resumes the runs that this executor left unfinished, at this version.
+func (e *Engine) Launch() error {
+	if err := dbos.Launch(e.dctx); err != nil {
+		return fmt.Errorf("durable: %w", err)
+	}
+	return nil
+}
+
+// shutdownTimeout bounds Close.
+const shutdownTimeout = 10 * time.Second
+
+// Close stops the engine. Runs still going are interrupted: they take no further step, and the next Launch of
+// this executor resumes them.
+func (e *Engine) Close() error {
+	return dbos.Shutdown(e.dctx, shutdownTimeout)
+}
+
+// Run runs req as a workflow and returns its events, as host.Orchestrator.Run does. A run on the caller's own
+// model (req.Model) cannot be resumed by another process: it runs as a plain run. Stopping the iteration, or the end
+// of ctx, cancels the run as it cancels a plain one: it ends with what it has, which its conversation keeps, and is
+// not resumed.
+func (e *Engine) Run(ctx context.Context, req *host.Request) iter.Seq2[*host.Event, error] {
+	if req.Model != nil || req.Steps != nil {
+		return e.orch.Run(ctx, req)
+	}
+	return func(yield func(*host.Event, error) bool) {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		id := newID()
+		lr := &liveRun{ctx: ctx, interactor: req.Interactor, events: make(chan item, 64)}
+		e.mu.Lock()
+		e.live[id] = lr
+		e.mu.Unlock()
+		defer func() {
+			e.mu.Lock()
+			delete(e.live, id)
+			e.mu.Unlock()
+		}()
+		in := input{Prompt: req.Prompt, ConversationID: req.ConversationID, StartConversation: req.StartConversation,
+			ToolChoices: req.ToolChoices, DisabledTools: req.DisabledTools, Tag: req.Tag}
+		if _, err := dbos.RunWorkflow(e.dctx, e.workflow, in, dbos.WithWorkflowID(id)); err != nil {
+			yield(nil, fmt.Errorf("starting a durable run: %w", err))
+			return
+		}
+		stopped := false
+		for it := range lr.events {
+			if !stopped && !yield(it.ev, it.err) {
+				stopped = true // the rest is drained, so that the run is never blocked on its events
+				cancel()
+			}
+		}
+	}
+}
+
+// workflow runs one run: the caller's, or one resumed after a crash. The run's context derives from the
+// workflow's, which ends when the engine closes (the run is interrupted), and ends with the caller's (the run is
+// cancelled).
+func (e *Engine) workflow(wctx dbos.Context, in input) (output, error) {
+	id, err := dbos.GetWorkflowID(wctx)
+	if err != nil {
+		return output{}, err
+	}
+	e.mu.Lock()
+	lr := e.live[id]
+	e.mu.Unlock()
+	ctx, cancel := context.WithCancelCause(wctx)
+	defer cancel(nil)
+	var dest *Resumed
+	if lr != nil {
+		defer context.AfterFunc(lr.ctx, func() { cancel(context.Cause(lr.ctx)) })()
+		dest = &Resumed{
+			Interactor: lr.interactor,
+			Event:      func(ev *host.Event) { lr.events <- item{ev: ev} },
+			End: func(_ *host.Answer, err error) {
+				if err != nil {
+					lr.events <- item{err: err}
+				}
+				close(lr.events)
+			},
+		}
+	} else {
+		dest = e.resumed(ctx, id, in.Tag)
+	}
+	req := &host.Request{
+		Prompt: in.Prompt, ConversationID: in.ConversationID, StartConversation: in.StartConversation,
+		Selection:  host.Selection{ToolChoices: in.ToolChoices, DisabledTools: in.DisabledTools},
+		Interactor: dest.Interactor, Steps: steps{wctx}, Tag: in.Tag,
+	}
+	var ans *host.Answer
+	var runErr error
+	for ev, err := range e.orch.Run(ctx, req) {
+		if err != nil {
+			runErr = err
+			break
+		}
+		if ev.Kind == host.EventAnswer {
+			ans = ev.Answer
+		}
+		dest.Event(ev)
+	}
+	dest.End(ans, runErr)
+	if err := wctx.Err(); err != nil {
+		return output{}, err // interrupted: the workflow stays pending, to be resumed
+	}
+	out := output{}
+	if ans != nil {
+		out.ConversationID, out.StoppedBy = ans.ConversationID, string(ans.StoppedBy)
+	}
+	if runErr != nil {
+		out.Error = runErr.Error()
+	}
+	return out, nil
+}
+
+// resumed returns where the events of a run resumed after a crash go: its front end's, or nowhere.
+func (e *Engine) resumed(ctx context.Context, id, tag string) *Resumed {
+	e.logger.Info("durable: resuming a run interrupted by a crash", "run", id, "tag", tag)
+	prefix, _, _ := strings.Cut(tag, ":")
+	e.mu.Lock()
+	r := e.resumers[prefix]
+	e.mu.Unlock()
+	var dest *Resumed
+	if r != nil && tag != "" {
+		dest = r(ctx, tag)
+	}
+	if dest == nil {
+		dest = &Resumed{}
+	}
+	if dest.Event == nil {
+		dest.Event = func(*host.Event) {}
+	}
+	if dest.End == nil {
+		dest.End = func(*host.Answer, error) {}
+	}
+	return dest
+}
+
+func newID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// steps runs a run's steps as DBOS steps of its workflow. A step's function runs under the run's ctx (which
+// derives from the workflow's), so that the run's own timeouts and cancellations reach it. Once the workflow is
+// interrupted, no step runs: what the run does then (saving a cancelled answer) must not happen, as the run will
+// be resumed.
+type steps struct{ wctx dbos.Context }
+
+func (s steps) Step(ctx context.Context, name string, do func(context.Context) ([]byte, error)) ([]byte, error) {
+	if err := s.wctx.Err(); err != nil {
+		return nil, err
+	}
+	return dbos.RunAsStep(s.wctx, s.wrap(ctx, do), dbos.WithStepName(name))
+}
+
+// wrap runs do under ctx, unless the workflow was interrupted in the meantime.
+func (s steps) wrap(ctx context.Context, do func(context.Context) ([]byte, error)) dbos.Step[json.RawMessage] {
+	return func(context.Context) (json.RawMessage, error) {
+		if err := s.wctx.Err(); err != nil {
+			return nil, err
+		}
+		b, err := do(ctx)
+		return json.RawMessage(b), err
+	}
+}
+
+func (s steps) Go(ctx context.Context, name string, do func(context.Context) ([]byte, error)) func() ([]byte, error) {
+	if err := s.wctx.Err(); err != nil {
+		return func() ([]byte, error) { return nil, err }
+	}
+	ch, err := dbos.Go(s.wctx, s.wrap(ctx, do), dbos.WithStepName(name))
+	if err != nil {
+		return func() ([]byte, error) { return nil, err }
+	}
+	return func() ([]byte, error) {
+		o := <-ch
+		return o.Result, o.Err
+	}
+}

@@ -1,0 +1,247 @@
+package durable
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/internal/fakellm"
+	"github.com/agenthost/agenthost/internal/pgtest"
+	"github.com/agenthost/agenthost/internal/testwait"
+	"github.com/agenthost/agenthost/llm/openai"
+	"github.com/agenthost/agenthost/store"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// lookup is a tool that counts its calls; while block is set, a call waits for its context to end.
+type lookup struct {
+	calls atomic.Int32
+	block atomic.Bool
+}
+
+func (l *lookup) Spec() host.ToolSpec {
+	return host.ToolSpec{Name: "lookup", InputSchema: json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"}}}`)}
+}
+
+func (l *lookup) Call(ctx context.Context, args json.RawMessage, _ *host.Call) (*host.Result, error) {
+	l.calls.Add(1)
+	if l.block.Load() {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return &host.Result{Text: "found " + string(args), References: []host.Reference{{Title: "Doc", URI: "doc:1"}}}, nil
+}
+
+type toolset struct{ tools []host.Tool }
+
+func (s toolset) Name() string                               { return "test" }
+func (s toolset) Tools(context.Context) ([]host.Tool, error) { return s.tools, nil }
+
+// backend is a state database for the engine: a SQLite file or a Postgres database.
+type backend struct {
+	name string
+	open func(t *testing.T) (*store.DB, Options)
+}
+
+func backends(t *testing.T) []backend {
+	return []backend{
+		{"sqlite", func(t *testing.T) (*store.DB, Options) {
+			path := filepath.Join(t.TempDir(), "state.db")
+			db, err := store.Open(t.Context(), store.Options{Backend: store.SQLite, Path: path})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return db, Options{SQLitePath: path}
+		}},
+		{"postgres", func(t *testing.T) (*store.DB, Options) {
+			dsn := pgtest.NewDatabase(t)
+			db, err := store.Open(t.Context(), store.Options{Backend: store.Postgres, DSN: dsn})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return db, Options{PostgresURL: dsn}
+		}},
+	}
+}
+
+// process is one agenthost process's engine, with its own model client and tools, on a shared database.
+type process struct {
+	engine *Engine
+	tool   *lookup
+}
+
+func start(t *testing.T, db *store.DB, opts Options, llmURL string, launch bool) *process {
+	t.Helper()
+	model, err := openai.New(&openai.Options{BaseURL: llmURL, APIKey: "sk-test", Model: "fake", MaxRetries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &process{tool: &lookup{}}
+	tm := host.NewToolManager([]host.Toolset{toolset{[]host.Tool{p.tool}}}, nil)
+	orch := host.New(model, tm, &host.Options{Conversations: db})
+	opts.AppName, opts.AppVersion = "agenthost-test", "v1"
+	if p.engine, err = New(t.Context(), orch, opts); err != nil {
+		t.Fatal(err)
+	}
+	if launch {
+		if err := p.engine.Launch(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return p
+}
+
+// TestRunResumesAfterInterruption starts a run whose tool call hangs, stops the engine (as a process stops), and
+// starts another engine on the same database: it resumes the run without asking the model again for the step that
+// finished, calls the tool again (its call had not finished), and saves the conversation once. A front end that
+// registered for the run's tag gets its events.
+func TestRunResumesAfterInterruption(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			llm := fakellm.New()
+			t.Cleanup(llm.Close)
+			llm.Enqueue(
+				fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "c1", Name: "lookup", Arguments: `{"q":"x"}`}}},
+				fakellm.Turn{Text: "It says x [source 1]."},
+			)
+			db, opts := b.open(t)
+			defer db.Close()
+
+			first := start(t, db, opts, llm.URL, true)
+			first.tool.block.Store(true)
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			runDone := make(chan error, 1)
+			var convID string
+			go func() {
+				var err error
+				for ev, e := range first.engine.Run(ctx, &host.Request{Prompt: "What does it say?", ConversationID: "conv-1", StartConversation: true, Tag: "test:task-1"}) {
+					if e != nil {
+						err = e
+					}
+					if ev != nil && ev.Kind == host.EventAnswer {
+						convID = ev.Answer.ConversationID
+					}
+				}
+				runDone <- err
+			}()
+			testwait.Until(t, 30*time.Second, "the tool is called", func() bool { return first.tool.calls.Load() == 1 })
+			if err := first.engine.Close(); err != nil {
+				t.Logf("close: %v", err)
+			}
+			select {
+			case err := <-runDone:
+				if err == nil {
+					t.Fatal("the interrupted run ended without an error")
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("the interrupted run did not end")
+			}
+			if llm.RequestCount() != 1 {
+				t.Fatalf("%d model requests before the restart, want 1", llm.RequestCount())
+			}
+			_ = convID
+
+			second := start(t, db, opts, llm.URL, false)
+			ended := make(chan *host.Answer, 1)
+			var events atomic.Int32
+			second.engine.Handle("test", func(_ context.Context, tag string) *Resumed {
+				if tag != "test:task-1" {
+					t.Errorf("resumed tag %q", tag)
+				}
+				return &Resumed{Event: func(*host.Event) { events.Add(1) }, End: func(ans *host.Answer, err error) {
+					if err != nil {
+						t.Errorf("the resumed run failed: %v", err)
+					}
+					ended <- ans
+				}}
+			})
+			if err := second.engine.Launch(); err != nil {
+				t.Fatal(err)
+			}
+			defer second.engine.Close()
+			var ans *host.Answer
+			select {
+			case ans = <-ended:
+			case <-time.After(60 * time.Second):
+				t.Fatal("the run was not resumed")
+			}
+			if ans == nil || !strings.HasPrefix(ans.Text, "It says x [1].") || ans.ConversationID != "conv-1" {
+				t.Fatalf("resumed answer: %+v", ans)
+			}
+			if n := llm.RequestCount(); n != 2 {
+				t.Errorf("%d model requests in all, want 2: the first one's outcome was recorded", n)
+			}
+			if n := second.tool.calls.Load(); n != 1 {
+				t.Errorf("the resumed run called the tool %d times, want 1", n)
+			}
+			if events.Load() == 0 {
+				t.Error("the front end got no event of the resumed run")
+			}
+			conv, err := db.Load(t.Context(), "conv-1")
+			if err != nil || len(conv.Messages) != 4 || len(conv.Sources) != 1 {
+				t.Fatalf("conversation after the resumed run: %+v, %v", conv, err)
+			}
+		})
+	}
+}
+
+// A run started through the engine relays its events to its caller, as the orchestrator's own Run does, and a
+// caller that stops reading cancels it.
+func TestRunRelaysEvents(t *testing.T) {
+	llm := fakellm.New()
+	t.Cleanup(llm.Close)
+	db, opts := backends(t)[0].open(t)
+	defer db.Close()
+	p := start(t, db, opts, llm.URL, true)
+	defer p.engine.Close()
+	llm.Enqueue(
+		fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "c1", Name: "lookup", Arguments: `{"q":"y"}`}}},
+		fakellm.Turn{Text: "Found y [source 1].", ChunkSize: 3},
+	)
+	var kinds []host.EventKind
+	var ans *host.Answer
+	var streamed strings.Builder
+	for ev, err := range p.engine.Run(t.Context(), &host.Request{Prompt: "Find y."}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		kinds = append(kinds, ev.Kind)
+		switch ev.Kind {
+		case host.EventAnswer:
+			ans = ev.Answer
+		case host.EventTextDelta:
+			streamed.WriteString(ev.Text)
+		}
+	}
+	if ans == nil || ans.Text != "Found y [1].\n\nSources:\n[1] Doc — doc:1" || streamed.String() != ans.Text {
+		t.Fatalf("answer %+v, streamed %q", ans, streamed.String())
+	}
+	if kinds[0] != host.EventIteration || kinds[len(kinds)-1] != host.EventAnswer {
+		t.Errorf("events %v", kinds)
+	}
+	conv, err := db.Load(t.Context(), ans.ConversationID)
+	if err != nil || len(conv.Messages) != 4 {
+		t.Fatalf("conversation: %+v, %v", conv, err)
+	}
+
+	// Stopping early cancels the run: the hanging tool call ends.
+	p.tool.block.Store(true)
+	llm.Enqueue(fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "c2", Name: "lookup", Arguments: `{"q":"z"}`}}})
+	before := p.tool.calls.Load()
+	for ev, err := range p.engine.Run(t.Context(), &host.Request{Prompt: "Find z."}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Kind == host.EventToolStart {
+			testwait.Until(t, 30*time.Second, "the tool is called", func() bool { return p.tool.calls.Load() > before })
+			break
+		}
+	}
+}
