@@ -12,6 +12,9 @@ import (
 	"github.com/agenthost/agenthost/host"
 )
 
+// TagPrefix starts the Tag of the runs of tasks: "a2a:<task id>".
+const TagPrefix = "a2a"
+
 // run runs the orchestrator for a task and turns its events into the task's updates: WORKING with a message naming
 // each tool call as it starts, the answer artifact as the model writes it, and the final state.
 func (s *Server) run(ctx context.Context, st *serverTask, prompt string) {
@@ -21,10 +24,11 @@ func (s *Server) run(ctx context.Context, st *serverTask, prompt string) {
 		ConversationID:    st.contextID,
 		StartConversation: true,
 		Interactor:        &taskInteractor{s: s, st: st},
+		Tag:               TagPrefix + ":" + st.id,
 	}
 	var ans *host.Answer
 	var runErr error
-	for ev, err := range s.orch.Run(ctx, req) {
+	for ev, err := range s.opts.Run(ctx, req) {
 		if err != nil {
 			runErr = err
 			break
@@ -35,6 +39,37 @@ func (s *Server) run(ctx context.Context, st *serverTask, prompt string) {
 		}
 	}
 	s.finish(ctx, st, ans, runErr)
+}
+
+// Resume takes back the task of a run that a durable engine resumes after a crash, named by the run's tag: the task
+// is WORKING again, in this process, and gets the run's events. cancel cancels the run (CancelTask). It returns
+// false when the server has no such task.
+func (s *Server) Resume(ctx context.Context, tag string, cancel context.CancelCauseFunc) (ia host.Interactor, event func(*host.Event), end func(*host.Answer, error), ok bool) {
+	id, found := strings.CutPrefix(tag, TagPrefix+":")
+	if !found {
+		return nil, nil, nil, false
+	}
+	st, rerr := s.store.get(ctx, id)
+	if rerr != nil {
+		s.logger.Warn("a2a: a resumed run's task is gone", "task", id, "err", rerr.Message)
+		return nil, nil, nil, false
+	}
+	if !st.stored { // already live here: nothing to take back
+		return nil, nil, nil, false
+	}
+	st.stored, st.cancel = false, cancel
+	st.done = make(chan struct{})
+	st.t.Artifacts = nil // the answer streams again
+	if err := s.store.add(st); err != nil {
+		s.logger.Warn("a2a: cannot take back a resumed run's task", "task", id, "err", err.Message)
+		return nil, nil, nil, false
+	}
+	s.logger.Info("a2a: resuming the run of a task interrupted by a crash", "task", id)
+	s.setStatus(st, stateWorking, nil)
+	return &taskInteractor{s: s, st: st}, func(ev *host.Event) { s.event(st, ev) }, func(ans *host.Answer, err error) {
+		s.finish(ctx, st, ans, err)
+		close(st.done)
+	}, true
 }
 
 // event takes one event of the run into the task.

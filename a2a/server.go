@@ -44,6 +44,9 @@ type ServerOptions struct {
 	// Tasks, when set, keeps the tasks beyond the process: GetTask and ListTasks answer from it for tasks this
 	// process does not run.
 	Tasks TaskStore
+	// Run runs the tasks; nil means the orchestrator's own Run. A durable engine's makes them survive a crash: it
+	// tags each run "a2a:<task id>", and the server's Resume takes back a task whose run it resumes.
+	Run host.RunFunc
 	// Logger receives the server's log lines; nil discards them.
 	Logger *slog.Logger
 
@@ -79,6 +82,9 @@ func NewServer(orch *host.Orchestrator, opts *ServerOptions) *Server {
 	}
 	if o.MaxTasks <= 0 {
 		o.MaxTasks = 1000
+	}
+	if o.Run == nil {
+		o.Run = orch.Run
 	}
 	if o.now == nil {
 		o.now = time.Now

@@ -207,11 +207,12 @@ func (s *taskStore) get(ctx context.Context, id string) (*serverTask, *rpcError)
 
 // fromStored makes a task read back from the TaskStore.
 func fromStored(rec *StoredTask) (*serverTask, *rpcError) {
-	st := &serverTask{id: rec.ID, contextID: rec.ContextID, updated: rec.Updated, stored: true, done: make(chan struct{})}
+	st := &serverTask{id: rec.ID, contextID: rec.ContextID, updated: rec.Updated, stored: true, done: make(chan struct{}), version: rec.Version}
 	close(st.done)
 	if err := json.Unmarshal(rec.Task, &st.t); err != nil {
 		return nil, newError(codeInternal, "task %q in the state database is unreadable: %v", rec.ID, err)
 	}
+	st.savedState, st.savedHistory = st.t.Status.State, len(st.t.History)
 	return st, nil
 }
 

@@ -320,7 +320,20 @@ type State struct {
 	Path string
 	// DSNEnv names the environment variable holding the Postgres connection string; default "DATABASE_URL".
 	DSNEnv string
+	// DurableRuns says which runs of `agenthost serve` survive a crash, resumed from their last finished step when
+	// it starts again: "all", "tasks" (A2A tasks; the default) or "none". It needs a database backend.
+	DurableRuns string
+	// ExecutorID names this replica among those sharing a Postgres database: a restarted replica resumes the runs
+	// of its own id. "" means the host name with Postgres, "local" with SQLite.
+	ExecutorID string
 }
+
+// The values of State.DurableRuns.
+const (
+	DurableAll   = "all"
+	DurableTasks = "tasks"
+	DurableNone  = "none"
+)
 
 // The state backends.
 const (
@@ -466,7 +479,7 @@ func Default() *Config {
 		MCP:    MCP{Servers: map[string]MCPServer{}},
 		A2A:    A2A{Peers: map[string]A2APeer{}},
 		Agents: map[string]SubAgent{},
-		State:  State{Backend: StateSQLite, DSNEnv: "DATABASE_URL"},
+		State:  State{Backend: StateSQLite, DSNEnv: "DATABASE_URL", DurableRuns: DurableTasks},
 		Serve: Serve{
 			HTTP:             "127.0.0.1:8765",
 			A2A:              "127.0.0.1:8766",

@@ -33,7 +33,7 @@ func TestDefault(t *testing.T) {
 		{"Agent.CitationStyle", c.Agent.CitationStyle, "markdown"},
 		{"Agent.MaxConversations", c.Agent.MaxConversations, 1000},
 		{"Agent.ConversationTTL", c.Agent.ConversationTTL.Duration, time.Hour},
-		{"State", c.State, State{Backend: "sqlite", DSNEnv: "DATABASE_URL"}},
+		{"State", c.State, State{Backend: "sqlite", DSNEnv: "DATABASE_URL", DurableRuns: "tasks"}},
 		{"Model.Provider", c.Model.Provider, "auto"},
 		{"Model.Model", c.Model.Model, ""},
 		{"Model.BaseURL", c.Model.BaseURL, ""},

@@ -226,9 +226,11 @@ func (d *decoder) config(c *Config, tree map[string]any) {
 		},
 		"state": func(p []string, v any) {
 			d.table(p, v, map[string]fieldFunc{
-				"backend": d.str(&c.State.Backend),
-				"path":    d.str(&c.State.Path),
-				"dsn_env": d.str(&c.State.DSNEnv),
+				"backend":      d.str(&c.State.Backend),
+				"path":         d.str(&c.State.Path),
+				"dsn_env":      d.str(&c.State.DSNEnv),
+				"durable_runs": d.str(&c.State.DurableRuns),
+				"executor_id":  d.str(&c.State.ExecutorID),
 			})
 		},
 		"serve": func(p []string, v any) { d.serve(p, v, &c.Serve) },

@@ -132,6 +132,8 @@ poll_interval = "250ms"
 backend = "postgres"
 path = "/var/lib/agenthost/helper.db"
 dsn_env = "AGENT_DB"
+durable_runs = "all"
+executor_id = "replica-1"
 
 [serve]
 tool_name = "ask_helper"
@@ -222,7 +224,7 @@ description = "Summarizes a text."
 			}},
 			Order: []string{"researcher"},
 		},
-		State: State{Backend: "postgres", Path: "/var/lib/agenthost/helper.db", DSNEnv: "AGENT_DB"},
+		State: State{Backend: "postgres", Path: "/var/lib/agenthost/helper.db", DSNEnv: "AGENT_DB", DurableRuns: "all", ExecutorID: "replica-1"},
 		Serve: Serve{
 			ToolName: "ask_helper", HTTP: "0.0.0.0:9000", A2A: "0.0.0.0:9001",
 			A2APublicURL: "https://agent.example.com/a2a",
@@ -397,6 +399,10 @@ func TestParseErrors(t *testing.T) {
 			`agent.toml:2: state.backend: must be one of "sqlite", "postgres", "memory" (got "mysql")`},
 		{"state dsn_env", "[state]\n\ndsn_env = \"NOT A NAME\"\n", nil,
 			`agent.toml:3: state.dsn_env: must be the name of an environment variable (got "NOT A NAME")`},
+		{"state durable_runs", "[state]\ndurable_runs = \"some\"\n", nil,
+			`agent.toml:2: state.durable_runs: must be one of "all", "tasks", "none" (got "some")`},
+		{"state executor_id", "[state]\nexecutor_id = \"a b\"\n", nil,
+			"agent.toml:2: state.executor_id: must match ^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$ (got \"a b\")"},
 		{"state unknown key", "[state]\ndriver = \"x\"\n", nil,
 			`agent.toml:2: state.driver: unknown key`},
 		{"peer poll_interval", "[a2a.peers.p]\nurl = \"http://x\"\npoll_interval = \"0s\"\n", nil,

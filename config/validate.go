@@ -27,8 +27,10 @@ var (
 	transports     = []string{TransportStdio, TransportHTTP, TransportSSE}
 	a2aVersions    = []string{"", "1.0", "0.3"}
 	stateBackends  = []string{StateSQLite, StatePostgres, StateMemory}
+	durableRuns    = []string{DurableAll, DurableTasks, DurableNone}
 
 	mcpVersionPattern = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}$`)
+	executorIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 )
 
 const namePattern = "^[a-zA-Z0-9_-]{1,64}$"
@@ -95,6 +97,10 @@ func (c *Config) check() issues {
 	checkEnum(&is, []string{"state", "backend"}, c.State.Backend, stateBackends)
 	if !validEnvName(c.State.DSNEnv) {
 		is.add([]string{"state", "dsn_env"}, "must be the name of an environment variable (got %q)", c.State.DSNEnv)
+	}
+	checkEnum(&is, []string{"state", "durable_runs"}, c.State.DurableRuns, durableRuns)
+	if id := c.State.ExecutorID; id != "" && !executorIDPattern.MatchString(id) {
+		is.add([]string{"state", "executor_id"}, "must match %s (got %q)", executorIDPattern, id)
 	}
 	checkServe(&is, &c.Serve)
 	return is

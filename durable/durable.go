@@ -53,8 +53,9 @@ type Options struct {
 }
 
 // Resumer is a front end's part in a run resumed after a crash: given the run's Tag, it returns where the run's
-// events go. It returns nil when the front end no longer has the object the tag names.
-type Resumer func(ctx context.Context, tag string) *Resumed
+// events go. It returns nil when the front end no longer has the object the tag names. ctx is the run's; cancel
+// cancels the run.
+type Resumer func(ctx context.Context, cancel context.CancelCauseFunc, tag string) *Resumed
 
 // Resumed is where a resumed run's events go.
 type Resumed struct {
@@ -273,7 +274,7 @@ func (e *Engine) workflow(wctx dbos.Context, in input) (output, error) {
 			},
 		}
 	} else {
-		dest = e.resumed(ctx, id, in.Tag)
+		dest = e.resumed(ctx, cancel, id, in.Tag)
 	}
 	req := &host.Request{
 		Prompt: in.Prompt, ConversationID: in.ConversationID, StartConversation: in.StartConversation,
@@ -307,7 +308,7 @@ func (e *Engine) workflow(wctx dbos.Context, in input) (output, error) {
 }
 
 // resumed returns where the events of a run resumed after a crash go: its front end's, or nowhere.
-func (e *Engine) resumed(ctx context.Context, id, tag string) *Resumed {
+func (e *Engine) resumed(ctx context.Context, cancel context.CancelCauseFunc, id, tag string) *Resumed {
 	e.logger.Info("durable: resuming a run interrupted by a crash", "run", id, "tag", tag)
 	prefix, _, _ := strings.Cut(tag, ":")
 	e.mu.Lock()
@@ -315,7 +316,7 @@ func (e *Engine) resumed(ctx context.Context, id, tag string) *Resumed {
 	e.mu.Unlock()
 	var dest *Resumed
 	if r != nil && tag != "" {
-		dest = r(ctx, tag)
+		dest = r(ctx, cancel, tag)
 	}
 	if dest == nil {
 		dest = &Resumed{}

@@ -151,7 +151,7 @@ func TestRunResumesAfterInterruption(t *testing.T) {
 			second := start(t, db, opts, llm.URL, false)
 			ended := make(chan *host.Answer, 1)
 			var events atomic.Int32
-			second.engine.Handle("test", func(_ context.Context, tag string) *Resumed {
+			second.engine.Handle("test", func(_ context.Context, _ context.CancelCauseFunc, tag string) *Resumed {
 				if tag != "test:task-1" {
 					t.Errorf("resumed tag %q", tag)
 				}

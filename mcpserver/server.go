@@ -59,6 +59,9 @@ type Options struct {
 	// MaxWaitingCalls bounds the calls of such callers that run in the background between their requests; a call
 	// beyond it gets an error result. 0 means 100.
 	MaxWaitingCalls int
+	// Run runs the agent tool's calls; nil means the orchestrator's own Run. A durable engine's makes them survive
+	// a crash.
+	Run host.RunFunc
 }
 
 // Server is the agent as an MCP server.
@@ -90,6 +93,9 @@ func New(ctx context.Context, orch *host.Orchestrator, opts *Options) (*Server, 
 	}
 	if s.opts.ProgressInterval <= 0 {
 		s.opts.ProgressInterval = 250 * time.Millisecond
+	}
+	if s.opts.Run == nil {
+		s.opts.Run = orch.Run
 	}
 	s.logger = s.opts.Logger
 	if s.logger == nil {
@@ -291,7 +297,7 @@ func (s *Server) handleAgent(ctx context.Context, req *mcp.CallToolRequest) (*mc
 func (s *Server) runAgent(ctx context.Context, hreq *host.Request, p *progress) (*mcp.CallToolResult, error) {
 	var ans *host.Answer
 	var runErr error
-	for ev, err := range s.orch.Run(ctx, hreq) {
+	for ev, err := range s.opts.Run(ctx, hreq) {
 		if err != nil {
 			runErr = err
 			break

@@ -350,8 +350,9 @@ func TestInterrupt(t *testing.T) {
 	}
 }
 
-// serveFixture is a stdio MCP server with three tools: shout upper-cases its text; cite returns a text and a
-// resource link to fixtureDocURI; wait blocks until its call is cancelled, recording that in a file (see waitTool).
+// serveFixture is a stdio MCP server with four tools: shout upper-cases its text; cite returns a text and a
+// resource link to fixtureDocURI; wait blocks until its call is cancelled, recording that in a file (see waitTool);
+// note appends its text to a file, so that a test can count its calls across processes.
 func serveFixture() int {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "fixture", Version: "1"}, nil)
 	type in struct {
@@ -367,6 +368,20 @@ func serveFixture() int {
 		}}, nil, nil
 	})
 	mcp.AddTool(srv, &mcp.Tool{Name: "wait", Description: "Waits until cancelled."}, waitTool)
+	mcp.AddTool(srv, &mcp.Tool{Name: "note", Description: "Appends text to a file."}, func(_ context.Context, _ *mcp.CallToolRequest, args struct {
+		File string `json:"file"`
+		Text string `json:"text"`
+	}) (*mcp.CallToolResult, any, error) {
+		f, err := os.OpenFile(args.File, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			return nil, nil, err
+		}
+		_, err = fmt.Fprintln(f, args.Text)
+		if err = errors.Join(err, f.Close()); err != nil {
+			return nil, nil, err
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "noted " + args.Text}}}, nil, nil
+	})
 	if err := srv.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -10,8 +10,10 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/agenthost/agenthost/a2a"
+	"github.com/agenthost/agenthost/durable"
 	"github.com/agenthost/agenthost/internal/httpedge"
 	"github.com/agenthost/agenthost/internal/wiring"
 	"github.com/agenthost/agenthost/mcpserver"
@@ -114,16 +116,41 @@ Flags:`)
 		defer a2aLn.Close()
 	}
 
+	engine, err := startEngine(ctx, a)
+	if err != nil {
+		return err
+	}
+	// The engine closes before the servers, so that the durable runs still going are interrupted, to be resumed
+	// by the next start, rather than cancelled by their callers going away.
+	closeEngine := func() {}
+	if engine != nil {
+		closeEngine = sync.OnceFunc(func() {
+			if err := engine.Close(); err != nil {
+				a.logger.Warn("closing the durable run engine", "err", err)
+			}
+		})
+		defer closeEngine()
+	}
+
 	var serve []func(context.Context) error
 	if !a2aAddr.set || httpAddr.set {
-		srv, err := mcpserver.New(ctx, a.orch, wiring.ServerOptions(a.cfg, version, sampling(a.cfg, a.provider, c.model), a.logger))
+		opts := wiring.ServerOptions(a.cfg, version, sampling(a.cfg, a.provider, c.model), a.logger)
+		if engine != nil && wiring.Durable(a.cfg, "mcp") {
+			opts.Run = engine.Run
+		}
+		srv, err := mcpserver.New(ctx, a.orch, opts)
 		if err != nil {
 			return fmt.Errorf("%w: %w", errUsage, err)
 		}
 		defer srv.Close()
 		if !httpAddr.set {
+			if err := launch(engine); err != nil {
+				return err
+			}
 			a.logger.Info("serving MCP over stdio", "tool", srv.ToolName())
-			return srv.ServeStdio(ctx, io.stdinCloser(), io.stdoutCloser())
+			err := srv.ServeStdio(ctx, io.stdinCloser(), io.stdoutCloser())
+			closeEngine()
+			return err
 		}
 		handler := srv.Handler(wiring.HTTPOptions(sc, token, mcpLn.Addr().String(), func() any { return a.mcp.Status() }))
 		fmt.Fprintf(io.err, "agenthost: serving MCP at http://%s%s (tool %s)\n", mcpLn.Addr(), orDefault(sc.Path, "/mcp"), srv.ToolName())
@@ -138,15 +165,57 @@ Flags:`)
 		if a.state != nil {
 			opts.Tasks = wiring.TaskStore(a.state)
 		}
+		if engine != nil && wiring.Durable(a.cfg, "a2a") {
+			opts.Run = engine.Run
+		}
 		srv := a2a.NewServer(a.orch, opts)
 		defer srv.Close()
+		if engine != nil {
+			engine.Handle(a2a.TagPrefix, func(ctx context.Context, cancel context.CancelCauseFunc, tag string) *durable.Resumed {
+				ia, event, end, ok := srv.Resume(ctx, tag, cancel)
+				if !ok {
+					return nil
+				}
+				return &durable.Resumed{Interactor: ia, Event: event, End: end}
+			})
+		}
 		handler := srv.Handler(wiring.Edge(sc, token, a2aLn.Addr().String()), func() any {
 			return map[string]any{"servers": a.mcp.Status(), "peers": a.peers.Status()}
 		})
 		fmt.Fprintf(io.err, "agenthost: serving A2A at %s (card http://%s/.well-known/agent-card.json)\n", url, a2aLn.Addr())
 		serve = append(serve, func(ctx context.Context) error { return httpedge.Serve(ctx, a2aLn, handler) })
 	}
-	return serveAll(ctx, serve)
+	if err := launch(engine); err != nil {
+		return err
+	}
+	err = serveAll(ctx, serve)
+	closeEngine()
+	return err
+}
+
+// startEngine creates the durable run engine when [state] makes runs durable, or returns nil. Launch it once the
+// front ends have registered.
+func startEngine(ctx context.Context, a *app) (*durable.Engine, error) {
+	if a.state == nil || !(wiring.Durable(a.cfg, "mcp") || wiring.Durable(a.cfg, "a2a")) {
+		return nil, nil
+	}
+	sopts, err := wiring.StateOptions(a.cfg, os.Getenv, a.logger)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", errUsage, configName(a.cfg), err)
+	}
+	eopts, err := wiring.EngineOptions(a.cfg, sopts, version, a.logger)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", configName(a.cfg), err)
+	}
+	return durable.New(ctx, a.orch, eopts)
+}
+
+// launch launches engine, when there is one: the runs an earlier process left unfinished resume.
+func launch(engine *durable.Engine) error {
+	if engine == nil {
+		return nil
+	}
+	return engine.Launch()
 }
 
 // listen opens a listener for flag on addr, warning when it is beyond loopback without a token.

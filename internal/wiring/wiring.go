@@ -8,6 +8,8 @@ package wiring
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -17,6 +19,7 @@ import (
 	"github.com/agenthost/agenthost/a2a"
 	"github.com/agenthost/agenthost/builtin"
 	"github.com/agenthost/agenthost/config"
+	"github.com/agenthost/agenthost/durable"
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/internal/httpedge"
 	"github.com/agenthost/agenthost/llm/openai"
@@ -313,4 +316,54 @@ func (s taskStore) ListTasks(ctx context.Context, q a2a.TaskQuery) ([]*a2a.Store
 func storedTask(t *store.Task) *a2a.StoredTask {
 	return &a2a.StoredTask{ID: t.ID, ContextID: t.ContextID, State: t.State, Terminal: t.Terminal, Updated: t.Updated,
 		Version: t.Version, Task: t.Body}
+}
+
+// Durable says whether [state] makes the runs of a front end durable: "mcp" (the agent tool's calls) or "a2a"
+// (tasks).
+func Durable(cfg *config.Config, frontEnd string) bool {
+	switch {
+	case cfg.State.Backend == config.StateMemory:
+		return false
+	case cfg.State.DurableRuns == config.DurableAll:
+		return true
+	}
+	return cfg.State.DurableRuns == config.DurableTasks && frontEnd == "a2a"
+}
+
+// EngineOptions returns the options of the durable engine on the state database sopts opens (see StateOptions):
+// the application is the agent, its version agenthost's and the configuration file's (so that a rebuild of the
+// same agenthost resumes the runs of the one before, and a changed configuration, which could take a run down
+// another path, does not), and the executor [state] executor_id, the host name with Postgres, else "local".
+func EngineOptions(cfg *config.Config, sopts store.Options, version string, logger *slog.Logger) (durable.Options, error) {
+	h := sha256.New()
+	if cfg.Path != "" {
+		b, err := os.ReadFile(cfg.Path)
+		if err != nil {
+			return durable.Options{}, err
+		}
+		h.Write(b)
+	}
+	opts := durable.Options{
+		AppName:    cfg.Agent.Name,
+		AppVersion: version + "-" + hex.EncodeToString(h.Sum(nil))[:12],
+		ExecutorID: cfg.State.ExecutorID,
+		Logger:     logger,
+	}
+	switch sopts.Backend {
+	case store.SQLite:
+		opts.SQLitePath = sopts.Path
+		if opts.ExecutorID == "" {
+			opts.ExecutorID = "local"
+		}
+	case store.Postgres:
+		opts.PostgresURL = sopts.DSN
+		if opts.ExecutorID == "" {
+			host, err := os.Hostname()
+			if err != nil {
+				return durable.Options{}, fmt.Errorf("state.executor_id: no host name to default to: %w", err)
+			}
+			opts.ExecutorID = host
+		}
+	}
+	return opts, nil
 }

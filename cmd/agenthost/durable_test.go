@@ -1,0 +1,171 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agenthost/agenthost/internal/fakellm"
+	"github.com/agenthost/agenthost/internal/testwait"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// startKillable starts `agenthost args...` and waits until its stderr matches serving, whose first group it
+// returns (the URL it serves at) with the process; the test kills it.
+func startKillable(t *testing.T, env []string, serving *regexp.Regexp, args ...string) (*exec.Cmd, string) {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Env = append(testEnv(), env...)
+	stderr := &watchedLog{found: make(chan string, 1), re: serving}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("agenthost %s stderr:\n%s", args, stderr.String())
+		}
+	})
+	select {
+	case url := <-stderr.found:
+		return cmd, url
+	case <-time.After(30 * time.Second):
+		t.Fatalf("agenthost %s did not serve within 30s:\n%s", args, stderr.String())
+	}
+	return nil, ""
+}
+
+// TestA2ADurableTaskAfterKill kills `agenthost serve --a2a` with SIGKILL while a task's run waits for its third
+// model call, after two model calls and a tool call finished, and starts it again on the same state: the task's
+// run resumes from its last finished step. The model is asked only the call that had not finished, the MCP
+// server's tool is not called again, and the task ends COMPLETED with its answer, as if nothing had happened.
+func TestA2ADurableTaskAfterKill(t *testing.T) {
+	llm := fakellm.New()
+	t.Cleanup(llm.Close)
+	dir := t.TempDir()
+	notes := filepath.Join(dir, "notes")
+	config := a2aConfig(t, dir, "phoenix", llm.URL, "")
+	args := []string{"serve", "--config", config, "--a2a", "127.0.0.1:0"}
+	env := []string{"TEST_KEY=sk-a2a"}
+	noteArgs, _ := json.Marshal(map[string]string{"file": notes, "text": "first"})
+	llm.Enqueue(
+		fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "c1", Name: "fx_note", Arguments: string(noteArgs)}}},
+		fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "c2", Name: "fx_shout", Arguments: `{"text":"hello"}`}}},
+		fakellm.Turn{HangAfter: fakellm.Immediately}, // the process dies during this call
+	)
+
+	first, base := startKillable(t, env, regexp.MustCompile(`serving A2A at \S+ \(card (http://[^/\s]+)/`), args...)
+	tk := a2aOK[a2aOut](t, base, "send", map[string]any{"text": "Note it, then shout.", "returnImmediately": true}).task(t)
+	testwait.Until(t, a2aWait, "the third model call", func() bool { return llm.RequestCount() == 3 })
+	if err := first.Process.Kill(); err != nil { // SIGKILL: no chance to save anything
+		t.Fatal(err)
+	}
+	first.Wait()
+
+	llm.Enqueue(fakellm.Turn{Text: "Noted and shouted: HELLO."})
+	srv := startServeA2A(t, env, args...)
+	var got a2aTask
+	testwait.Until(t, a2aWait, "the task completes", func() bool {
+		got = a2aOK[a2aTask](t, srv.base, "get", map[string]any{"id": tk.ID})
+		return got.Status.State == "TASK_STATE_COMPLETED"
+	})
+	if text, _ := a2aAnswerOf(t, got); text != "Noted and shouted: HELLO." {
+		t.Errorf("answer %q", text)
+	}
+	if n := llm.RequestCount(); n != 4 {
+		t.Errorf("%d model requests in all, want 4: after the restart, only the call that had not finished", n)
+	}
+	b, err := os.ReadFile(notes)
+	if err != nil || string(b) != "first\n" {
+		t.Errorf("the note tool's calls: %q (%v), want it called once", b, err)
+	}
+	// The resumed run's last request carries the steps of the first process: both tool results.
+	var results []string
+	for _, m := range llm.Requests()[3].Messages {
+		if m.Role == "tool" {
+			results = append(results, m.Content)
+		}
+	}
+	if got := strings.Join(results, "|"); got != "noted first|HELLO" {
+		t.Errorf("the resumed model call's tool results: %q", got)
+	}
+	// The context continues in the new process with the whole exchange.
+	llm.Enqueue(fakellm.Turn{Text: "You asked me to note and shout."})
+	next := a2aOK[a2aOut](t, srv.base, "send", map[string]any{"text": "What did I ask?", "contextId": tk.ContextID}).task(t)
+	if next.Status.State != "TASK_STATE_COMPLETED" {
+		t.Fatalf("the next task: %+v", next)
+	}
+	if msgs := a2aMessages(llm.Requests()[4].Messages); len(msgs) < 7 {
+		t.Errorf("the next request lacks the resumed exchange: %q", msgs)
+	}
+}
+
+// TestMCPDurableRunAfterKill does the same to `agenthost serve --http` with durable_runs = "all": the caller of the
+// agent tool is gone with the process, but the run resumes when agenthost starts again, and its conversation gets
+// the whole exchange, the finished steps not repeated.
+func TestMCPDurableRunAfterKill(t *testing.T) {
+	llm := fakellm.New()
+	t.Cleanup(llm.Close)
+	dir := t.TempDir()
+	notes := filepath.Join(dir, "notes")
+	config := serveConfig(t, dir, "phoenix", llm, "")
+	b, _ := os.ReadFile(config)
+	// The [state] table serveConfig writes gets durable_runs too.
+	if err := os.WriteFile(config, []byte(strings.Replace(string(b), "[state]\n", "[state]\ndurable_runs = \"all\"\n", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"TEST_KEY=sk-mcp"}
+	args := []string{"serve", "--config", config, "--http", "127.0.0.1:0"}
+	noteArgs, _ := json.Marshal(map[string]string{"file": notes, "text": "first"})
+	llm.Enqueue(
+		fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "c1", Name: "fx_note", Arguments: string(noteArgs)}}},
+		fakellm.Turn{HangAfter: fakellm.Immediately},
+	)
+	first, url := startKillable(t, env, servingLine, args...)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	session, err := mcp.NewClient(&mcp.Implementation{Name: "durable-test", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer session.Close()
+	go session.CallTool(ctx, &mcp.CallToolParams{Name: "ask_phoenix", Arguments: map[string]any{"prompt": "Note it."}})
+	testwait.Until(t, a2aWait, "the second model call", func() bool { return llm.RequestCount() == 2 })
+	if err := first.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	first.Wait()
+
+	llm.Enqueue(fakellm.Turn{Text: "Noted."})
+	startKillable(t, env, servingLine, args...)
+	testwait.Until(t, a2aWait, "the resumed run asks the model", func() bool { return llm.RequestCount() == 3 })
+	var conv struct {
+		Messages []struct {
+			Role    string `json:"role"`
+			Content string `json:"content"`
+		} `json:"messages"`
+	}
+	testwait.Until(t, a2aWait, "the conversation is saved", func() bool {
+		r := agenthost(t, dir, "", nil, "state", "-config", config)
+		id, _, _ := strings.Cut(r.stdout[strings.Index(r.stdout, "\n")+1:], " ")
+		if r.code != 0 || id == "" {
+			return false
+		}
+		r = agenthost(t, dir, "", nil, "state", "show", "-json", "-config", config, id)
+		return json.Unmarshal([]byte(r.stdout), &conv) == nil && len(conv.Messages) == 4
+	})
+	if last := conv.Messages[3]; last.Role != "assistant" || last.Content != "Noted." {
+		t.Errorf("the conversation ends with %+v", last)
+	}
+	if b, err := os.ReadFile(notes); err != nil || string(b) != "first\n" {
+		t.Errorf("the note tool's calls: %q (%v), want it called once", b, err)
+	}
+}
