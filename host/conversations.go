@@ -47,14 +47,16 @@ type Conversation struct {
 // edge (package store).
 type ConversationStore interface {
 	// Create starts an empty conversation under id, or under a new id when id is "", and returns the id. It fails
-	// with ErrConversationExists when id is taken. The store makes room by its bounds.
+	// with ErrConversationExists when id is taken. The store makes room by its bounds. For a new id, a store may
+	// only draw it: the conversation then exists from its first Append.
 	Create(ctx context.Context, id string) (string, error)
 	// Load returns the conversation id, or ErrUnknownConversation when the store does not have it (never started,
 	// expired or dropped). Loading counts as a use for the idle expiry.
 	Load(ctx context.Context, id string) (*Conversation, error)
 	// Append adds messages and sources to the end of the conversation id, which had version messages when it was
-	// loaded; the sources are numbered after those it had. It fails with ErrConversationConflict when the
-	// conversation has more messages by now, and with ErrUnknownConversation when it is gone.
+	// loaded; the sources are numbered after those it had. An Append at version 0 starts the conversation when
+	// the store does not have it. It fails with ErrConversationConflict when the conversation has more messages by
+	// now, and with ErrUnknownConversation when it is gone.
 	Append(ctx context.Context, id string, version int, messages []llm.Message, sources []Reference) error
 }
 
@@ -138,13 +140,18 @@ func (s *MemoryStore) Create(_ context.Context, id string) (string, error) {
 			id = ""
 		}
 	}
+	s.addLocked(id)
+	return id, nil
+}
+
+// addLocked adds the empty conversation id, making room by the bound.
+func (s *MemoryStore) addLocked(id string) {
 	now := s.now()
 	s.convs[id] = s.lru.PushFront(&Conversation{ID: id, Created: now, Updated: now})
 	for s.lru.Len() > s.max {
 		c := s.lru.Remove(s.lru.Back()).(*Conversation)
 		delete(s.convs, c.ID)
 	}
-	return id, nil
 }
 
 // Load implements ConversationStore. The copy it returns shares nothing with the store.
@@ -161,10 +168,14 @@ func (s *MemoryStore) Load(_ context.Context, id string) (*Conversation, error) 
 }
 
 // Append implements ConversationStore.
-func (s *MemoryStore) Append(_ context.Context, id string, version int, messages []llm.Message, sources []Reference) error {
+func (s *MemoryStore) Append(ctx context.Context, id string, version int, messages []llm.Message, sources []Reference) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c, err := s.useLocked(id)
+	if errors.Is(err, ErrUnknownConversation) && version == 0 {
+		s.addLocked(id)
+		c, err = s.useLocked(id)
+	}
 	if err != nil {
 		return err
 	}

@@ -59,8 +59,14 @@ func TestMemoryStoreAppend(t *testing.T) {
 	if err := s.Append(ctx, id, 0, []llm.Message{user}, nil); !errors.Is(err, ErrConversationConflict) {
 		t.Errorf("Append from a stale version: err = %v, want ErrConversationConflict", err)
 	}
-	if err := s.Append(ctx, "missing", 0, []llm.Message{user}, nil); !errors.Is(err, ErrUnknownConversation) {
+	if err := s.Append(ctx, "missing", 1, []llm.Message{user}, nil); !errors.Is(err, ErrUnknownConversation) {
 		t.Errorf("Append to a missing conversation: err = %v, want ErrUnknownConversation", err)
+	}
+	if err := s.Append(ctx, "new", 0, []llm.Message{user}, nil); err != nil {
+		t.Errorf("Append at version 0 to a conversation not started: %v, want it started", err)
+	}
+	if c, err := s.Load(ctx, "new"); err != nil || len(c.Messages) != 1 {
+		t.Errorf("the conversation started by Append: %+v, %v", c, err)
 	}
 	c, err := s.Load(ctx, id)
 	if err != nil {

@@ -16,57 +16,54 @@ import (
 // A conversation is a metadata row (its counts, which Append compares and swaps, and its times) and the append-only
 // logs of its messages and sources. A conversation idle for longer than the TTL is gone at once for Load and Append
 // (their WHERE clauses say so); sweep deletes its rows later.
+//
+// A run costs one write transaction: a new conversation under a new id gets its row with its first messages, in
+// Append, and the bound is enforced in batches (see sweep), so that no run pays for sorting the table.
 
-// sweepEvery is the least time between two sweeps of expired conversations.
+// sweepEvery is the longest time between two sweeps of expired conversations.
 const sweepEvery = time.Minute
 
-// Create implements host.ConversationStore.
+// Create implements host.ConversationStore. A new id is only drawn: the conversation's row is written with its
+// first messages. A chosen id (an A2A context) is written at once, so that a second Create of it fails.
 func (s *DB) Create(ctx context.Context, id string) (string, error) {
-	s.maybeSweep(ctx)
+	if id == "" {
+		return host.NewConversationID(), nil
+	}
 	now := millis(s.now())
-	for {
-		chosen := id
-		if chosen == "" {
-			chosen = host.NewConversationID()
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		// A kept id whose conversation expired is free again: its rows go first.
+		if err := deleteConversations(ctx, tx, `id = $1 AND updated_ms < $2`, id, s.cutoff()); err != nil {
+			return err
 		}
-		err := s.inTx(ctx, func(tx *sql.Tx) error {
-			// A kept id whose conversation expired is free again: its rows go first.
-			if err := deleteConversations(ctx, tx, `id = $1 AND updated_ms < $2`, chosen, s.cutoff()); err != nil {
-				return err
-			}
-			res, err := tx.ExecContext(ctx, `INSERT INTO conversations (id, created_ms, updated_ms) VALUES ($1, $2, $2)
-				ON CONFLICT (id) DO NOTHING`, chosen, now)
-			if err != nil {
-				return err
-			}
-			if n, err := res.RowsAffected(); err != nil || n == 0 {
-				return errors.Join(err, host.ErrConversationExists)
-			}
-			return s.evict(ctx, tx)
-		})
-		switch {
-		case err == nil:
-			return chosen, nil
-		case errors.Is(err, host.ErrConversationExists) && id == "":
-			continue // a random id collided: draw another
-		case errors.Is(err, host.ErrConversationExists):
-			return "", fmt.Errorf("%w: %q", host.ErrConversationExists, id)
-		default:
-			return "", fmt.Errorf("store: creating a conversation: %w", err)
+		res, err := tx.ExecContext(ctx, `INSERT INTO conversations (id, created_ms, updated_ms) VALUES ($1, $2, $2)
+			ON CONFLICT (id) DO NOTHING`, id, now)
+		if err != nil {
+			return err
 		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return errors.Join(err, host.ErrConversationExists)
+		}
+		return nil
+	})
+	switch {
+	case errors.Is(err, host.ErrConversationExists):
+		return "", fmt.Errorf("%w: %q", host.ErrConversationExists, id)
+	case err != nil:
+		return "", fmt.Errorf("store: creating a conversation: %w", err)
+	}
+	s.created(ctx)
+	return id, nil
+}
+
+// created counts a new conversation, and sweeps when the bound may have been passed by a tenth.
+func (s *DB) created(ctx context.Context) {
+	if s.sinceSweep.Add(1) >= int64(s.slack()) {
+		s.sweep(ctx)
 	}
 }
 
-// evict drops the least recently used conversations beyond the bound.
-func (s *DB) evict(ctx context.Context, tx *sql.Tx) error {
-	var n int
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM conversations`).Scan(&n); err != nil || n <= s.max {
-		return err
-	}
-	// LIMIT with the largest BIGINT: SQLite needs a LIMIT before OFFSET, and Postgres takes no negative one.
-	return deleteConversations(ctx, tx, `id IN (SELECT id FROM conversations ORDER BY updated_ms DESC, id
-		LIMIT 9223372036854775807 OFFSET $1)`, s.max)
-}
+// slack is how far the bound may be passed before a sweep brings the count back to it.
+func (s *DB) slack() int { return max(s.max/10, 1) }
 
 // deleteConversations deletes the conversations matching where (over the conversations table) and their logs.
 func deleteConversations(ctx context.Context, tx *sql.Tx, where string, args ...any) error {
@@ -83,24 +80,68 @@ func deleteConversations(ctx context.Context, tx *sql.Tx, where string, args ...
 // cutoff is the update time before which a conversation has expired.
 func (s *DB) cutoff() int64 { return millis(s.now().Add(-s.ttl)) }
 
-// maybeSweep deletes the expired conversations, at most once per sweepEvery. A failure is logged: expired
-// conversations are invisible anyway.
+// maybeSweep sweeps when the last sweep is sweepEvery old.
 func (s *DB) maybeSweep(ctx context.Context) {
 	s.sweepMu.Lock()
-	now := s.now()
-	due := now.Sub(s.lastSweep) >= sweepEvery
-	if due {
-		s.lastSweep = now
-	}
+	due := s.now().Sub(s.lastSweep) >= sweepEvery
 	s.sweepMu.Unlock()
-	if !due {
-		return
+	if due {
+		s.sweep(ctx)
 	}
+}
+
+// sweep deletes the expired conversations, then the least recently used beyond the bound. A failure is logged:
+// expired conversations are invisible anyway, and the next sweep drops the others.
+func (s *DB) sweep(ctx context.Context) {
+	s.sweepMu.Lock()
+	defer s.sweepMu.Unlock()
+	s.lastSweep = s.now()
+	s.sinceSweep.Store(0)
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		return deleteConversations(ctx, tx, `updated_ms < $1`, s.cutoff())
+		// Newest first: past the bound, or past the cutoff, a row goes. LIMIT with the largest BIGINT: SQLite needs
+		// a LIMIT before OFFSET, and Postgres takes no negative one.
+		rows, err := tx.QueryContext(ctx, `SELECT id, updated_ms FROM conversations ORDER BY updated_ms DESC, id`)
+		if err != nil {
+			return err
+		}
+		var doomed []any
+		cutoff := s.cutoff()
+		for n := 0; rows.Next(); n++ {
+			var id string
+			var updated int64
+			if err := rows.Scan(&id, &updated); err != nil {
+				rows.Close()
+				return err
+			}
+			if n >= s.max || updated < cutoff {
+				doomed = append(doomed, id)
+			}
+		}
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			return err
+		}
+		for len(doomed) > 0 {
+			batch := doomed[:min(len(doomed), 500)]
+			doomed = doomed[len(batch):]
+			marks := make([]string, len(batch))
+			for i := range batch {
+				marks[i] = fmt.Sprintf("$%d", i+1)
+			}
+			in := strings.Join(marks, ",")
+			for _, q := range []string{
+				`DELETE FROM conversation_messages WHERE conversation_id IN (` + in + `)`,
+				`DELETE FROM conversation_sources WHERE conversation_id IN (` + in + `)`,
+				`DELETE FROM conversations WHERE id IN (` + in + `)`,
+			} {
+				if _, err := tx.ExecContext(ctx, q, batch...); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
 	})
 	if err != nil {
-		s.logger.Warn("store: deleting expired conversations failed", "db", s.where, "err", err)
+		s.logger.Warn("store: deleting expired and surplus conversations failed", "db", s.where, "err", err)
 	}
 }
 
@@ -195,35 +236,71 @@ func (s *DB) sources(ctx context.Context, id string, n int) ([]host.Reference, e
 	return out, nil
 }
 
+// The statements of Append, prepared when the database opens.
+const (
+	// qStart writes a conversation's first messages: its row, new or made by Create.
+	qStart = `INSERT INTO conversations (id, created_ms, updated_ms, messages, sources) VALUES ($1, $2, $2, $3, $4)
+		ON CONFLICT (id) DO UPDATE SET messages = excluded.messages, sources = excluded.sources, updated_ms = excluded.updated_ms
+		WHERE conversations.messages = 0 AND conversations.updated_ms >= $5
+		RETURNING sources, created_ms`
+	qContinue = `UPDATE conversations SET messages = messages + $1, sources = sources + $2, updated_ms = $3
+		WHERE id = $4 AND messages = $5 AND updated_ms >= $6 RETURNING sources`
+	qMessage = `INSERT INTO conversation_messages (conversation_id, seq, message) VALUES ($1, $2, $3)`
+	qSource  = `INSERT INTO conversation_sources (conversation_id, number, title, uri, content) VALUES ($1, $2, $3, $4, $5)`
+)
+
+// prepared are the statements prepared when the database opens.
+var prepared = []string{qStart, qContinue, qMessage, qSource}
+
 // Append implements host.ConversationStore. The counts are compared and swapped in the metadata row, so that of
 // two runs appending from the same version, on any replicas, one wins and the other gets
-// host.ErrConversationConflict.
+// host.ErrConversationConflict. The first Append of a conversation Create only drew an id for writes its row.
 func (s *DB) Append(ctx context.Context, id string, version int, messages []llm.Message, sources []host.Reference) error {
+	now := millis(s.now())
+	inserted := false
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		var nsrc int
-		err := tx.QueryRowContext(ctx, `UPDATE conversations SET messages = messages + $1, sources = sources + $2, updated_ms = $3
-			WHERE id = $4 AND messages = $5 AND updated_ms >= $6 RETURNING sources`,
-			len(messages), len(sources), millis(s.now()), id, version, s.cutoff()).Scan(&nsrc)
+		var err error
+		if version == 0 {
+			var created int64
+			st, perr := s.stmt(ctx, tx, qStart)
+			if perr != nil {
+				return perr
+			}
+			err = st.QueryRowContext(ctx, id, now, len(messages), len(sources), s.cutoff()).Scan(&nsrc, &created)
+			inserted = err == nil && created == now
+		} else {
+			st, perr := s.stmt(ctx, tx, qContinue)
+			if perr != nil {
+				return perr
+			}
+			err = st.QueryRowContext(ctx, len(messages), len(sources), now, id, version, s.cutoff()).Scan(&nsrc)
+		}
 		if errors.Is(err, sql.ErrNoRows) {
 			return s.whyNotAppended(ctx, tx, id, version)
 		}
 		if err != nil {
 			return err
 		}
-		if err := insertRows(ctx, tx, `conversation_messages (conversation_id, seq, message)`, len(messages), func(i int) ([]any, error) {
+		if err := s.insertRows(ctx, tx, qMessage, len(messages), func(i int) ([]any, error) {
 			b, err := json.Marshal(messages[i])
 			return []any{id, version + i, string(b)}, err
 		}); err != nil {
 			return err
 		}
 		first := nsrc - len(sources) + 1
-		return insertRows(ctx, tx, `conversation_sources (conversation_id, number, title, uri, content)`, len(sources), func(i int) ([]any, error) {
+		return s.insertRows(ctx, tx, qSource, len(sources), func(i int) ([]any, error) {
 			r := sources[i]
 			return []any{id, first + i, r.Title, r.URI, r.Content}, nil
 		})
 	})
 	if err != nil && !errors.Is(err, host.ErrConversationConflict) && !errors.Is(err, host.ErrUnknownConversation) {
 		return fmt.Errorf("store: appending to conversation %q: %w", id, err)
+	}
+	if err == nil && inserted {
+		s.created(ctx)
+	} else if err == nil {
+		s.maybeSweep(ctx)
 	}
 	return err
 }
@@ -241,36 +318,22 @@ func (s *DB) whyNotAppended(ctx context.Context, tx *sql.Tx, id string, version 
 	return fmt.Errorf("%w (%q has %d messages, the run started from %d)", host.ErrConversationConflict, id, n, version)
 }
 
-// insertBatch is how many rows one INSERT carries: well under SQLite's 32766 parameters.
-const insertBatch = 200
-
-// insertRows inserts n rows into table (with its column list), row(i) giving the values of row i, in statements
-// of up to insertBatch rows.
-func insertRows(ctx context.Context, tx *sql.Tx, table string, n int, row func(i int) ([]any, error)) error {
-	for start := 0; start < n; start += insertBatch {
-		end := min(start+insertBatch, n)
-		var q strings.Builder
-		q.WriteString("INSERT INTO " + table + " VALUES ")
-		var args []any
-		for i := start; i < end; i++ {
-			vals, err := row(i)
-			if err != nil {
-				return err
-			}
-			if i > start {
-				q.WriteByte(',')
-			}
-			q.WriteByte('(')
-			for j, v := range vals {
-				if j > 0 {
-					q.WriteByte(',')
-				}
-				args = append(args, v)
-				fmt.Fprintf(&q, "$%d", len(args))
-			}
-			q.WriteByte(')')
+// insertRows inserts n rows with the one-row INSERT query, row(i) giving the values of row i: a prepared statement
+// run n times costs less than parsing a statement of n rows.
+func (s *DB) insertRows(ctx context.Context, tx *sql.Tx, query string, n int, row func(i int) ([]any, error)) error {
+	if n == 0 {
+		return nil
+	}
+	st, err := s.stmt(ctx, tx, query)
+	if err != nil {
+		return err
+	}
+	for i := range n {
+		vals, err := row(i)
+		if err != nil {
+			return err
 		}
-		if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
+		if _, err := st.ExecContext(ctx, vals...); err != nil {
 			return err
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers "pgx"
@@ -64,8 +65,11 @@ type DB struct {
 	now      func() time.Time
 	logger   *slog.Logger
 
-	sweepMu   sync.Mutex
-	lastSweep time.Time
+	stmts sync.Map // query → *sql.Stmt, prepared at Open
+
+	sweepMu    sync.Mutex // held by a sweep
+	lastSweep  time.Time
+	sinceSweep atomic.Int64 // conversations created since the last sweep
 }
 
 var _ host.ConversationStore = (*DB)(nil)
@@ -110,6 +114,11 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 			return nil, fmt.Errorf("store: %w", err)
 		}
 		s.db, err = sql.Open("sqlite", SQLiteDSN(opts.Path))
+		if err == nil {
+			// One connection: SQLite has one writer at a time, and runs waiting their turn in Go cost nothing,
+			// where connections waiting for the file's lock poll and sleep.
+			s.db.SetMaxOpenConns(1)
+		}
 	case Postgres:
 		if opts.DSN == "" {
 			return nil, errors.New("store: no Postgres connection string given")
@@ -124,6 +133,10 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 	}
 	if err := s.migrate(ctx); err != nil {
 		s.db.Close()
+		return nil, err
+	}
+	if err := s.prepare(ctx); err != nil {
+		s.Close()
 		return nil, err
 	}
 	if opts.Backend == SQLite {
@@ -155,7 +168,35 @@ func (o Options) Where() string {
 }
 
 // Close closes the database.
-func (s *DB) Close() error { return s.db.Close() }
+func (s *DB) Close() error {
+	s.stmts.Range(func(_, st any) bool {
+		st.(*sql.Stmt).Close()
+		return true
+	})
+	return s.db.Close()
+}
+
+// prepare prepares the statements the hot paths use. It runs at Open: preparing inside a transaction would wait for
+// a second connection, which SQLite's pool does not have.
+func (s *DB) prepare(ctx context.Context) error {
+	for _, q := range prepared {
+		st, err := s.db.PrepareContext(ctx, q)
+		if err != nil {
+			return fmt.Errorf("store: preparing %q: %w", q, err)
+		}
+		s.stmts.Store(q, st)
+	}
+	return nil
+}
+
+// stmt returns query, which prepare prepared, for tx.
+func (s *DB) stmt(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt, error) {
+	st, ok := s.stmts.Load(query)
+	if !ok {
+		return tx.PrepareContext(ctx, query)
+	}
+	return tx.StmtContext(ctx, st.(*sql.Stmt)), nil
+}
 
 // Backend returns SQLite or Postgres.
 func (s *DB) Backend() string { return s.backend }

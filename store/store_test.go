@@ -143,8 +143,25 @@ func TestConversationCreateWithID(t *testing.T) {
 		if _, err := db.Load(ctx, "nope"); !errors.Is(err, host.ErrUnknownConversation) || !strings.Contains(err.Error(), `"nope"`) {
 			t.Errorf("Load(nope): err = %v", err)
 		}
-		if err := db.Append(ctx, "nope", 0, []llm.Message{{Role: llm.RoleUser, Content: "x"}}, nil); !errors.Is(err, host.ErrUnknownConversation) {
-			t.Errorf("Append(nope): err = %v", err)
+		if err := db.Append(ctx, "nope", 2, []llm.Message{{Role: llm.RoleUser, Content: "x"}}, nil); !errors.Is(err, host.ErrUnknownConversation) {
+			t.Errorf("Append(nope) at version 2: err = %v", err)
+		}
+		// A new id is only drawn: the conversation exists from its first Append, at version 0.
+		id, err := db.Create(ctx, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Load(ctx, id); !errors.Is(err, host.ErrUnknownConversation) {
+			t.Errorf("Load of a drawn id before its first Append: err = %v", err)
+		}
+		if err := db.Append(ctx, id, 0, []llm.Message{{Role: llm.RoleUser, Content: "x"}}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Append(ctx, "ctx-1", 0, []llm.Message{{Role: llm.RoleUser, Content: "y"}}, nil); err != nil {
+			t.Errorf("the first Append to a created conversation: %v", err)
+		}
+		if err := db.Append(ctx, "ctx-1", 0, []llm.Message{{Role: llm.RoleUser, Content: "z"}}, nil); !errors.Is(err, host.ErrConversationConflict) {
+			t.Errorf("a second Append at version 0: err = %v, want ErrConversationConflict", err)
 		}
 	})
 }
