@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -195,6 +196,10 @@ func TestParseFlags(t *testing.T) {
 		{[]string{"-n", "0"}, "-n must be at least 1"},
 		{[]string{"-duration", "0s"}, "-duration must be positive"},
 		{[]string{"extra"}, "unexpected arguments"},
+		{[]string{"-state", "memory,sqlite,postgres", "-durable", "none,all"}, ""},
+		{[]string{"-state", "redis"}, `-state "redis"`},
+		{[]string{"-durable", "tasks"}, `-durable "tasks"`},
+		{[]string{"-state", "sqlite", "-agenthost", "/bin/agenthost"}, "-state and -durable need the built-in wiring"},
 	}
 	for _, tt := range tests {
 		cfg, err := parseFlags(tt.args, io.Discard)
@@ -207,5 +212,26 @@ func TestParseFlags(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 			t.Errorf("parseFlags(%q) error = %v, want one containing %q", tt.args, err, tt.wantErr)
 		}
+	}
+}
+
+// TestStateMatrix runs the tool over every state backend, with and without durable runs, in one invocation: each
+// combination's calls all succeed, and the comparison table has a row for each.
+func TestStateMatrix(t *testing.T) {
+	var stdout, stderr strings.Builder
+	err := run(t.Context(), []string{"-state", "memory,sqlite,postgres", "-durable", "none,all", "-n", "3", "-duration", "1s",
+		"-warmup", "300ms", "-latency", "5ms", "-top", "0", "-cpuprofile", filepath.Join(t.TempDir(), "cpu.pprof")}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("run: %v\nstderr:\n%s", err, stderr.String())
+	}
+	out := stdout.String()
+	table := out[strings.LastIndex(out, "state  durable_runs"):]
+	for _, row := range []string{"memory  none", "sqlite  none", "sqlite   all", "postgres  none", "postgres   all"} {
+		if !regexp.MustCompile(`(?m)^\s*` + strings.Join(strings.Fields(row), `\s+`) + `\s+\S+\s+\S+\s+\S+\s+\S+\s+\S+\s+\S+\s+0\s*$`).MatchString(table) {
+			t.Errorf("no row for %q with no failures in:\n%s", row, table)
+		}
+	}
+	if strings.Count(out, "runs:          ") != 5 {
+		t.Errorf("want 5 reports:\n%s", out)
 	}
 }

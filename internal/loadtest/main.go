@@ -32,8 +32,13 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
+
+	"github.com/agenthost/agenthost/config"
+	"github.com/agenthost/agenthost/internal/pgtest"
 )
 
 func main() {
@@ -74,6 +79,12 @@ type options struct {
 	client     string
 	top        int
 	maxFailLog int
+
+	// states and durables are the state backends and durable_runs values measured, every combination in turn;
+	// state and durable are the combination being measured.
+	states, durables []string
+	state, durable   string
+	stateDir, dsn    string // the combination's SQLite directory or Postgres database
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
@@ -93,6 +104,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&c.selfProf, "self-cpuprofile", "", "also write this process's own CPU profile of the window (clients and fake model) to `file`")
 	fs.IntVar(&c.top, "top", 25, "entries of the server's CPU and heap profiles to print (go tool pprof -top); 0 for none")
 	fs.IntVar(&c.maxFailLog, "show-failures", 5, "distinct failure messages to print")
+	states := fs.String("state", "memory", "state backends to measure, comma-separated: memory, sqlite, postgres (a throwaway cluster)")
+	durables := fs.String("durable", "none", "durable_runs values to measure, comma-separated: none, all")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage: loadtest [flags]\n\nMeasures agenthost serve --http under concurrent MCP clients. Flags:")
 		fs.PrintDefaults()
@@ -110,19 +123,73 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	case c.duration <= 0 || c.warmup < 0 || c.latency < 0 || c.chunkSize < 0:
 		return nil, errors.New("-duration must be positive; -warmup, -latency and -chunk-size not negative")
 	}
+	c.states, c.durables = strings.Split(*states, ","), strings.Split(*durables, ",")
+	for _, st := range c.states {
+		if st != config.StateMemory && st != config.StateSQLite && st != config.StatePostgres {
+			return nil, fmt.Errorf("-state %q: want memory, sqlite or postgres", st)
+		}
+	}
+	for _, d := range c.durables {
+		if d != config.DurableNone && d != config.DurableAll {
+			return nil, fmt.Errorf("-durable %q: want none or all", d)
+		}
+	}
+	if c.agenthost != "" && (len(c.states) > 1 || len(c.durables) > 1 || c.states[0] != config.StateMemory || c.durables[0] != config.DurableNone) {
+		return nil, errors.New("-state and -durable need the built-in wiring: leave out -agenthost")
+	}
 	return c, nil
 }
 
-// run is the whole measurement: it parses args, starts everything, drives the load and writes the report to stdout.
+// run is the whole measurement: it parses args, then for each combination of state backend and durable_runs
+// starts everything, drives the load and writes the report to stdout; with several, a table compares them.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg, err := parseFlags(args, stderr)
 	if err != nil {
 		return err
 	}
-	rep, err := measure(ctx, cfg, stderr)
-	if err != nil {
-		return err
+	var cluster *pgtest.Cluster
+	if slices.Contains(cfg.states, config.StatePostgres) {
+		fmt.Fprintln(stderr, "loadtest: starting a throwaway PostgreSQL cluster")
+		if cluster, err = pgtest.Start(); err != nil {
+			return err
+		}
+		defer cluster.Stop()
 	}
-	rep.write(stdout)
+	var reps []*report
+	for _, state := range cfg.states {
+		for _, d := range cfg.durables {
+			if state == config.StateMemory && d != config.DurableNone {
+				continue // durable runs need a database
+			}
+			c := *cfg
+			c.state, c.durable = state, d
+			switch state {
+			case config.StateSQLite:
+				dir, err := os.MkdirTemp("", "agenthost-loadtest-state-")
+				if err != nil {
+					return err
+				}
+				defer os.RemoveAll(dir)
+				c.stateDir = dir
+			case config.StatePostgres:
+				if c.dsn, err = cluster.CreateDatabase(ctx); err != nil {
+					return err
+				}
+			}
+			if len(cfg.states)*len(cfg.durables) > 1 {
+				fmt.Fprintf(stdout, "== state %s, durable_runs %s\n", state, d)
+			}
+			rep, err := measure(ctx, &c, stderr)
+			if err != nil {
+				return fmt.Errorf("state %s, durable_runs %s: %w", state, d, err)
+			}
+			rep.write(stdout)
+			fmt.Fprintln(stdout)
+			reps = append(reps, rep)
+		}
+	}
+	if len(reps) > 1 {
+		writeComparison(stdout, reps)
+	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"text/tabwriter"
 	"time"
 )
 
@@ -89,6 +90,7 @@ func (r *report) perRun(d time.Duration) time.Duration {
 func (r *report) write(w io.Writer) {
 	c := r.cfg
 	fmt.Fprintf(w, "server:        %s, tool %s, open-files limit %s\n", r.server, r.toolName, r.fdLimit)
+	fmt.Fprintf(w, "state:         %s, durable_runs %s\n", orDefault(r.cfg.state, "memory"), orDefault(r.cfg.durable, "none"))
 	fmt.Fprintf(w, "load:          %d %s clients, model latency %v, window %v after %v warm-up, chunk size %d, progress tokens %v, standalone SSE %v\n",
 		c.clients, c.client, c.latency, r.window.Round(time.Millisecond), c.warmup, c.chunkSize, c.progress, !c.noSSE)
 	fmt.Fprintf(w, "runs:          %d in the window, %d calls in all, %d failed\n", r.completed, r.calls, r.failures)
@@ -131,3 +133,26 @@ func (r *report) write(w io.Writer) {
 func ms(d time.Duration) string { return fmt.Sprintf("%.1fms", float64(d)/float64(time.Millisecond)) }
 func us(d time.Duration) string { return fmt.Sprintf("%.0fµs", float64(d)/float64(time.Microsecond)) }
 func mib(b int64) float64       { return float64(b) / (1 << 20) }
+
+// writeComparison writes the reports side by side, each against the first.
+func writeComparison(w io.Writer, reps []*report) {
+	base := reps[0]
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "state\tdurable_runs\truns/s\tCPU/run\tvs first\tadded p50\tadded p99\tpeak RSS MiB\tfailed\t")
+	for _, r := range reps {
+		ratio := "-"
+		if b := base.perRun(base.serverCPU); b > 0 {
+			ratio = fmt.Sprintf("%+.0f%%", 100*(float64(r.perRun(r.serverCPU))/float64(b)-1))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%s\t%s\t%s\t%s\t%.1f\t%d\t\n", r.cfg.state, r.cfg.durable, r.throughput,
+			us(r.perRun(r.serverCPU)), ratio, ms(r.added(0.50)), ms(r.added(0.99)), mib(r.peakRSS), r.failures)
+	}
+	tw.Flush()
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}

@@ -14,12 +14,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/agenthost/agenthost/builtin"
 	"github.com/agenthost/agenthost/config"
+	"github.com/agenthost/agenthost/durable"
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/internal/httpedge"
 	"github.com/agenthost/agenthost/internal/wiring"
@@ -45,6 +47,10 @@ func serveChild(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	fs := flag.NewFlagSet("loadtest server", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	modelURL := fs.String("model-url", "", "base URL of the OpenAI-compatible model")
+	state := fs.String("state", config.StateMemory, "[state] backend")
+	durableRuns := fs.String("durable", config.DurableNone, "[state] durable_runs")
+	stateDir := fs.String("state-dir", "", "directory of the SQLite state file")
+	dsn := fs.String("dsn", "", "Postgres connection string")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -59,11 +65,16 @@ func serveChild(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	}()
 
 	cfg := config.Default()
+	cfg.State.Backend, cfg.State.DurableRuns = *state, *durableRuns
+	if *stateDir != "" {
+		cfg.State.Path = filepath.Join(*stateDir, "agenthost.db")
+	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	handler, toolName, err := agentHandler(ctx, cfg, *modelURL, logger)
+	handler, toolName, closeAgent, err := agentHandler(ctx, cfg, *modelURL, *dsn, logger)
 	if err != nil {
 		return fmt.Errorf("server: %w", err)
 	}
+	defer closeAgent()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return fmt.Errorf("server: %w", err)
@@ -85,26 +96,67 @@ func serveChild(ctx context.Context, args []string, stdin io.Reader, stdout, std
 }
 
 // agentHandler builds the agent's MCP handler as cmd/agenthost's build and cmdServe do for cfg, with the model at
-// modelURL and no MCP servers: the tools are the configured built-ins.
-func agentHandler(ctx context.Context, cfg *config.Config, modelURL string, logger *slog.Logger) (http.Handler, string, error) {
+// modelURL and no MCP servers: the tools are the configured built-ins. The state is cfg's [state], the Postgres
+// database at dsn; with durable runs, the calls run on the durable engine. Call the returned function at the end.
+func agentHandler(ctx context.Context, cfg *config.Config, modelURL, dsn string, logger *slog.Logger) (http.Handler, string, func(), error) {
 	m := cfg.Model
 	m.BaseURL, m.Model = modelURL, modelName
 	model, err := openai.New(wiring.OpenAIOptions(m, "", logger))
 	if err != nil {
-		return nil, "", err
+		return nil, "", nil, err
 	}
 	builtins, err := builtin.New(cfg.Builtin.Tools, &builtin.Options{Logger: logger})
 	if err != nil {
-		return nil, "", err
+		return nil, "", nil, err
+	}
+	getenv := func(string) string { return dsn }
+	opts := wiring.HostOptions(cfg, logger)
+	conversations, db, err := wiring.OpenState(ctx, cfg, getenv, logger)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	opts.Conversations = conversations
+	closers := []func(){}
+	closeAll := func() {
+		for _, c := range slices.Backward(closers) {
+			c()
+		}
+	}
+	if db != nil {
+		closers = append(closers, func() { db.Close() })
 	}
 	tools := host.NewToolManager([]host.Toolset{builtins}, &host.ToolManagerOptions{Logger: logger})
-	orch := host.New(model, tools, wiring.HostOptions(cfg, logger))
-	srv, err := mcpserver.New(ctx, orch, wiring.ServerOptions(cfg, "loadtest", mcpserver.SamplingOff, logger))
+	orch := host.New(model, tools, opts)
+	sopts := wiring.ServerOptions(cfg, "loadtest", mcpserver.SamplingOff, logger)
+	if db != nil && wiring.Durable(cfg, "mcp") {
+		stateOpts, err := wiring.StateOptions(cfg, getenv, logger)
+		if err != nil {
+			closeAll()
+			return nil, "", nil, err
+		}
+		eopts, err := wiring.EngineOptions(cfg, stateOpts, "loadtest", logger)
+		if err != nil {
+			closeAll()
+			return nil, "", nil, err
+		}
+		engine, err := durable.New(ctx, orch, eopts)
+		if err == nil {
+			err = engine.Launch()
+		}
+		if err != nil {
+			closeAll()
+			return nil, "", nil, err
+		}
+		closers = append(closers, func() { engine.Close() })
+		sopts.Run = engine.Run
+	}
+	srv, err := mcpserver.New(ctx, orch, sopts)
 	if err != nil {
-		return nil, "", err
+		closeAll()
+		return nil, "", nil, err
 	}
 	h := srv.Handler(wiring.HTTPOptions(cfg.Serve, "", "127.0.0.1:0", func() any { return []any{} }))
-	return h, srv.ToolName(), nil
+	return h, srv.ToolName(), closeAll, nil
 }
 
 // serverProc is the server's child process, seen from the parent.
@@ -131,7 +183,14 @@ func startServer(ctx context.Context, cfg *options, modelURL string, stderr io.W
 			return nil, fmt.Errorf("start server: %w", err)
 		}
 		p.kind = "built-in wiring (agenthost serve --http defaults)"
-		p.cmd = exec.Command(exe, "-model-url", modelURL)
+		args := []string{"-model-url", modelURL, "-state-dir", cfg.stateDir, "-dsn", cfg.dsn}
+		if cfg.state != "" {
+			args = append(args, "-state", cfg.state)
+		}
+		if cfg.durable != "" {
+			args = append(args, "-durable", cfg.durable)
+		}
+		p.cmd = exec.Command(exe, args...)
 		p.cmd.Env = append(os.Environ(), roleEnv+"="+roleServer)
 		ready = p.parseChildLine
 	} else {
