@@ -40,7 +40,7 @@ func TestDefault(t *testing.T) {
 		{"Model.APIKeyEnv", c.Model.APIKeyEnv, "OPENAI_API_KEY"},
 		{"Model.RequestTimeout", c.Model.RequestTimeout.Duration, 5 * time.Minute},
 		{"Model.IdleTimeout", c.Model.IdleTimeout.Duration, 60 * time.Second},
-		{"Model.MaxRetries", c.Model.MaxRetries, 2},
+		{"Model.MaxRetries", c.Model.MaxRetries, 4},
 		{"Model.MaxTokens", c.Model.MaxTokens, 0},
 		{"Model.ContextTokens", c.Model.ContextTokens, 128000},
 		{"Model.Script", c.Model.Script, ""},

@@ -31,7 +31,7 @@ import (
 // Defaults for the zero values of Options.
 const (
 	DefaultBaseURL     = "https://api.openai.com/v1"
-	DefaultMaxRetries  = 2
+	DefaultMaxRetries  = 4
 	DefaultIdleTimeout = 60 * time.Second
 
 	// maxIdleConnsPerHost is how many idle connections to the model API are kept for reuse.

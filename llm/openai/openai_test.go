@@ -350,7 +350,7 @@ func TestRetries(t *testing.T) {
 		{"503 twice then success", 0, []fakellm.Turn{{Status: 503}, {Status: 503}, ok}, 3, ""},
 		{"connection cut before the first chunk, then success", 0,
 			[]fakellm.Turn{{Text: "lost", CutAfter: fakellm.Immediately}, ok}, 2, ""},
-		{"retries exhausted", 0,
+		{"retries exhausted", 2,
 			[]fakellm.Turn{
 				{Status: 429, ErrorMessage: "rate limited", RetryAfter: time.Millisecond},
 				{Status: 429, ErrorMessage: "rate limited", RetryAfter: time.Millisecond},
