@@ -206,6 +206,9 @@ type ToolPolicy struct {
 	Prompt string
 	// FormatPrompt is added to the system prompt once the tool was used in the run.
 	FormatPrompt string
+	// RetryOnDisconnect makes a call of an MCP tool, in flight when its server went away, be made again once the
+	// server is back, as for tools annotated readOnlyHint or idempotentHint.
+	RetryOnDisconnect bool
 }
 
 // IsEnabled reports whether the tool is offered: Enabled, or true when unset.
@@ -239,6 +242,8 @@ type MCPServer struct {
 	ProtocolVersion string
 	// ConnectTimeout bounds connecting and listing tools at start-up: positive, default 30s.
 	ConnectTimeout Duration
+	// ReconnectWait bounds how long a call made while the server reconnects waits for it: positive, default 10s.
+	ReconnectWait Duration
 	// Required makes a failure to connect a start-up error instead of a skipped server.
 	Required bool
 	// Include and Exclude are path.Match patterns on the server's own tool names. An empty Include keeps
@@ -500,7 +505,7 @@ func DefaultSubAgent() SubAgent {
 
 // DefaultMCPServer returns an MCPServer with every default set and no transport fields.
 func DefaultMCPServer() MCPServer {
-	return MCPServer{ConnectTimeout: Duration{30 * time.Second}, SamplingMaxTokens: 1024}
+	return MCPServer{ConnectTimeout: Duration{30 * time.Second}, ReconnectWait: Duration{10 * time.Second}, SamplingMaxTokens: 1024}
 }
 
 // DefaultA2APeer returns an A2APeer with every default set and no URL.

@@ -53,7 +53,7 @@ func TestDefault(t *testing.T) {
 			HTTP: "127.0.0.1:8765", A2A: "127.0.0.1:8766", Path: "/mcp", MaxBodyBytes: 4194304, ProgressInterval: Duration{250 * time.Millisecond},
 			InputTimeout: Duration{10 * time.Minute}, MaxWaitingCalls: 100,
 		}},
-		{"DefaultMCPServer", DefaultMCPServer(), MCPServer{ConnectTimeout: Duration{30 * time.Second}, SamplingMaxTokens: 1024}},
+		{"DefaultMCPServer", DefaultMCPServer(), MCPServer{ConnectTimeout: Duration{30 * time.Second}, ReconnectWait: Duration{10 * time.Second}, SamplingMaxTokens: 1024}},
 		{"Serve.A2APublicURL", c.Serve.A2APublicURL, ""},
 		{"Serve.Skills", c.Serve.Skills, []Skill(nil)},
 		{"DefaultA2APeer", DefaultA2APeer(), A2APeer{Timeout: Duration{5 * time.Minute}, PollInterval: Duration{time.Second}}},
@@ -181,6 +181,7 @@ func TestValidateProgrammatic(t *testing.T) {
 model.model: required when provider is "openai"
 mcp.servers: the Order field must list each of the 1 names exactly once (got [])
 mcp.servers.fs.connect_timeout: must be positive (got "0s")
+mcp.servers.fs.reconnect_wait: must be positive (got "0s")
 mcp.servers.fs.sampling_max_tokens: must be at least 1 (got 0)`
 	if err == nil || err.Error() != want {
 		t.Fatalf("Validate() =\n%v\nwant\n%s", err, want)

@@ -337,13 +337,14 @@ func (d *decoder) limits(path []string, v any, l *Limits) {
 
 func (d *decoder) toolPolicy(path []string, v any, p *ToolPolicy) {
 	d.table(path, v, map[string]fieldFunc{
-		"enabled":          d.boolPtr(&p.Enabled),
-		"exclusive":        d.boolean(&p.Exclusive),
-		"forced":           d.boolean(&p.Forced),
-		"takes_control":    d.boolean(&p.TakesControl),
-		"require_approval": d.boolean(&p.RequireApproval),
-		"prompt":           d.str(&p.Prompt),
-		"format_prompt":    d.str(&p.FormatPrompt),
+		"enabled":             d.boolPtr(&p.Enabled),
+		"exclusive":           d.boolean(&p.Exclusive),
+		"forced":              d.boolean(&p.Forced),
+		"takes_control":       d.boolean(&p.TakesControl),
+		"require_approval":    d.boolean(&p.RequireApproval),
+		"prompt":              d.str(&p.Prompt),
+		"format_prompt":       d.str(&p.FormatPrompt),
+		"retry_on_disconnect": d.boolean(&p.RetryOnDisconnect),
 	})
 }
 
@@ -358,6 +359,7 @@ func (d *decoder) mcpServer(path []string, v any, s *MCPServer) {
 		"headers":             d.strMap(&s.Headers),
 		"protocol_version":    d.str(&s.ProtocolVersion),
 		"connect_timeout":     d.duration(&s.ConnectTimeout),
+		"reconnect_wait":      d.duration(&s.ReconnectWait),
 		"required":            d.boolean(&s.Required),
 		"include":             d.strList(&s.Include),
 		"exclude":             d.strList(&s.Exclude),

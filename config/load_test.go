@@ -98,6 +98,7 @@ takes_control = true
 require_approval = true
 prompt = "p"
 format_prompt = "f"
+retry_on_disconnect = true
 
 [mcp.servers.fs]
 transport = "stdio"
@@ -107,6 +108,7 @@ env = { A = "1" }
 cwd = "/tmp"
 protocol_version = "2025-06-18"
 connect_timeout = "10s"
+reconnect_wait = "3s"
 required = true
 include = ["read_*"]
 exclude = ["*_dangerous"]
@@ -198,20 +200,20 @@ description = "Summarizes a text."
 		AgentOrder: []string{"analyst"},
 		Tools: map[string]ToolPolicy{"fs_read_file": {
 			Enabled: ptr(false), Exclusive: true, Forced: true, TakesControl: true, RequireApproval: true,
-			Prompt: "p", FormatPrompt: "f",
+			Prompt: "p", FormatPrompt: "f", RetryOnDisconnect: true,
 		}},
 		MCP: MCP{
 			Servers: map[string]MCPServer{
 				"fs": {
 					Transport: "stdio", Command: "npx", Args: []string{"-y", "server"}, Env: map[string]string{"A": "1"},
-					Cwd: "/tmp", ProtocolVersion: "2025-06-18", ConnectTimeout: Duration{10 * time.Second},
+					Cwd: "/tmp", ProtocolVersion: "2025-06-18", ConnectTimeout: Duration{10 * time.Second}, ReconnectWait: Duration{3 * time.Second},
 					Required: true, Include: []string{"read_*"}, Exclude: []string{"*_dangerous"}, Prefix: ptr(""),
 					UseInstructions: ptr(false), AllowSampling: ptr(false), SamplingMaxTokens: 99,
 				},
 				"web": {
 					Transport: "http", URL: "https://mcp.example.com/mcp",
 					Headers:        map[string]string{"Authorization": "Bearer t"},
-					ConnectTimeout: Duration{30 * time.Second}, SamplingMaxTokens: 1024,
+					ConnectTimeout: Duration{30 * time.Second}, ReconnectWait: Duration{10 * time.Second}, SamplingMaxTokens: 1024,
 				},
 			},
 			Order: []string{"fs", "web"},
@@ -385,6 +387,10 @@ func TestParseErrors(t *testing.T) {
 			`agent.toml:3: mcp.servers.fs.sampling_max_tokens: must be at least 1 (got 0)`},
 		{"connect_timeout", "[mcp.servers.fs]\ncommand = \"x\"\nconnect_timeout = \"0s\"\n", nil,
 			`agent.toml:3: mcp.servers.fs.connect_timeout: must be positive (got "0s")`},
+		{"reconnect_wait", "[mcp.servers.fs]\ncommand = \"x\"\nreconnect_wait = \"-1s\"\n", nil,
+			`agent.toml:3: mcp.servers.fs.reconnect_wait: must be positive (got "-1s")`},
+		{"retry_on_disconnect", "[tools.\"x\"]\nretry_on_disconnect = \"yes\"\n", nil,
+			`agent.toml:2: tools.x.retry_on_disconnect: must be a boolean (got string "yes")`},
 		{"peer needs url", "[a2a.peers.p]\ndescription = \"d\"\n", nil,
 			`agent.toml:1: a2a.peers.p.url: required`},
 		{"peer url", "[a2a.peers.p]\nurl = \"peer.example.com\"\n", nil,

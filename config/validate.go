@@ -378,6 +378,7 @@ func checkServer(is *issues, p []string, name string, s MCPServer) {
 		is.add(k("protocol_version"), "must be an MCP protocol version such as \"2025-06-18\" (got %q)", s.ProtocolVersion)
 	}
 	checkPositive(is, k("connect_timeout"), s.ConnectTimeout)
+	checkPositive(is, k("reconnect_wait"), s.ReconnectWait)
 	for _, f := range []struct {
 		key      string
 		patterns []string

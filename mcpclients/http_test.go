@@ -95,12 +95,12 @@ func TestHTTPTransportsAndHeaders(t *testing.T) {
 
 // TestHTTPSessionLost restarts the server behind the same URL: the old session is unknown to the new server, so the
 // call fails with an error naming the server, the client reconnects, and the next call works. While the server is
-// down entirely, calls fail at once.
+// down entirely, calls wait for it up to ReconnectWait, then fail.
 func TestHTTPSessionLost(t *testing.T) {
 	h := &swappable{inner: streamable(echoServer("ping"))}
 	ts := httptest.NewServer(h)
 	defer ts.Close()
-	c, err := Connect(t.Context(), []ServerConfig{{Name: "web", Prefix: "web", Transport: TransportHTTP, URL: ts.URL}},
+	c, err := Connect(t.Context(), []ServerConfig{{Name: "web", Prefix: "web", Transport: TransportHTTP, URL: ts.URL, ReconnectWait: 300 * time.Millisecond}},
 		&Options{MinBackoff: 20 * time.Millisecond, MaxBackoff: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -116,7 +116,7 @@ func TestHTTPSessionLost(t *testing.T) {
 	}
 	eventually(t, "the server is marked as reconnecting", func() bool { return c.Status()[0].State == StateReconnecting })
 	res, err = ping.Call(bounded(t), json.RawMessage(`{}`), nil)
-	if err != nil || !res.IsError || !strings.Contains(res.Text, "is not connected") {
+	if err != nil || !res.IsError || !strings.Contains(res.Text, "did not come back within") {
 		t.Errorf("call while down: %+v, %v", res, err)
 	}
 

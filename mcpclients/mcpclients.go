@@ -52,6 +52,12 @@ type ServerConfig struct {
 	AllowSampling bool
 	// SamplingMaxTokens caps the completions the server gets; 0 means its own request's maxTokens.
 	SamplingMaxTokens int
+	// ReconnectWait bounds how long a call made while the server reconnects waits for it, within the call's own
+	// deadline; 0 means 10 seconds, and a negative value means the call fails at once.
+	ReconnectWait time.Duration
+	// RetryOnDisconnect names tools (the server's own names) whose call, in flight when the server went away, is
+	// made again once it is back, as for tools annotated readOnlyHint or idempotentHint.
+	RetryOnDisconnect []string
 }
 
 // Options configures Connect. A nil *Options means all defaults.

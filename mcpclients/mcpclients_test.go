@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -443,10 +444,11 @@ func testReconnect(t *testing.T, protocolVersion string) {
 		return nil, ctx.Err()
 	}))
 	m.servers["s"] = srv
-	c := connect(t, m, nil, ServerConfig{Name: "s", Prefix: "s", ProtocolVersion: protocolVersion})
+	c := connect(t, m, nil, ServerConfig{Name: "s", Prefix: "s", ProtocolVersion: protocolVersion, ReconnectWait: 300 * time.Millisecond})
 	set := c.Toolsets()[0]
 
-	// The connection dies while a call is in flight: the call returns an error result naming the server.
+	// The connection dies while a call is in flight: the call, of a tool that says nothing of being safe to repeat,
+	// returns an error result naming the server and saying it may have taken effect.
 	m.setRefuse("s", true)
 	go func() {
 		<-block
@@ -454,13 +456,14 @@ func testReconnect(t *testing.T, protocolVersion string) {
 	}()
 	// The call must end because the connection broke: the bound only turns a regression into a failure.
 	res, err := findTool(t, set, "s_hang").Call(bounded(t), json.RawMessage(`{}`), nil)
-	if err != nil || !res.IsError || !strings.Contains(res.Text, `MCP server "s"`) {
+	if err != nil || !res.IsError || !strings.Contains(res.Text, `MCP server "s" went away during the call`) ||
+		!strings.Contains(res.Text, "may or may not have taken effect") {
 		t.Fatalf("call in flight when the server died: %+v, %v", res, err)
 	}
 	eventually(t, "the server is marked as reconnecting", func() bool { return c.Status()[0].State == StateReconnecting })
-	// While it is down, a call fails at once, and the tools stay listed.
+	// While it stays down, a call waits for it up to reconnect_wait, then fails; the tools stay listed.
 	res, err = findTool(t, set, "s_ping").Call(bounded(t), json.RawMessage(`{}`), nil)
-	if err != nil || !res.IsError || !strings.Contains(res.Text, "is not connected") {
+	if err != nil || !res.IsError || !strings.Contains(res.Text, `MCP server "s" is down`) || !strings.Contains(res.Text, "did not come back within") {
 		t.Errorf("call while down: %+v, %v", res, err)
 	}
 	eventually(t, "a few reconnection attempts", func() bool { return m.dialCount("s") >= 3 })
@@ -590,4 +593,82 @@ func (a *blockingAsker) Elicit(ctx context.Context, _ *host.ElicitRequest) (*hos
 	<-ctx.Done()
 	a.once.Do(func() { close(a.cancelled) })
 	return nil, ctx.Err()
+}
+
+// A call made while the server reconnects waits for it, and one in flight when it went away is made again once it
+// is back when the tool is annotated read-only or idempotent, or named in RetryOnDisconnect; the others are not.
+func TestCallsAcrossReconnection(t *testing.T) {
+	m := newMemServers()
+	srv := echoServer("ping")
+	var calls sync.Map // tool → *atomic.Int32
+	count := func(name string) *atomic.Int32 {
+		n, _ := calls.LoadOrStore(name, new(atomic.Int32))
+		return n.(*atomic.Int32)
+	}
+	started := make(chan string, 10)
+	// Each tool hangs on its first call, so that the test can cut the connection under it, and answers afterwards.
+	hangOnce := func(name string, annotations *mcp.ToolAnnotations) {
+		tool, _ := textTool(name, nil)
+		tool.Annotations = annotations
+		srv.AddTool(tool, func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			if count(name).Add(1) == 1 {
+				started <- name
+				<-ctx.Done()
+				return nil, ctx.Err()
+			}
+			return text(name + " done"), nil
+		})
+	}
+	hangOnce("lookup", &mcp.ToolAnnotations{ReadOnlyHint: true})
+	hangOnce("upsert", &mcp.ToolAnnotations{IdempotentHint: true})
+	hangOnce("charge", nil)
+	hangOnce("notify", nil)
+	m.servers["s"] = srv
+	c := connect(t, m, nil, ServerConfig{Name: "s", Prefix: "s", RetryOnDisconnect: []string{"notify"}})
+	set := c.Toolsets()[0]
+
+	for _, tc := range []struct {
+		tool     string
+		retried  bool
+		wantText string
+	}{
+		{"lookup", true, "lookup done"},
+		{"upsert", true, "upsert done"},
+		{"notify", true, "notify done"},
+		{"charge", false, "may or may not have taken effect"},
+	} {
+		t.Run(tc.tool, func(t *testing.T) {
+			go func() {
+				<-started
+				m.cut("s") // the server goes away with the call in flight; it can be reached again at once
+			}()
+			res, err := findTool(t, set, "s_"+tc.tool).Call(bounded(t), json.RawMessage(`{}`), nil)
+			if err != nil || !strings.Contains(res.Text, tc.wantText) || res.IsError == tc.retried {
+				t.Fatalf("%s: %+v, %v", tc.tool, res, err)
+			}
+			want := int32(1)
+			if tc.retried {
+				want = 2
+			}
+			if n := count(tc.tool).Load(); n != want {
+				t.Errorf("the server saw %d calls of %s, want %d", n, tc.tool, want)
+			}
+			eventually(t, "the server is back", func() bool { return c.Status()[0].State == StateConnected })
+		})
+	}
+
+	// A call made while the server is away waits for it and succeeds once it is back.
+	m.setRefuse("s", true)
+	m.cut("s")
+	eventually(t, "the server is marked as reconnecting", func() bool { return c.Status()[0].State == StateReconnecting })
+	done := make(chan *host.Result, 1)
+	go func() {
+		res, _ := findTool(t, set, "s_ping").Call(bounded(t), json.RawMessage(`{"n":3}`), nil)
+		done <- res
+	}()
+	eventually(t, "a reconnection attempt fails while the call waits", func() bool { return m.dialCount("s") >= 2 })
+	m.setRefuse("s", false)
+	if res := <-done; res == nil || res.IsError || res.Text != `ping:{"n":3}` {
+		t.Errorf("the call made while the server was away: %+v", res)
+	}
 }

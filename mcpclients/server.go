@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os/exec"
 	"path"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -19,6 +20,7 @@ import (
 
 const (
 	defaultConnectTimeout = 30 * time.Second
+	defaultReconnectWait  = 10 * time.Second
 	defaultMinBackoff     = 500 * time.Millisecond
 	defaultMaxBackoff     = 30 * time.Second
 	maxListedResources    = 20 // resources named in the read_resource tool's description
@@ -26,8 +28,10 @@ const (
 
 // Server is one configured MCP server: a host.Toolset whose tools call it. While it is connected, a supervisor
 // goroutine waits for its session to end; when it ends unexpectedly (the child exited, the HTTP session was lost),
-// the supervisor reconnects with exponential backoff and lists the tools again. Calls made while it is down fail at
-// once with an error result.
+// the supervisor reconnects at once, then with exponential backoff, and lists the tools again. A call made while it
+// is down waits for it, up to ReconnectWait; a call in flight when it went away is made again once it is back when
+// the tool says that is safe (readOnlyHint, idempotentHint, or RetryOnDisconnect), else the model is told the call
+// may or may not have taken effect.
 type Server struct {
 	cfg        ServerConfig
 	opts       *Options
@@ -48,7 +52,8 @@ type Server struct {
 	lastErr      error
 	protocol     string
 	instructions string
-	tools        []host.Tool // a new slice whenever the list changes (see host.Toolset)
+	tools        []host.Tool   // a new slice whenever the list changes (see host.Toolset)
+	changed      chan struct{} // closed, and replaced, when the session comes or goes
 	refresh      chan struct{}
 
 	callsMu sync.Mutex
@@ -79,7 +84,10 @@ func newServer(cfg ServerConfig, opts *Options) *Server {
 	s := &Server{
 		cfg: cfg, opts: opts, logger: logger.With("server", cfg.Name),
 		minBackoff: opts.MinBackoff, maxBackoff: opts.MaxBackoff,
-		state: StateFailed, calls: map[string]inFlight{}, refresh: make(chan struct{}, 1),
+		state: StateFailed, calls: map[string]inFlight{}, refresh: make(chan struct{}, 1), changed: make(chan struct{}),
+	}
+	if s.cfg.ReconnectWait == 0 {
+		s.cfg.ReconnectWait = defaultReconnectWait
 	}
 	if s.minBackoff <= 0 {
 		s.minBackoff = defaultMinBackoff
@@ -196,6 +204,7 @@ func (s *Server) connect(ctx context.Context) error {
 	if init != nil {
 		s.protocol, s.instructions = init.ProtocolVersion, init.Instructions
 	}
+	s.signalLocked()
 	s.mu.Unlock()
 	s.logger.Info("MCP server connected", "transport", s.cfg.Transport, "protocol", s.protocol, "tools", len(tools))
 	return nil
@@ -247,7 +256,7 @@ func (s *Server) list(ctx context.Context, session *mcp.ClientSession) ([]host.T
 			s.logger.Warn("tool skipped: its definition cannot be used", "tool", t.Name, "err", err)
 			continue
 		}
-		tools = append(tools, &tool{server: s, name: t.Name, spec: spec})
+		tools = append(tools, &tool{server: s, name: t.Name, spec: spec, retry: s.retryable(t)})
 	}
 	if init := session.InitializeResult(); init != nil && init.Capabilities != nil && init.Capabilities.Resources != nil {
 		rt, err := s.resourceTool(ctx, session)
@@ -259,6 +268,15 @@ func (s *Server) list(ctx context.Context, session *mcp.ClientSession) ([]host.T
 		}
 	}
 	return tools, nil
+}
+
+// retryable reports whether a call of t in flight when the server went away may be made again: t says it is
+// read-only or idempotent, or the configuration says so.
+func (s *Server) retryable(t *mcp.Tool) bool {
+	if a := t.Annotations; a != nil && (a.ReadOnlyHint || a.IdempotentHint) {
+		return true
+	}
+	return slices.Contains(s.cfg.RetryOnDisconnect, t.Name)
 }
 
 // keep applies the include and exclude patterns to a tool's own name.
@@ -323,6 +341,7 @@ func (s *Server) lost(session *mcp.ClientSession, err error) {
 		err = errors.New("the connection closed")
 	}
 	s.lastErr = err
+	s.signalLocked()
 	s.mu.Unlock()
 	if s.ctx.Err() == nil { // at shutdown, close finds no session left: it is closed here all the same
 		s.logger.Warn("MCP server went away; reconnecting", "err", err)
@@ -332,16 +351,21 @@ func (s *Server) lost(session *mcp.ClientSession, err error) {
 	killProcessGroup(cmd)
 }
 
-// reconnect tries to connect until it succeeds or the server is closed, waiting longer after each failure (doubling
-// from MinBackoff up to MaxBackoff, with jitter). It reports whether it reconnected.
+// reconnect tries to connect until it succeeds or the server is closed: at once, then waiting longer after each
+// failure (doubling from MinBackoff up to MaxBackoff, with jitter). Calls wait for it (see await), so the first
+// attempt costs them nothing when the server comes back at once, as a crashed child does. It reports whether it
+// reconnected.
 func (s *Server) reconnect() bool {
 	delay := s.minBackoff
 	for attempt := 1; ; attempt++ {
-		jittered := delay/2 + rand.N(delay/2+1) // between half and all of the delay
-		select {
-		case <-s.ctx.Done():
-			return false
-		case <-time.After(jittered):
+		if attempt > 1 {
+			jittered := delay/2 + rand.N(delay/2+1) // between half and all of the delay
+			select {
+			case <-s.ctx.Done():
+				return false
+			case <-time.After(jittered):
+			}
+			delay = min(delay*2, s.maxBackoff)
 		}
 		ctx, cancel := context.WithTimeout(s.ctx, s.cfg.ConnectTimeout)
 		err := s.connect(ctx)
@@ -356,8 +380,7 @@ func (s *Server) reconnect() bool {
 		s.mu.Lock()
 		s.lastErr = err
 		s.mu.Unlock()
-		s.logger.Warn("MCP server reconnection failed", "attempt", attempt, "retry_in", min(delay*2, s.maxBackoff), "err", err)
-		delay = min(delay*2, s.maxBackoff)
+		s.logger.Warn("MCP server reconnection failed", "attempt", attempt, "retry_in", delay, "err", err)
 	}
 }
 
@@ -386,18 +409,45 @@ func (s *Server) refreshTools(session *mcp.ClientSession) {
 	s.logger.Info("MCP server's tools changed", "tools", len(tools))
 }
 
-// current returns the session to call, or an error saying why there is none.
-func (s *Server) current() (*mcp.ClientSession, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.session != nil {
-		return s.session, nil
-	}
-	switch s.state {
-	case StateClosed:
-		return nil, fmt.Errorf("MCP server %q is shut down", s.cfg.Name)
-	default:
-		return nil, fmt.Errorf("MCP server %q is not connected (it went away: %v); it is reconnecting, try again shortly", s.cfg.Name, s.lastErr)
+// signalLocked wakes the calls waiting for the session to come or go.
+func (s *Server) signalLocked() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// errWaitEnded is returned by await when ctx ended first.
+var errWaitEnded = errors.New("the call ended while waiting for the server")
+
+// await returns the session to call: the current one, or, while the server reconnects, the next one, waited for
+// up to ReconnectWait or until ctx ends. Otherwise it returns an error saying why there is none.
+func (s *Server) await(ctx context.Context) (*mcp.ClientSession, error) {
+	var deadline <-chan time.Time
+	start := time.Now()
+	for {
+		s.mu.Lock()
+		session, state, changed, lastErr := s.session, s.state, s.changed, s.lastErr
+		s.mu.Unlock()
+		switch {
+		case session != nil:
+			return session, nil
+		case state == StateClosed:
+			return nil, fmt.Errorf("MCP server %q is shut down", s.cfg.Name)
+		case state == StateFailed:
+			return nil, fmt.Errorf("MCP server %q is not connected: %v", s.cfg.Name, lastErr)
+		}
+		if deadline == nil {
+			t := time.NewTimer(max(s.cfg.ReconnectWait, 0))
+			defer t.Stop()
+			deadline = t.C
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return nil, errWaitEnded
+		case <-deadline:
+			return nil, fmt.Errorf("MCP server %q is down (it went away: %v) and did not come back within %s; it is still reconnecting, try again later",
+				s.cfg.Name, lastErr, time.Since(start).Round(100*time.Millisecond))
+		}
 	}
 }
 
@@ -412,6 +462,7 @@ func (s *Server) close() {
 	if s.state != StateFailed {
 		s.state = StateClosed
 	}
+	s.signalLocked()
 	s.mu.Unlock()
 	if session != nil {
 		_ = session.Close() // closes stdin, waits for the child, signals it if it lingers

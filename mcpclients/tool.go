@@ -18,6 +18,9 @@ type tool struct {
 	server *Server
 	name   string // the server's own name for it
 	spec   host.ToolSpec
+	// retry makes a call that was in flight when the server went away be made again once it is back: the tool is
+	// read-only or idempotent, by its annotations or by the configuration.
+	retry bool
 }
 
 var _ host.Tool = (*tool)(nil)
@@ -28,7 +31,7 @@ func (t *tool) Spec() host.ToolSpec { return t.spec }
 // the SDK send notifications/cancelled to the server.
 func (t *tool) Call(ctx context.Context, args json.RawMessage, call *host.Call) (*host.Result, error) {
 	params := &mcp.CallToolParams{Name: t.name, Arguments: args}
-	return t.server.do(ctx, call, params, func(ctx context.Context, session *mcp.ClientSession) (*host.Result, error) {
+	return t.server.do(ctx, call, params, t.retry, func(ctx context.Context, session *mcp.ClientSession) (*host.Result, error) {
 		res, err := session.CallTool(ctx, params)
 		if err != nil {
 			return nil, err
@@ -40,31 +43,45 @@ func (t *tool) Call(ctx context.Context, args json.RawMessage, call *host.Call) 
 // progressParams is a request's params that can carry a progress token.
 type progressParams interface{ SetProgressToken(any) }
 
-// do runs one request to the server for a call: it fails at once when the server is down, registers the call for
+// do runs one request to the server for a call: it waits for the server while it reconnects, registers the call for
 // its progress and the server's questions, and turns failures into results the model can read. A failure of the
-// connection itself (not an error the server answered with) marks the server as lost, so it reconnects.
-func (s *Server) do(ctx context.Context, call *host.Call, params progressParams, f func(context.Context, *mcp.ClientSession) (*host.Result, error)) (*host.Result, error) {
-	session, err := s.current()
-	if err != nil {
-		return &host.Result{Text: err.Error(), IsError: true}, nil
+// connection itself (not an error the server answered with) marks the server as lost, so it reconnects; the request
+// is then made once more on the new connection when retry says that is safe.
+func (s *Server) do(ctx context.Context, call *host.Call, params progressParams, retry bool, f func(context.Context, *mcp.ClientSession) (*host.Result, error)) (*host.Result, error) {
+	for attempt := 0; ; attempt++ {
+		session, err := s.await(ctx)
+		if err != nil {
+			if errors.Is(err, errWaitEnded) {
+				return nil, ctx.Err()
+			}
+			return &host.Result{Text: err.Error(), IsError: true}, nil
+		}
+		res, err := s.once(ctx, call, params, session, f)
+		switch {
+		case err == nil:
+			return res, nil
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		case s.ctx.Err() != nil:
+			return &host.Result{Text: fmt.Sprintf("MCP server %q was shut down during the call", s.cfg.Name), IsError: true}, nil
+		case isServerError(err):
+			return &host.Result{Text: fmt.Sprintf("MCP server %q returned an error: %v", s.cfg.Name, err), IsError: true}, nil
+		}
+		s.lost(session, err)
+		if !retry || attempt > 0 {
+			return &host.Result{Text: fmt.Sprintf("MCP server %q went away during the call (%v): the call may or may not have taken effect. "+
+				"The server is reconnecting; check before calling again if the call must not happen twice.", s.cfg.Name, err), IsError: true}, nil
+		}
+		s.logger.Info("MCP server went away during a call; calling again once it is back")
 	}
+}
+
+// once makes the request once on session, registered for its progress and the server's questions.
+func (s *Server) once(ctx context.Context, call *host.Call, params progressParams, session *mcp.ClientSession, f func(context.Context, *mcp.ClientSession) (*host.Result, error)) (*host.Result, error) {
 	token, callCtx, done := s.track(ctx, call)
 	defer done()
 	params.SetProgressToken(token)
-	res, err := f(context.WithValue(callCtx, callKey{}, call), session)
-	switch {
-	case err == nil:
-		return res, nil
-	case ctx.Err() != nil:
-		return nil, ctx.Err()
-	case s.ctx.Err() != nil:
-		return &host.Result{Text: fmt.Sprintf("MCP server %q was shut down during the call", s.cfg.Name), IsError: true}, nil
-	case isServerError(err):
-		return &host.Result{Text: fmt.Sprintf("MCP server %q returned an error: %v", s.cfg.Name, err), IsError: true}, nil
-	default:
-		s.lost(session, err)
-		return &host.Result{Text: fmt.Sprintf("MCP server %q failed during the call (%v); it is reconnecting, try again shortly", s.cfg.Name, err), IsError: true}, nil
-	}
+	return f(context.WithValue(callCtx, callKey{}, call), session)
 }
 
 // isServerError reports whether err is an error the server answered with, as opposed to a failed connection.
@@ -134,7 +151,7 @@ func (r *resourceReader) Call(ctx context.Context, args json.RawMessage, call *h
 		return &host.Result{Text: `read_resource needs {"uri": "<the resource's URI>"}`, IsError: true}, nil
 	}
 	params := &mcp.ReadResourceParams{URI: in.URI}
-	return r.server.do(ctx, call, params, func(ctx context.Context, session *mcp.ClientSession) (*host.Result, error) {
+	return r.server.do(ctx, call, params, true, func(ctx context.Context, session *mcp.ClientSession) (*host.Result, error) { // reading is safe to repeat
 		res, err := session.ReadResource(ctx, params)
 		if err != nil {
 			return nil, err

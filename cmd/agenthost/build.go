@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 
@@ -141,6 +142,8 @@ func mcpServers(cfg *config.Config, honourRequired bool) []mcpclients.ServerConf
 			Headers:           s.Headers,
 			ProtocolVersion:   s.ProtocolVersion,
 			ConnectTimeout:    s.ConnectTimeout.Duration,
+			ReconnectWait:     s.ReconnectWait.Duration,
+			RetryOnDisconnect: retryOnDisconnect(cfg.Tools, s.PrefixOrName(name)),
 			Required:          s.Required && honourRequired,
 			Include:           s.Include,
 			Exclude:           s.Exclude,
@@ -150,6 +153,24 @@ func mcpServers(cfg *config.Config, honourRequired bool) []mcpclients.ServerConf
 			SamplingMaxTokens: s.SamplingMaxTokens,
 		})
 	}
+	return out
+}
+
+// retryOnDisconnect returns the server's own names of the tools whose policy says retry_on_disconnect: the policies
+// name tools by their final names, "<prefix>_<tool>" (or the bare name without a prefix).
+func retryOnDisconnect(policies map[string]config.ToolPolicy, prefix string) []string {
+	var out []string
+	for name, p := range policies {
+		if !p.RetryOnDisconnect {
+			continue
+		}
+		if prefix == "" {
+			out = append(out, name)
+		} else if own, ok := strings.CutPrefix(name, prefix+"_"); ok {
+			out = append(out, own)
+		}
+	}
+	slices.Sort(out)
 	return out
 }
 
