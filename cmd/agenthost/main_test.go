@@ -19,6 +19,7 @@ import (
 
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/internal/fakellm"
+	"github.com/agenthost/agenthost/internal/pgtest"
 )
 
 // binary is the agenthost binary built once for the tests that run it as a child process.
@@ -50,6 +51,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	pgtest.StopStarted()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -47,12 +47,17 @@ var (
 // Main runs the package's tests with a cluster started on first use and stopped at the end.
 func Main(m *testing.M) {
 	code := m.Run()
+	StopStarted()
+	os.Exit(code)
+}
+
+// StopStarted stops the cluster NewDatabase started, if it did: for a TestMain of its own.
+func StopStarted() {
 	if current != nil {
 		if err := current.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "pgtest:", err)
 		}
 	}
-	os.Exit(code)
 }
 
 // NewDatabase returns the connection string of a new, empty database on the package's cluster, starting the

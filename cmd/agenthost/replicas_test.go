@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agenthost/agenthost/internal/fakellm"
+	"github.com/agenthost/agenthost/internal/pgtest"
+)
+
+// replicaConfig writes the configuration that every replica of the fleet shares: state in Postgres (the connection
+// string from DATABASE_URL), every run durable, the executor from REPLICA, and stateless HTTP.
+func replicaConfig(t *testing.T, dir string, llm *fakellm.Server) string {
+	t.Helper()
+	config := agentConfig(t, dir, "fleet", llm.URL, `"current_time"`, "\n[serve]\nstateless = true\n")
+	b, err := os.ReadFile(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared := strings.Replace(string(b), "[state]\n", "[state]\nbackend = \"postgres\"\ndurable_runs = \"all\"\nexecutor_id = \"${REPLICA}\"\n", 1)
+	if err := os.WriteFile(config, []byte(shared), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return config
+}
+
+// askMCP calls the agent tool of the server at url once, in a session of its own, and returns its structured
+// content.
+func askMCP(t *testing.T, url string, args map[string]any) map[string]any {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), a2aWait)
+	defer cancel()
+	session, err := mcp.NewClient(&mcp.Implementation{Name: "fleet-test", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer session.Close()
+	res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "ask_fleet", Arguments: args})
+	if err != nil || res.IsError {
+		t.Fatalf("ask_fleet %v: %+v, %v", args, res, err)
+	}
+	b, _ := json.Marshal(res.StructuredContent)
+	var out map[string]any
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestReplicas runs two agenthost serve processes, stateless, on one Postgres: a conversation started on one
+// continues on the other, and an A2A task created on one is read and listed through the other.
+func TestReplicas(t *testing.T) {
+	llm := fakellm.New()
+	t.Cleanup(llm.Close)
+	dsn := pgtest.NewDatabase(t)
+	config := replicaConfig(t, t.TempDir(), llm)
+	args := []string{"serve", "--config", config, "--http", "127.0.0.1:0", "--a2a", "127.0.0.1:0"}
+	a := startServeA2A(t, []string{"TEST_KEY=sk-fleet", "DATABASE_URL=" + dsn, "REPLICA=replica-a"}, args...)
+	b := startServeA2A(t, []string{"TEST_KEY=sk-fleet", "DATABASE_URL=" + dsn, "REPLICA=replica-b"}, args...)
+
+	llm.Enqueue(fakellm.Turn{Text: "Noted: blue."}, fakellm.Turn{Text: "You said blue."})
+	first := askMCP(t, a.mcpURL, map[string]any{"prompt": "Remember: blue."})
+	id, _ := first["conversation_id"].(string)
+	if id == "" || first["answer"] != "Noted: blue." {
+		t.Fatalf("the first call, on replica A: %v", first)
+	}
+	second := askMCP(t, b.mcpURL, map[string]any{"prompt": "What did I say?", "conversation_id": id})
+	if second["conversation_id"] != id || second["answer"] != "You said blue." {
+		t.Fatalf("the second call, on replica B: %v", second)
+	}
+	checkMessages(t, llm.Requests()[1].Messages, "user:Remember: blue.", "assistant:Noted: blue.", "user:What did I say?")
+
+	llm.Enqueue(fakellm.Turn{Text: "Done on A."})
+	tk := a2aOK[a2aOut](t, a.base, "send", map[string]any{"text": "Do it."}).task(t)
+	if tk.Status.State != "TASK_STATE_COMPLETED" {
+		t.Fatalf("the task on A: %+v", tk)
+	}
+	got := a2aOK[a2aTask](t, b.base, "get", map[string]any{"id": tk.ID})
+	if text, _ := a2aAnswerOf(t, got); got.Status.State != "TASK_STATE_COMPLETED" || text != "Done on A." {
+		t.Errorf("the task read on B: %+v", got)
+	}
+	list := a2aOK[a2aList](t, b.base, "list", map[string]any{"contextId": tk.ContextID})
+	if list.TotalSize != 1 || list.Tasks[0].ID != tk.ID {
+		t.Errorf("the tasks listed on B: %+v", list)
+	}
+	if e := a2aFails(t, b.base, "cancel", map[string]any{"id": tk.ID}); a2aCode(e) != -32002 {
+		t.Errorf("cancelling A's finished task on B: %+v, want TaskNotCancelableError", e)
+	}
+}
