@@ -3,7 +3,10 @@ package a2a
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -12,14 +15,38 @@ import (
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/internal/fakellm"
 	"github.com/agenthost/agenthost/internal/httpedge"
+	"github.com/agenthost/agenthost/internal/testwait"
 	"github.com/agenthost/agenthost/llm/openai"
 )
 
 // memTaskStore is a TaskStore in memory, shared by the servers of a test as a database is by replicas.
 type memTaskStore struct {
-	mu    sync.Mutex
-	tasks map[string]*StoredTask
-	saves int
+	mu      sync.Mutex
+	tasks   map[string]*StoredTask
+	signals []TaskSignal
+	saves   int
+}
+
+func (m *memTaskStore) Signal(_ context.Context, taskID, kind string, body json.RawMessage) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.signals = append(m.signals, TaskSignal{TaskID: taskID, Kind: kind, Body: body})
+	return nil
+}
+
+func (m *memTaskStore) TakeSignals(_ context.Context, taskIDs []string) ([]TaskSignal, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out, rest []TaskSignal
+	for _, sig := range m.signals {
+		if slices.Contains(taskIDs, sig.TaskID) {
+			out = append(out, sig)
+		} else {
+			rest = append(rest, sig)
+		}
+	}
+	m.signals = rest
+	return out, nil
 }
 
 func (m *memTaskStore) SaveTask(_ context.Context, t *StoredTask) error {
@@ -73,9 +100,10 @@ func (m *memTaskStore) ListTasks(_ context.Context, q TaskQuery) ([]*StoredTask,
 	return match, total, nil
 }
 
-// TestServerStoredTasks runs two servers on one TaskStore, as two replicas on one database. The task runs on the
-// first and waits for an approval; the second reads and lists it, but cannot answer, cancel or stream it; once the
-// first finishes it, the second reads the answer.
+// TestServerStoredTasks runs two servers on one TaskStore, as two replicas on one database. A task runs on the
+// first and waits for an approval; the second reads and lists it, streams it, and passes on the answer, which the
+// first takes; the stream on the second sees the task to its end. A task that hangs on the first is canceled
+// through the second.
 func TestServerStoredTasks(t *testing.T) {
 	llm := fakellm.New()
 	t.Cleanup(llm.Close)
@@ -105,7 +133,6 @@ func TestServerStoredTasks(t *testing.T) {
 	if tk.Status.State != stateInputRequired {
 		t.Fatalf("task %s, want input-required", asJSON(tk))
 	}
-
 	got := getTaskV1(t, b, tk.ID)
 	if got.Status.State != stateInputRequired || got.Status.Message == nil || !strings.Contains(partsText(got.Status.Message.Parts), "danger") {
 		t.Errorf("GetTask on the other server: %s", asJSON(got))
@@ -119,30 +146,20 @@ func TestServerStoredTasks(t *testing.T) {
 	if rr.Error != nil || json.Unmarshal(rr.Result, &list) != nil || list.TotalSize != 1 || list.Tasks[0].ID != tk.ID {
 		t.Errorf("ListTasks on the other server: %s %v", rr.Result, rr.Error)
 	}
-	for _, call := range []struct {
-		method string
-		params any
-	}{
-		{"SendMessage", sendMessageParams([]any{map[string]any{"data": map[string]any{"approved": true}}}, map[string]any{"taskId": tk.ID}, nil)},
-		{"CancelTask", map[string]any{"id": tk.ID}},
-		{"SubscribeToTask", map[string]any{"id": tk.ID}},
-	} {
-		e := wantRPCError(t, callRPC(t, b, "1.0", call.method, call.params), codeUnsupportedOperation, false)
-		if e != nil && !strings.Contains(e.Message, "in another agenthost process") {
-			t.Errorf("%s on the other server: %q", call.method, e.Message)
-		}
-	}
 	if tool.calls.Load() != 0 {
 		t.Fatal("the tool ran without its approval")
 	}
 
-	done := sendMessageV1(t, a, sendMessageParams([]any{map[string]any{"data": map[string]any{"approved": true}}}, map[string]any{"taskId": tk.ID}, nil))
-	if done.Status.State != stateCompleted {
-		t.Fatalf("after approval: %s", asJSON(done))
+	// The answer goes through the second server; the blocking send there returns the finished task.
+	done := sendMessageV1(t, b, sendMessageParams([]any{map[string]any{"data": map[string]any{"approved": true}}}, map[string]any{"taskId": tk.ID}, nil))
+	if done.Status.State != stateCompleted || len(done.Artifacts) != 1 || !strings.HasPrefix(partsText(done.Artifacts[0].Parts), "It is done.") {
+		t.Fatalf("after the approval through the other server: %s", asJSON(done))
 	}
-	got = getTaskV1(t, b, tk.ID)
-	if got.Status.State != stateCompleted || len(got.Artifacts) != 1 || !strings.HasPrefix(partsText(got.Artifacts[0].Parts), "It is done.") || len(got.History) != len(done.History) {
-		t.Errorf("the finished task on the other server: %s\nwant %s", asJSON(got), asJSON(done))
+	if n := tool.calls.Load(); n != 1 {
+		t.Errorf("the tool ran %d times, want 1", n)
+	}
+	if got := getTaskV1(t, a, tk.ID); got.Status.State != stateCompleted || len(got.History) != len(done.History) {
+		t.Errorf("the task on its own server: %s\nwant %s", asJSON(got), asJSON(done))
 	}
 	// Saved at each change of state (submitted, working, input-required, working, completed), not for each event.
 	shared.mu.Lock()
@@ -150,5 +167,54 @@ func TestServerStoredTasks(t *testing.T) {
 	shared.mu.Unlock()
 	if saves != 5 {
 		t.Errorf("%d saves, want 5", saves)
+	}
+
+	// A task that hangs on the first server is streamed and canceled through the second.
+	before := llm.RequestCount()
+	llm.Enqueue(fakellm.Turn{HangAfter: fakellm.Immediately})
+	hung := sendMessageV1(t, a, sendMessageParams([]any{textParam("take your time")}, nil, map[string]any{"returnImmediately": true}))
+	testwait.Until(t, serverWaitLimit, "the model is asked", func() bool { return llm.RequestCount() > before })
+	req, _ := http.NewRequestWithContext(testwait.Context(t, serverWaitLimit), http.MethodPost, b,
+		strings.NewReader(`{"jsonrpc":"2.0","id":"s","method":"SubscribeToTask","params":{"id":"`+hung.ID+`"}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("A2A-Version", "1.0")
+	stream, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Body.Close()
+	cancelled := make(chan []byte, 1)
+	go func() { // the stream is read below until the task ends
+		body := `{"jsonrpc":"2.0","id":8,"method":"CancelTask","params":{"id":"` + hung.ID + `"}}`
+		creq, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, b, strings.NewReader(body))
+		creq.Header.Set("Content-Type", "application/json")
+		creq.Header.Set("A2A-Version", "1.0")
+		var out []byte
+		if cresp, err := http.DefaultClient.Do(creq); err == nil {
+			out, _ = io.ReadAll(cresp.Body)
+			cresp.Body.Close()
+		}
+		cancelled <- out
+	}()
+	evs := readRPCStream(t, stream)
+	var lastState taskState
+	for _, ev := range evs {
+		var r streamResponse
+		if json.Unmarshal(ev.Result, &r) == nil && r.StatusUpdate != nil {
+			lastState = r.StatusUpdate.Status.State
+		}
+	}
+	if len(evs) < 2 || lastState != stateCanceled {
+		t.Errorf("the stream through the other server ended with %q after %d events", lastState, len(evs))
+	}
+	var rr2 struct {
+		Result task `json:"result"`
+	}
+	if err := json.Unmarshal(<-cancelled, &rr2); err != nil || rr2.Result.Status.State != stateCanceled ||
+		!strings.Contains(statusText(rr2.Result.Status), "canceled by its caller") {
+		t.Fatalf("CancelTask through the other server: %+v, %v", rr2, err)
+	}
+	if got := getTaskV1(t, a, hung.ID); got.Status.State != stateCanceled {
+		t.Errorf("the canceled task on its own server: %s", asJSON(got))
 	}
 }

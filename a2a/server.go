@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"reflect"
 	"strings"
 	"sync"
 	"time"
@@ -98,6 +99,9 @@ func NewServer(orch *host.Orchestrator, opts *ServerOptions) *Server {
 	}
 	s.store = newTaskStore(o.MaxTasks, o.now, o.Tasks, s.logger)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	if o.Tasks != nil {
+		s.wg.Go(s.watchSignals)
+	}
 	return s
 }
 
@@ -316,8 +320,8 @@ func (c *rpcCall) subscribe() {
 		writeError(c.w, c.req.ID, newError(codeUnsupportedOperation, "task %q is in a terminal state", p.ID).forVersion(c.v))
 		return
 	}
-	if st.stored {
-		writeError(c.w, c.req.ID, errElsewhere(st).forVersion(c.v))
+	if st.stored { // another process runs it: its saved states are followed
+		c.relay(st, c.s.follow(c.r.Context(), st, false, nil))
 		return
 	}
 	c.relay(st, c.s.store.subscribe(st))
@@ -394,7 +398,10 @@ func (c *rpcCall) cancelTask() (any, *rpcError) {
 	case state.terminal():
 		return nil, newError(codeTaskNotCancelable, "task %q is %s and cannot be canceled", p.ID, state.short())
 	case st.stored:
-		return nil, errElsewhere(st)
+		if err := c.s.cancelRemote(c.r.Context(), st); err != nil {
+			return nil, err
+		}
+		return c.taskResult(c.s.store.snapshot(st, p.HistoryLength)), nil
 	}
 	st.cancel(errCanceledByCaller)
 	select {
@@ -407,11 +414,22 @@ func (c *rpcCall) cancelTask() (any, *rpcError) {
 
 var errCanceledByCaller = errors.New("the task was canceled by its caller")
 
-// errElsewhere is the error for an unfinished task of another process: its run is not here to stream, answer or
-// cancel.
-func errElsewhere(st *serverTask) *rpcError {
-	return newError(codeUnsupportedOperation, "task %q is %s in another agenthost process, which alone can stream, answer or cancel it; GetTask shows its state",
-		st.id, st.t.Status.State.short())
+// answerRemote passes an answer to the question of a task another process runs, and follows the task from there.
+// The running process checks the answer as it checks its own callers'.
+func (s *Server) answerRemote(ctx context.Context, st *serverTask, m message, endOnly bool) (*serverTask, *subscriber, *rpcError) {
+	current := s.store.snapshot(st, ptr(0))
+	switch {
+	case m.ContextID != "" && m.ContextID != st.contextID:
+		return nil, nil, newError(codeInvalidParams, "message.contextId %q does not match the task's context %q", m.ContextID, st.contextID)
+	case !current.Status.State.interrupted():
+		return nil, nil, newError(codeUnsupportedOperation, "task %q is working and waits for no input; wait for it or cancel it", st.id)
+	}
+	m.ContextID, m.Role = st.contextID, roleUser
+	if err := s.signal(ctx, st, signalAnswer, m); err != nil {
+		return nil, nil, err
+	}
+	asked := current.Status
+	return st, s.follow(ctx, st, endOnly, func(t task) bool { return reflect.DeepEqual(t.Status, asked) }), nil
 }
 
 func (c *rpcCall) listTasks() (any, *rpcError) {
@@ -472,7 +490,7 @@ func (s *Server) answer(ctx context.Context, m message, endOnly bool) (*serverTa
 	s.store.mu.Unlock()
 	switch {
 	case st.stored && !state.terminal():
-		return nil, nil, errElsewhere(st)
+		return s.answerRemote(ctx, st, m, endOnly)
 	case m.ContextID != "" && m.ContextID != st.contextID:
 		return nil, nil, newError(codeInvalidParams, "message.contextId %q does not match the task's context %q", m.ContextID, st.contextID)
 	case state.terminal():

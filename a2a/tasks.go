@@ -50,7 +50,8 @@ type serverTask struct {
 }
 
 // TaskStore keeps a Server's tasks beyond its process, so that GetTask and ListTasks answer for the tasks of an
-// earlier process (after a restart) and of other replicas sharing the store. The Server saves a task when it is
+// earlier process (after a restart) and of other replicas sharing the store, and carries the requests of other
+// replicas to the process that runs a task (see remote.go). The Server saves a task when it is
 // created and whenever its state or history changes (not for each streamed chunk of its answer: the answer is in
 // the save of the state that ends the task). Implementations must be safe for concurrent use.
 type TaskStore interface {
@@ -61,6 +62,10 @@ type TaskStore interface {
 	// ListTasks returns the tasks q selects, most recently updated first (ties by id, descending), and how many
 	// match in all, the cursor aside.
 	ListTasks(ctx context.Context, q TaskQuery) ([]*StoredTask, int, error)
+	// Signal leaves a request for the process that runs the task taskID.
+	Signal(ctx context.Context, taskID, kind string, body json.RawMessage) error
+	// TakeSignals returns the requests left for the tasks taskIDs, oldest first, and deletes them.
+	TakeSignals(ctx context.Context, taskIDs []string) ([]TaskSignal, error)
 }
 
 // StoredTask is a task as a TaskStore keeps it: the fields it filters and orders on, and the task as callers see it

@@ -47,6 +47,16 @@ var migrations = [][]string{
 		`CREATE INDEX a2a_tasks_updated ON a2a_tasks (updated_ms, id)`,
 		`CREATE INDEX a2a_tasks_context ON a2a_tasks (context_id, updated_ms)`,
 	},
+	{ // 3: requests for the process that runs a task (cancel it, answer its question), from another process
+		`CREATE TABLE a2a_signals (
+			id         TEXT PRIMARY KEY,
+			task_id    TEXT NOT NULL,
+			kind       TEXT NOT NULL,
+			body       TEXT NOT NULL,
+			created_ms BIGINT NOT NULL
+		)`,
+		`CREATE INDEX a2a_signals_task ON a2a_signals (task_id)`,
+	},
 }
 
 // SchemaVersion is the version of the schema this agenthost writes.

@@ -91,3 +91,31 @@ func ids(tasks []*Task) string {
 	}
 	return s
 }
+
+func TestTaskSignals(t *testing.T) {
+	backends(t, Options{}, func(t *testing.T, db *DB) {
+		ctx := t.Context()
+		for _, s := range []struct{ task, kind, body string }{{"t1", "cancel", "{}"}, {"t2", "answer", `{"text":"yes"}`}, {"t1", "answer", `{"text":"no"}`}} {
+			if err := db.Signal(ctx, s.task, s.kind, []byte(s.body)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got, err := db.TakeSignals(ctx, nil); err != nil || got != nil {
+			t.Errorf("no task: %v, %v", got, err)
+		}
+		got, err := db.TakeSignals(ctx, []string{"t1", "t3"})
+		if err != nil || len(got) != 2 || got[0].TaskID != "t1" || got[1].TaskID != "t1" {
+			t.Fatalf("t1's signals: %+v, %v", got, err)
+		}
+		kinds := got[0].Kind + "," + got[1].Kind
+		if kinds != "cancel,answer" && kinds != "answer,cancel" {
+			t.Errorf("kinds %s", kinds)
+		}
+		if again, _ := db.TakeSignals(ctx, []string{"t1"}); len(again) != 0 {
+			t.Errorf("t1's signals taken twice: %+v", again)
+		}
+		if t2, _ := db.TakeSignals(ctx, []string{"t2"}); len(t2) != 1 || string(t2[0].Body) != `{"text":"yes"}` {
+			t.Errorf("t2's signals: %+v", t2)
+		}
+	})
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agenthost/agenthost/internal/fakellm"
 	"github.com/agenthost/agenthost/internal/pgtest"
+	"github.com/agenthost/agenthost/internal/testwait"
 )
 
 // replicaConfig writes the configuration that every replica of the fleet shares: state in Postgres (the connection
@@ -53,7 +54,8 @@ func askMCP(t *testing.T, url string, args map[string]any) map[string]any {
 }
 
 // TestReplicas runs two agenthost serve processes, stateless, on one Postgres: a conversation started on one
-// continues on the other, and an A2A task created on one is read and listed through the other.
+// continues on the other, an A2A task created on one is read and listed through the other, and one still running
+// on one is canceled through the other.
 func TestReplicas(t *testing.T) {
 	llm := fakellm.New()
 	t.Cleanup(llm.Close)
@@ -90,5 +92,18 @@ func TestReplicas(t *testing.T) {
 	}
 	if e := a2aFails(t, b.base, "cancel", map[string]any{"id": tk.ID}); a2aCode(e) != -32002 {
 		t.Errorf("cancelling A's finished task on B: %+v, want TaskNotCancelableError", e)
+	}
+
+	// A task that hangs on A is canceled through B: A takes the request from the database and cancels its run.
+	before := llm.RequestCount()
+	llm.Enqueue(fakellm.Turn{HangAfter: fakellm.Immediately})
+	hung := a2aOK[a2aOut](t, a.base, "send", map[string]any{"text": "Take your time.", "returnImmediately": true}).task(t)
+	testwait.Until(t, a2aWait, "the model is asked", func() bool { return llm.RequestCount() > before })
+	canceled := a2aOK[a2aTask](t, b.base, "cancel", map[string]any{"id": hung.ID})
+	if canceled.Status.State != "TASK_STATE_CANCELED" {
+		t.Fatalf("the task canceled through B: %+v", canceled)
+	}
+	if got := a2aOK[a2aTask](t, a.base, "get", map[string]any{"id": hung.ID}); got.Status.State != "TASK_STATE_CANCELED" {
+		t.Errorf("the task on A after the cancel through B: %+v", got)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -311,6 +312,22 @@ func (s taskStore) ListTasks(ctx context.Context, q a2a.TaskQuery) ([]*a2a.Store
 		out[i] = storedTask(t)
 	}
 	return out, total, nil
+}
+
+func (s taskStore) Signal(ctx context.Context, taskID, kind string, body json.RawMessage) error {
+	return s.db.Signal(ctx, taskID, kind, body)
+}
+
+func (s taskStore) TakeSignals(ctx context.Context, taskIDs []string) ([]a2a.TaskSignal, error) {
+	sigs, err := s.db.TakeSignals(ctx, taskIDs)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]a2a.TaskSignal, len(sigs))
+	for i, sig := range sigs {
+		out[i] = a2a.TaskSignal{TaskID: sig.TaskID, Kind: sig.Kind, Body: sig.Body}
+	}
+	return out, nil
 }
 
 func storedTask(t *store.Task) *a2a.StoredTask {
