@@ -50,6 +50,11 @@ type Options struct {
 	ExecutorID string
 	// Logger receives the engine's and DBOS's warnings; nil discards them.
 	Logger *slog.Logger
+	// Heartbeats, set to the state database when it is Postgres, makes the engine say every BeatEvery that its
+	// executor is alive (table agenthost_replicas), and resume the runs of the replicas that have not said so for
+	// DeadAfter: one replica at a time, the one that takes a Postgres advisory lock. 0 means 5s and 30s.
+	Heartbeats           *sql.DB
+	BeatEvery, DeadAfter time.Duration
 }
 
 // Resumer is a front end's part in a run resumed after a crash: given the run's Tag, it returns where the run's
@@ -76,6 +81,12 @@ type Engine struct {
 	mu       sync.Mutex
 	live     map[string]*liveRun // by workflow id: runs whose caller waits for their events
 	resumers map[string]Resumer  // by tag prefix
+
+	executor             string
+	beats                *sql.DB // nil: no heartbeat
+	beatEvery, deadAfter time.Duration
+	stopBeats            context.CancelFunc
+	beating              sync.WaitGroup
 }
 
 // liveRun is the caller's side of a run it started.
@@ -117,7 +128,14 @@ func New(ctx context.Context, orch *host.Orchestrator, opts Options) (*Engine, e
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	e := &Engine{orch: orch, logger: logger, live: map[string]*liveRun{}, resumers: map[string]Resumer{}}
+	e := &Engine{orch: orch, logger: logger, live: map[string]*liveRun{}, resumers: map[string]Resumer{},
+		beats: opts.Heartbeats, beatEvery: opts.BeatEvery, deadAfter: opts.DeadAfter, stopBeats: func() {}}
+	if e.beatEvery <= 0 {
+		e.beatEvery = 5 * time.Second
+	}
+	if e.deadAfter <= 0 {
+		e.deadAfter = 30 * time.Second
+	}
 	cfg := dbos.Config{
 		AppName:            appName(opts.AppName),
 		ApplicationVersion: opts.AppVersion,
@@ -127,6 +145,7 @@ func New(ctx context.Context, orch *host.Orchestrator, opts Options) (*Engine, e
 	if cfg.ExecutorID == "" {
 		cfg.ExecutorID = "local"
 	}
+	e.executor = cfg.ExecutorID
 	switch {
 	case opts.SQLitePath != "":
 		db, err := sql.Open("sqlite", store.SQLiteDSN(opts.SQLitePath)) // DBOS closes it at Shutdown
@@ -193,12 +212,102 @@ func (e *Engine) Handle(prefix string, r Resumer) {
 	e.resumers[prefix] = r
 }
 
-// Launch starts the engine and resumes the runs that this executor left unfinished, at this version.
+// Launch starts the engine and resumes the runs that this executor left unfinished, at this version. With
+// heartbeats, it starts beating and watching the other replicas.
 func (e *Engine) Launch() error {
 	if err := dbos.Launch(e.dctx); err != nil {
 		return fmt.Errorf("durable: %w", err)
 	}
+	if e.beats != nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		e.stopBeats = cancel
+		e.beat(ctx) // at once: a replica that starts is alive
+		e.beating.Go(func() { e.heartbeat(ctx) })
+	}
 	return nil
+}
+
+// heartbeat says the executor is alive every beatEvery, and every other beat takes over the runs of the replicas
+// that stopped beating, until ctx ends.
+func (e *Engine) heartbeat(ctx context.Context) {
+	t := time.NewTicker(e.beatEvery)
+	defer t.Stop()
+	for n := 1; ; n++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		e.beat(ctx)
+		if n%2 == 0 {
+			if err := e.takeOver(ctx); err != nil && ctx.Err() == nil {
+				e.logger.Warn("durable: taking over the runs of stopped replicas failed", "err", err)
+			}
+		}
+	}
+}
+
+func (e *Engine) beat(ctx context.Context) {
+	_, err := e.beats.ExecContext(ctx, `INSERT INTO agenthost_replicas (executor_id, beat_ms) VALUES ($1, $2)
+		ON CONFLICT (executor_id) DO UPDATE SET beat_ms = excluded.beat_ms`, e.executor, time.Now().UnixMilli())
+	if err != nil && ctx.Err() == nil {
+		e.logger.Warn("durable: the heartbeat failed", "executor", e.executor, "err", err)
+	}
+}
+
+// takeoverLock is the Postgres advisory lock that makes one replica at a time take over stopped replicas' runs.
+const takeoverLock = 0x61676e75 // "agnu"
+
+// takeOver resumes, on this replica, the unfinished runs of the replicas that have not beaten for deadAfter, if it
+// gets the lock that makes it the one replica to do so now, and forgets those replicas.
+func (e *Engine) takeOver(ctx context.Context) error {
+	tx, err := e.beats.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var locked bool
+	if err := tx.QueryRowContext(ctx, `SELECT pg_try_advisory_xact_lock($1)`, takeoverLock).Scan(&locked); err != nil || !locked {
+		return err
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT executor_id FROM agenthost_replicas WHERE beat_ms < $1 AND executor_id <> $2`,
+		time.Now().Add(-e.deadAfter).UnixMilli(), e.executor)
+	if err != nil {
+		return err
+	}
+	var dead []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return err
+		}
+		dead = append(dead, id)
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil || len(dead) == 0 {
+		return err
+	}
+	for _, id := range dead {
+		runs, err := dbos.ListWorkflows(e.dctx, dbos.WithFilterExecutorIDs(id), dbos.WithFilterStatus(dbos.WorkflowStatusPending),
+			dbos.WithFilterName(workflowName), dbos.WithFilterLoadInput(false), dbos.WithFilterLoadOutput(false))
+		if err != nil {
+			return err
+		}
+		ids := make([]string, len(runs))
+		for i, r := range runs {
+			ids[i] = r.ID
+		}
+		if len(ids) > 0 {
+			if _, err := dbos.ResumeWorkflows[output](e.dctx, ids); err != nil {
+				return err
+			}
+		}
+		e.logger.Warn("durable: a replica stopped beating; its unfinished runs are resumed", "executor", id, "runs", len(ids))
+		if _, err := tx.ExecContext(ctx, `DELETE FROM agenthost_replicas WHERE executor_id = $1`, id); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
 }
 
 // shutdownTimeout bounds Close.
@@ -207,6 +316,8 @@ const shutdownTimeout = 10 * time.Second
 // Close stops the engine. Runs still going are interrupted: they take no further step, and the next Launch of
 // this executor resumes them.
 func (e *Engine) Close() error {
+	e.stopBeats()
+	e.beating.Wait()
 	return dbos.Shutdown(e.dctx, shutdownTimeout)
 }
 

@@ -245,3 +245,69 @@ func TestRunRelaysEvents(t *testing.T) {
 		}
 	}
 }
+
+// TestTakeOver runs two replicas on one Postgres database. The first starts a run whose tool call hangs and stops
+// (its heartbeat with it); the second, seeing it has not beaten for a while, resumes its run from the last finished
+// step: the model is not asked again for the call that finished, and the run completes on the second replica.
+func TestTakeOver(t *testing.T) {
+	llm := fakellm.New()
+	t.Cleanup(llm.Close)
+	llm.Enqueue(
+		fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "c1", Name: "lookup", Arguments: `{"q":"x"}`}}},
+		fakellm.Turn{Text: "It says x [source 1]."},
+	)
+	db, opts := backends(t)[1].open(t) // Postgres
+	defer db.Close()
+	opts.Heartbeats, opts.BeatEvery, opts.DeadAfter = db.SQL(), 100*time.Millisecond, 600*time.Millisecond
+
+	aOpts := opts
+	aOpts.ExecutorID = "replica-a"
+	a := start(t, db, aOpts, llm.URL, true)
+	a.tool.block.Store(true)
+	runDone := make(chan struct{})
+	go func() {
+		defer close(runDone)
+		for range a.engine.Run(t.Context(), &host.Request{Prompt: "What does it say?", ConversationID: "conv-a", StartConversation: true, Tag: "test:task-a"}) {
+		}
+	}()
+	testwait.Until(t, 30*time.Second, "the tool is called on A", func() bool { return a.tool.calls.Load() == 1 })
+
+	bOpts := opts
+	bOpts.ExecutorID = "replica-b"
+	b := start(t, db, bOpts, llm.URL, false)
+	ended := make(chan *host.Answer, 1)
+	b.engine.Handle("test", func(_ context.Context, _ context.CancelCauseFunc, tag string) *Resumed {
+		return &Resumed{End: func(ans *host.Answer, err error) {
+			if err != nil {
+				t.Errorf("the run taken over failed: %v", err)
+			}
+			ended <- ans
+		}}
+	})
+	if err := b.engine.Launch(); err != nil {
+		t.Fatal(err)
+	}
+	defer b.engine.Close()
+
+	a.engine.Close() // A stops: its run is interrupted, and it beats no more
+	<-runDone
+	var ans *host.Answer
+	select {
+	case ans = <-ended:
+	case <-time.After(60 * time.Second):
+		t.Fatal("B did not take over A's run")
+	}
+	if ans == nil || !strings.HasPrefix(ans.Text, "It says x [1].") {
+		t.Fatalf("the answer of the run taken over: %+v", ans)
+	}
+	if n := llm.RequestCount(); n != 2 {
+		t.Errorf("%d model requests in all, want 2", n)
+	}
+	if a.tool.calls.Load() != 1 || b.tool.calls.Load() != 1 {
+		t.Errorf("tool calls: %d on A, %d on B; want the interrupted one made again on B", a.tool.calls.Load(), b.tool.calls.Load())
+	}
+	var replicas int
+	if err := db.SQL().QueryRowContext(t.Context(), `SELECT count(*) FROM agenthost_replicas WHERE executor_id = 'replica-a'`).Scan(&replicas); err != nil || replicas != 0 {
+		t.Errorf("replica A is still listed (%d, %v)", replicas, err)
+	}
+}

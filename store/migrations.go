@@ -57,6 +57,12 @@ var migrations = [][]string{
 		)`,
 		`CREATE INDEX a2a_signals_task ON a2a_signals (task_id)`,
 	},
+	{ // 4: the replicas running durable runs, and when each last said it was alive
+		`CREATE TABLE agenthost_replicas (
+			executor_id TEXT PRIMARY KEY,
+			beat_ms     BIGINT NOT NULL
+		)`,
+	},
 }
 
 // SchemaVersion is the version of the schema this agenthost writes.

@@ -203,7 +203,7 @@ func startEngine(ctx context.Context, a *app) (*durable.Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", errUsage, configName(a.cfg), err)
 	}
-	eopts, err := wiring.EngineOptions(a.cfg, sopts, version, a.logger)
+	eopts, err := wiring.EngineOptions(a.cfg, a.state, sopts, version, a.logger)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", configName(a.cfg), err)
 	}

@@ -134,7 +134,7 @@ func agentHandler(ctx context.Context, cfg *config.Config, modelURL, dsn string,
 			closeAll()
 			return nil, "", nil, err
 		}
-		eopts, err := wiring.EngineOptions(cfg, stateOpts, "loadtest", logger)
+		eopts, err := wiring.EngineOptions(cfg, db, stateOpts, "loadtest", logger)
 		if err != nil {
 			closeAll()
 			return nil, "", nil, err

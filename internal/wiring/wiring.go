@@ -347,11 +347,12 @@ func Durable(cfg *config.Config, frontEnd string) bool {
 	return cfg.State.DurableRuns == config.DurableTasks && frontEnd == "a2a"
 }
 
-// EngineOptions returns the options of the durable engine on the state database sopts opens (see StateOptions):
+// EngineOptions returns the options of the durable engine on the state database db, which sopts opened (see
+// StateOptions); with Postgres, the engine beats in it and takes over the runs of replicas that stopped:
 // the application is the agent, its version agenthost's and the configuration file's (so that a rebuild of the
 // same agenthost resumes the runs of the one before, and a changed configuration, which could take a run down
 // another path, does not), and the executor [state] executor_id, the host name with Postgres, else "local".
-func EngineOptions(cfg *config.Config, sopts store.Options, version string, logger *slog.Logger) (durable.Options, error) {
+func EngineOptions(cfg *config.Config, db *store.DB, sopts store.Options, version string, logger *slog.Logger) (durable.Options, error) {
 	h := sha256.New()
 	if cfg.Path != "" {
 		b, err := os.ReadFile(cfg.Path)
@@ -373,7 +374,7 @@ func EngineOptions(cfg *config.Config, sopts store.Options, version string, logg
 			opts.ExecutorID = "local"
 		}
 	case store.Postgres:
-		opts.PostgresURL = sopts.DSN
+		opts.PostgresURL, opts.Heartbeats = sopts.DSN, db.SQL()
 		if opts.ExecutorID == "" {
 			host, err := os.Hostname()
 			if err != nil {
