@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -105,5 +108,50 @@ func TestReplicas(t *testing.T) {
 	}
 	if got := a2aOK[a2aTask](t, a.base, "get", map[string]any{"id": hung.ID}); got.Status.State != "TASK_STATE_CANCELED" {
 		t.Errorf("the task on A after the cancel through B: %+v", got)
+	}
+}
+
+// TestReplicaTakesOver kills one of two replicas with SIGKILL in the middle of an A2A task. The other, once the
+// killed one has not beaten for 30 s, resumes the task's run from its last finished step and completes it: the
+// tool that ran is not called again, and the model is asked only the call that had not finished.
+func TestReplicaTakesOver(t *testing.T) {
+	llm := fakellm.New()
+	t.Cleanup(llm.Close)
+	dsn := pgtest.NewDatabase(t)
+	dir := t.TempDir()
+	config := replicaConfig(t, dir, llm)
+	notes := filepath.Join(dir, "notes")
+	args := []string{"serve", "--config", config, "--a2a", "127.0.0.1:0"}
+	env := func(replica string) []string {
+		return []string{"TEST_KEY=sk-fleet", "DATABASE_URL=" + dsn, "REPLICA=" + replica}
+	}
+	noteArgs, _ := json.Marshal(map[string]string{"file": notes, "text": "once"})
+	llm.Enqueue(
+		fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "c1", Name: "fx_note", Arguments: string(noteArgs)}}},
+		fakellm.Turn{HangAfter: fakellm.Immediately}, // replica A dies during this call
+	)
+	a, aBase := startKillable(t, env("replica-a"), regexp.MustCompile(`serving A2A at \S+ \(card (http://[^/\s]+)/`), args...)
+	b := startServeA2A(t, env("replica-b"), args...)
+	tk := a2aOK[a2aOut](t, aBase, "send", map[string]any{"text": "Note it once.", "returnImmediately": true}).task(t)
+	testwait.Until(t, a2aWait, "the second model call", func() bool { return llm.RequestCount() == 2 })
+	if err := a.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	a.Wait()
+
+	llm.Enqueue(fakellm.Turn{Text: "Noted once."})
+	var got a2aTask
+	testwait.Until(t, 2*time.Minute, "replica B completes the task", func() bool {
+		got = a2aOK[a2aTask](t, b.base, "get", map[string]any{"id": tk.ID})
+		return got.Status.State == "TASK_STATE_COMPLETED"
+	})
+	if text, _ := a2aAnswerOf(t, got); text != "Noted once." {
+		t.Errorf("answer %q", text)
+	}
+	if n := llm.RequestCount(); n != 3 {
+		t.Errorf("%d model requests in all, want 3", n)
+	}
+	if b, err := os.ReadFile(notes); err != nil || string(b) != "once\n" {
+		t.Errorf("the note tool's calls: %q (%v), want it called once", b, err)
 	}
 }
