@@ -34,6 +34,19 @@ func (m *memTaskStore) Signal(_ context.Context, taskID, kind string, body json.
 	return nil
 }
 
+func (m *memTaskStore) Orphans(_ context.Context, owner string) ([]*StoredTask, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []*StoredTask
+	for _, t := range m.tasks {
+		if t.Owner == owner && !t.Terminal && !t.Durable {
+			c := *t
+			out = append(out, &c)
+		}
+	}
+	return out, nil
+}
+
 func (m *memTaskStore) TakeSignals(_ context.Context, taskIDs []string) ([]TaskSignal, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -216,5 +229,39 @@ func TestServerStoredTasks(t *testing.T) {
 	}
 	if got := getTaskV1(t, a, hung.ID); got.Status.State != stateCanceled {
 		t.Errorf("the canceled task on its own server: %s", asJSON(got))
+	}
+}
+
+// FailOrphans fails the unfinished tasks an earlier process of the same owner left, unless their runs are durable.
+func TestServerFailOrphans(t *testing.T) {
+	shared := &memTaskStore{tasks: map[string]*StoredTask{}}
+	for _, rec := range []StoredTask{
+		{ID: "plain", State: string(stateWorking), Owner: "a"},
+		{ID: "durable", State: string(stateWorking), Owner: "a", Durable: true},
+		{ID: "other", State: string(stateInputRequired), Owner: "b"},
+	} {
+		rec.Version, rec.ContextID = 3, "c"
+		rec.Task = []byte(`{"id":"` + rec.ID + `","contextId":"c","status":{"state":"` + rec.State + `"}}`)
+		shared.tasks[rec.ID] = &rec
+	}
+	llm := fakellm.New()
+	t.Cleanup(llm.Close)
+	model, err := openai.New(&openai.Options{BaseURL: llm.URL, APIKey: "sk-test", Model: "fake", MaxRetries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := NewServer(host.New(model, host.NewToolManager(nil, nil), nil), &ServerOptions{URL: "http://127.0.0.1/", Tasks: shared, Owner: "a"})
+	defer srv.Close()
+	n, err := srv.FailOrphans(t.Context())
+	if err != nil || n != 1 {
+		t.Fatalf("FailOrphans = %d, %v; want 1", n, err)
+	}
+	var failed task
+	if err := json.Unmarshal(shared.tasks["plain"].Task, &failed); err != nil || failed.Status.State != stateFailed ||
+		!strings.Contains(statusText(failed.Status), "stopped before it finished") || shared.tasks["plain"].Version != 4 || !shared.tasks["plain"].Terminal {
+		t.Errorf("the orphaned task: %+v (%s)", shared.tasks["plain"], shared.tasks["plain"].Task)
+	}
+	if shared.tasks["durable"].State != string(stateWorking) || shared.tasks["other"].State != string(stateInputRequired) {
+		t.Errorf("the durable task or another owner's was touched: %+v, %+v", shared.tasks["durable"], shared.tasks["other"])
 	}
 }

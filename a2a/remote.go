@@ -191,3 +191,42 @@ func changes(a, b task) []*streamResponse {
 	}
 	return out
 }
+
+// orphanMessage is the status message of a task whose process stopped before it finished and whose run was not
+// durable.
+const orphanMessage = "The task was interrupted: the agenthost process running it stopped before it finished. Send the message again."
+
+// FailOrphans fails the unfinished tasks that an earlier process of this Owner left in the TaskStore and that
+// nothing will resume (their runs were not durable), so that their callers learn they are over. It returns how many
+// it failed.
+func (s *Server) FailOrphans(ctx context.Context) (int, error) {
+	if s.store.persist == nil {
+		return 0, nil
+	}
+	orphans, err := s.store.persist.Orphans(ctx, s.opts.Owner)
+	if err != nil {
+		return 0, err
+	}
+	for _, rec := range orphans {
+		st, rerr := fromStored(rec)
+		if rerr != nil {
+			s.logger.Warn("a2a: an orphaned task is unreadable", "task", rec.ID, "err", rerr.Message)
+			continue
+		}
+		msg := agentText(st, orphanMessage)
+		st.t.Status = taskStatus{State: stateFailed, Message: msg, Timestamp: timestamp(s.opts.now())}
+		st.t.History = append(st.t.History, *msg)
+		body, err := json.Marshal(st.t)
+		if err != nil {
+			return 0, err
+		}
+		if err := s.store.persist.SaveTask(ctx, &StoredTask{ID: rec.ID, ContextID: rec.ContextID, State: string(stateFailed), Terminal: true,
+			Updated: s.opts.now(), Version: rec.Version + 1, Task: body, Owner: rec.Owner}); err != nil {
+			return 0, err
+		}
+	}
+	if len(orphans) > 0 {
+		s.logger.Warn("a2a: tasks left unfinished by an earlier process failed", "tasks", len(orphans))
+	}
+	return len(orphans), nil
+}

@@ -48,6 +48,10 @@ type ServerOptions struct {
 	// Run runs the tasks; nil means the orchestrator's own Run. A durable engine's makes them survive a crash: it
 	// tags each run "a2a:<task id>", and the server's Resume takes back a task whose run it resumes.
 	Run host.RunFunc
+	// Owner names this process among those sharing Tasks, and Durable says its tasks' runs survive it (Run is a
+	// durable engine's): FailOrphans fails the tasks an earlier process of this Owner left unfinished otherwise.
+	Owner   string
+	Durable bool
 	// Logger receives the server's log lines; nil discards them.
 	Logger *slog.Logger
 
@@ -98,6 +102,7 @@ func NewServer(orch *host.Orchestrator, opts *ServerOptions) *Server {
 		s.logger = slog.New(slog.DiscardHandler)
 	}
 	s.store = newTaskStore(o.MaxTasks, o.now, o.Tasks, s.logger)
+	s.store.owner, s.store.durable = o.Owner, o.Durable
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if o.Tasks != nil {
 		s.wg.Go(s.watchSignals)

@@ -66,6 +66,8 @@ type TaskStore interface {
 	Signal(ctx context.Context, taskID, kind string, body json.RawMessage) error
 	// TakeSignals returns the requests left for the tasks taskIDs, oldest first, and deletes them.
 	TakeSignals(ctx context.Context, taskIDs []string) ([]TaskSignal, error)
+	// Orphans returns the unfinished tasks of owner whose runs were not durable.
+	Orphans(ctx context.Context, owner string) ([]*StoredTask, error)
 }
 
 // StoredTask is a task as a TaskStore keeps it: the fields it filters and orders on, and the task as callers see it
@@ -76,6 +78,9 @@ type StoredTask struct {
 	Updated              time.Time
 	Version              int64
 	Task                 json.RawMessage
+	// Owner names the process that runs the task; Durable says its run survives that process.
+	Owner   string
+	Durable bool
 }
 
 // TaskQuery selects tasks for TaskStore.ListTasks. Zero fields do not filter.
@@ -109,6 +114,8 @@ type taskStore struct {
 	max     int
 	now     func() time.Time
 	persist TaskStore // nil: memory only
+	owner   string    // this process, in the tasks it saves
+	durable bool      // the runs of its tasks survive it
 	logger  *slog.Logger
 
 	mu       sync.Mutex
@@ -134,7 +141,7 @@ func (s *taskStore) saveLocked(st *serverTask) *StoredTask {
 	st.savedState, st.savedHistory = st.t.Status.State, len(st.t.History)
 	state := st.t.Status.State
 	return &StoredTask{ID: st.id, ContextID: st.contextID, State: string(state), Terminal: state.terminal(),
-		Updated: st.updated, Version: st.version, Task: body}
+		Updated: st.updated, Version: st.version, Task: body, Owner: s.owner, Durable: s.durable}
 }
 
 // save writes rec, if any, to the TaskStore. A failure is logged: the task goes on in memory.

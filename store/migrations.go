@@ -63,6 +63,10 @@ var migrations = [][]string{
 			beat_ms     BIGINT NOT NULL
 		)`,
 	},
+	{ // 5: which process runs a task, and whether its run survives that process
+		`ALTER TABLE a2a_tasks ADD COLUMN owner TEXT NOT NULL DEFAULT ''`,
+		`ALTER TABLE a2a_tasks ADD COLUMN durable INTEGER NOT NULL DEFAULT 0`,
+	},
 }
 
 // SchemaVersion is the version of the schema this agenthost writes.

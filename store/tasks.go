@@ -30,18 +30,22 @@ type Task struct {
 	// two goroutines cannot leave the older state.
 	Version int64
 	Body    []byte
+	// Owner names the process that runs the task (its executor); Durable says its run survives that process.
+	Owner   string
+	Durable bool
 }
 
 // PutTask inserts or replaces a task, unless the database has a newer version of it. It makes room by the bound:
 // the least recently updated terminal tasks go first; unfinished ones are never dropped.
 func (s *DB) PutTask(ctx context.Context, t *Task) error {
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `INSERT INTO a2a_tasks (id, context_id, state, terminal, updated_ms, version, task)
-			VALUES ($1, $2, $3, $4, $5, $6, $7)
+		res, err := tx.ExecContext(ctx, `INSERT INTO a2a_tasks (id, context_id, state, terminal, updated_ms, version, task, owner, durable)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 			ON CONFLICT (id) DO UPDATE SET context_id = excluded.context_id, state = excluded.state,
-				terminal = excluded.terminal, updated_ms = excluded.updated_ms, version = excluded.version, task = excluded.task
+				terminal = excluded.terminal, updated_ms = excluded.updated_ms, version = excluded.version, task = excluded.task,
+				owner = excluded.owner, durable = excluded.durable
 			WHERE a2a_tasks.version < excluded.version`,
-			t.ID, t.ContextID, t.State, boolInt(t.Terminal), millis(t.Updated), t.Version, string(t.Body))
+			t.ID, t.ContextID, t.State, boolInt(t.Terminal), millis(t.Updated), t.Version, string(t.Body), t.Owner, boolInt(t.Durable))
 		if err != nil {
 			return err
 		}
@@ -69,17 +73,17 @@ func boolInt(b bool) int {
 	return 0
 }
 
-const taskColumns = `id, context_id, state, terminal, updated_ms, version, task`
+const taskColumns = `id, context_id, state, terminal, updated_ms, version, task, owner, durable`
 
 func scanTask(row interface{ Scan(...any) error }) (*Task, error) {
 	var t Task
-	var terminal int
+	var terminal, durable int
 	var updated int64
 	var body string
-	if err := row.Scan(&t.ID, &t.ContextID, &t.State, &terminal, &updated, &t.Version, &body); err != nil {
+	if err := row.Scan(&t.ID, &t.ContextID, &t.State, &terminal, &updated, &t.Version, &body, &t.Owner, &durable); err != nil {
 		return nil, err
 	}
-	t.Terminal, t.Updated, t.Body = terminal != 0, fromMillis(updated), []byte(body)
+	t.Terminal, t.Updated, t.Body, t.Durable = terminal != 0, fromMillis(updated), []byte(body), durable != 0
 	return &t, nil
 }
 
@@ -223,4 +227,23 @@ func (s *DB) TakeSignals(ctx context.Context, taskIDs []string) ([]TaskSignal, e
 		return nil, fmt.Errorf("store: taking task signals: %w", err)
 	}
 	return out, nil
+}
+
+// Orphans returns the unfinished tasks of owner whose runs do not survive it: after owner restarted, nothing runs
+// them any more.
+func (s *DB) Orphans(ctx context.Context, owner string) ([]*Task, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+taskColumns+` FROM a2a_tasks WHERE owner = $1 AND terminal = 0 AND durable = 0`, owner)
+	if err != nil {
+		return nil, fmt.Errorf("store: listing orphaned tasks: %w", err)
+	}
+	defer rows.Close()
+	var out []*Task
+	for rows.Next() {
+		t, err := scanTask(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: listing orphaned tasks: %w", err)
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
 }

@@ -119,3 +119,28 @@ func TestTaskSignals(t *testing.T) {
 		}
 	})
 }
+
+func TestOrphans(t *testing.T) {
+	backends(t, Options{}, func(t *testing.T, db *DB) {
+		ctx := t.Context()
+		at := time.UnixMilli(1_700_000_000_000)
+		for _, tk := range []Task{
+			{ID: "plain", State: "TASK_STATE_WORKING", Owner: "a"},
+			{ID: "durable", State: "TASK_STATE_WORKING", Owner: "a", Durable: true},
+			{ID: "done", State: "TASK_STATE_COMPLETED", Terminal: true, Owner: "a"},
+			{ID: "other", State: "TASK_STATE_INPUT_REQUIRED", Owner: "b"},
+		} {
+			tk.Updated, tk.Version, tk.Body, tk.ContextID = at, 1, []byte(`{}`), "c"
+			if err := db.PutTask(ctx, &tk); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := db.Orphans(ctx, "a")
+		if err != nil || len(got) != 1 || got[0].ID != "plain" || got[0].Owner != "a" || got[0].Durable {
+			t.Errorf("orphans of a: %+v, %v", got, err)
+		}
+		if d, _ := db.Task(ctx, "durable"); d == nil || !d.Durable {
+			t.Errorf("the durable task read back: %+v", d)
+		}
+	})
+}

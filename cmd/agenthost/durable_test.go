@@ -169,3 +169,36 @@ func TestMCPDurableRunAfterKill(t *testing.T) {
 		t.Errorf("the note tool's calls: %q (%v), want it called once", b, err)
 	}
 }
+
+// TestA2AOrphanedTaskAfterKill kills `agenthost serve --a2a` in the middle of a task whose run is not durable
+// (durable_runs = "none"): when it starts again, the task, which nothing will run any more, is FAILED with a message
+// saying why, instead of WORKING for ever.
+func TestA2AOrphanedTaskAfterKill(t *testing.T) {
+	llm := fakellm.New()
+	t.Cleanup(llm.Close)
+	dir := t.TempDir()
+	config := a2aConfig(t, dir, "mortal", llm.URL, "")
+	b, _ := os.ReadFile(config)
+	if err := os.WriteFile(config, []byte(strings.Replace(string(b), "[state]\n", "[state]\ndurable_runs = \"none\"\n", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"serve", "--config", config, "--a2a", "127.0.0.1:0"}
+	env := []string{"TEST_KEY=sk-a2a"}
+	llm.Enqueue(fakellm.Turn{HangAfter: fakellm.Immediately})
+	first, base := startKillable(t, env, regexp.MustCompile(`serving A2A at \S+ \(card (http://[^/\s]+)/`), args...)
+	tk := a2aOK[a2aOut](t, base, "send", map[string]any{"text": "Take your time.", "returnImmediately": true}).task(t)
+	testwait.Until(t, a2aWait, "the model is asked", func() bool { return llm.RequestCount() == 1 })
+	if err := first.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	first.Wait()
+
+	srv := startServeA2A(t, env, args...)
+	got := a2aOK[a2aTask](t, srv.base, "get", map[string]any{"id": tk.ID})
+	if got.Status.State != "TASK_STATE_FAILED" || !strings.Contains(got.Status.messageText(), "stopped before it finished") {
+		t.Errorf("the task after the restart: %s %q", got.Status.State, got.Status.messageText())
+	}
+	if n := llm.RequestCount(); n != 1 {
+		t.Errorf("%d model requests, want 1: nothing resumed the run", n)
+	}
+}

@@ -164,12 +164,18 @@ Flags:`)
 		opts := wiring.A2AServerOptions(a.cfg, version, url, token != "", a.logger)
 		if a.state != nil {
 			opts.Tasks = wiring.TaskStore(a.state)
+			if opts.Owner, err = wiring.ExecutorID(a.cfg); err != nil {
+				return fmt.Errorf("%w: %s: %w", errUsage, configName(a.cfg), err)
+			}
 		}
 		if engine != nil && wiring.Durable(a.cfg, "a2a") {
-			opts.Run = engine.Run
+			opts.Run, opts.Durable = engine.Run, true
 		}
 		srv := a2a.NewServer(a.orch, opts)
 		defer srv.Close()
+		if _, err := srv.FailOrphans(ctx); err != nil {
+			a.logger.Warn("failing the tasks an earlier process left unfinished", "err", err)
+		}
 		if engine != nil {
 			engine.Handle(a2a.TagPrefix, func(ctx context.Context, cancel context.CancelCauseFunc, tag string) *durable.Resumed {
 				ia, event, end, ok := srv.Resume(ctx, tag, cancel)

@@ -284,7 +284,19 @@ type taskStore struct{ db *store.DB }
 
 func (s taskStore) SaveTask(ctx context.Context, t *a2a.StoredTask) error {
 	return s.db.PutTask(ctx, &store.Task{ID: t.ID, ContextID: t.ContextID, State: t.State, Terminal: t.Terminal,
-		Updated: t.Updated, Version: t.Version, Body: t.Task})
+		Updated: t.Updated, Version: t.Version, Body: t.Task, Owner: t.Owner, Durable: t.Durable})
+}
+
+func (s taskStore) Orphans(ctx context.Context, owner string) ([]*a2a.StoredTask, error) {
+	tasks, err := s.db.Orphans(ctx, owner)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*a2a.StoredTask, len(tasks))
+	for i, t := range tasks {
+		out[i] = storedTask(t)
+	}
+	return out, nil
 }
 
 func (s taskStore) LoadTask(ctx context.Context, id string) (*a2a.StoredTask, error) {
@@ -332,7 +344,7 @@ func (s taskStore) TakeSignals(ctx context.Context, taskIDs []string) ([]a2a.Tas
 
 func storedTask(t *store.Task) *a2a.StoredTask {
 	return &a2a.StoredTask{ID: t.ID, ContextID: t.ContextID, State: t.State, Terminal: t.Terminal, Updated: t.Updated,
-		Version: t.Version, Task: t.Body}
+		Version: t.Version, Task: t.Body, Owner: t.Owner, Durable: t.Durable}
 }
 
 // Durable says whether [state] makes the runs of a front end durable: "mcp" (the agent tool's calls) or "a2a"
@@ -361,27 +373,37 @@ func EngineOptions(cfg *config.Config, db *store.DB, sopts store.Options, versio
 		}
 		h.Write(b)
 	}
+	executor, err := ExecutorID(cfg)
+	if err != nil {
+		return durable.Options{}, err
+	}
 	opts := durable.Options{
 		AppName:    cfg.Agent.Name,
 		AppVersion: version + "-" + hex.EncodeToString(h.Sum(nil))[:12],
-		ExecutorID: cfg.State.ExecutorID,
+		ExecutorID: executor,
 		Logger:     logger,
 	}
 	switch sopts.Backend {
 	case store.SQLite:
 		opts.SQLitePath = sopts.Path
-		if opts.ExecutorID == "" {
-			opts.ExecutorID = "local"
-		}
 	case store.Postgres:
 		opts.PostgresURL, opts.Heartbeats = sopts.DSN, db.SQL()
-		if opts.ExecutorID == "" {
-			host, err := os.Hostname()
-			if err != nil {
-				return durable.Options{}, fmt.Errorf("state.executor_id: no host name to default to: %w", err)
-			}
-			opts.ExecutorID = host
-		}
 	}
 	return opts, nil
+}
+
+// ExecutorID names this process among those sharing the state: [state] executor_id, else the host name with
+// Postgres, else "local".
+func ExecutorID(cfg *config.Config) (string, error) {
+	switch {
+	case cfg.State.ExecutorID != "":
+		return cfg.State.ExecutorID, nil
+	case cfg.State.Backend != config.StatePostgres:
+		return "local", nil
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		return "", fmt.Errorf("state.executor_id: no host name to default to: %w", err)
+	}
+	return host, nil
 }
