@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -32,6 +33,8 @@ func TestMain(m *testing.M) {
 		os.Exit(serveMCPGo())
 	case "family":
 		os.Exit(serveFamily())
+	case "crashy":
+		os.Exit(serveCrashy())
 	default:
 		fmt.Fprintln(os.Stderr, "unknown test server", os.Getenv(serverEnv))
 		os.Exit(2)
@@ -86,6 +89,54 @@ func serveFamily() int {
 	srv.AddTool(&mcp.Tool{Name: "pids", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%d %d", os.Getpid(), sleeper.Process.Pid)}}}, nil
 	})
+	if err := srv.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// crashyDirEnv names the directory through which the crashy server and its test share what outlives a process.
+const crashyDirEnv = "MCPCLIENTS_CRASHY_DIR"
+
+// serveCrashy is a stdio server for tests that kill it. Each start is logged in starts.log, and it exits at once
+// while a file named down exists. Each call of its hanging tools is logged as the server's pid in <tool>.log; the
+// first call of each hangs (so that the test can kill the server under it), the next ones answer.
+func serveCrashy() int {
+	dir := os.Getenv(crashyDirEnv)
+	appendLine := func(name string) int {
+		f, err := os.OpenFile(filepath.Join(dir, name), os.O_APPEND|os.O_CREATE|os.O_RDWR, 0o600)
+		if err != nil {
+			panic(err)
+		}
+		defer f.Close()
+		if _, err := fmt.Fprintln(f, os.Getpid()); err != nil {
+			panic(err)
+		}
+		data, err := os.ReadFile(f.Name())
+		if err != nil {
+			panic(err)
+		}
+		return strings.Count(string(data), "\n")
+	}
+	appendLine("starts.log")
+	if _, err := os.Stat(filepath.Join(dir, "down")); err == nil {
+		return 1
+	}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "crashy", Version: "1"}, nil)
+	object := map[string]any{"type": "object"}
+	srv.AddTool(&mcp.Tool{Name: "pid", InputSchema: object}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strconv.Itoa(os.Getpid())}}}, nil
+	})
+	for name, annotations := range map[string]*mcp.ToolAnnotations{"charge": nil, "upsert": {IdempotentHint: true}, "notify": nil} {
+		srv.AddTool(&mcp.Tool{Name: name, InputSchema: object, Annotations: annotations}, func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			if appendLine(name+".log") == 1 {
+				<-ctx.Done()
+				return nil, ctx.Err()
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: name + " done"}}}, nil
+		})
+	}
 	if err := srv.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -3,12 +3,18 @@ package mcpclients
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/internal/fakellm"
@@ -122,4 +128,125 @@ func alive(pid int) bool {
 	// The state follows the command name in parentheses: "pid (comm) S ...".
 	i := bytes.LastIndexByte(stat, ')')
 	return i >= 0 && i+2 < len(stat) && stat[i+2] != 'Z' && stat[i+2] != 'X'
+}
+
+// TestStdioServerKilled kills a real stdio server with SIGKILL. A call in flight is made again on the restarted
+// server when the tool is annotated idempotent or named in RetryOnDisconnect, and the model is told that any other
+// may or may not have taken effect. A call made while the server is down waits for it and succeeds once it is back,
+// or fails saying so when it does not come back within ReconnectWait.
+func TestStdioServerKilled(t *testing.T) {
+	start := func(t *testing.T, reconnectWait time.Duration) (*Client, string) {
+		dir := t.TempDir()
+		cfg := selfServer(t, "crashy", "crashy")
+		cfg.Env[crashyDirEnv] = dir
+		cfg.RetryOnDisconnect = []string{"notify"}
+		cfg.ReconnectWait = reconnectWait
+		c, err := Connect(t.Context(), []ServerConfig{cfg}, &Options{MinBackoff: 20 * time.Millisecond, MaxBackoff: 100 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		return c, dir
+	}
+	logged := func(t *testing.T, dir, name string) []int {
+		t.Helper()
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			t.Fatal(err)
+		}
+		var pids []int
+		for f := range strings.FieldsSeq(string(data)) {
+			pid, err := strconv.Atoi(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pids = append(pids, pid)
+		}
+		return pids
+	}
+	kill := func(t *testing.T, pid int) {
+		t.Helper()
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+	}
+	call := func(tl host.Tool) <-chan *host.Result {
+		done := make(chan *host.Result, 1)
+		go func() {
+			res, err := tl.Call(bounded(t), json.RawMessage(`{}`), nil)
+			if err != nil {
+				res = &host.Result{Text: "Go error: " + err.Error(), IsError: true}
+			}
+			done <- res
+		}()
+		return done
+	}
+	// goDown kills the server and keeps it from starting again until the returned function is called.
+	goDown := func(t *testing.T, c *Client, dir string) (up func()) {
+		t.Helper()
+		down := filepath.Join(dir, "down")
+		if err := os.WriteFile(down, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		res, err := findTool(t, c.Toolsets()[0], "crashy_pid").Call(bounded(t), json.RawMessage(`{}`), nil)
+		if err != nil || res.IsError {
+			t.Fatalf("pid: %+v, %v", res, err)
+		}
+		pid, _ := strconv.Atoi(res.Text)
+		kill(t, pid)
+		eventually(t, "the server is reconnecting", func() bool { return c.Status()[0].State == StateReconnecting })
+		return func() {
+			if err := os.Remove(down); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	c, dir := start(t, 0) // the default ReconnectWait, 10s
+	for _, tc := range []struct {
+		tool  string
+		calls int // the calls the server saw
+		want  string
+	}{
+		{"upsert", 2, "upsert done"},
+		{"notify", 2, "notify done"},
+		{"charge", 1, `MCP server "crashy" went away during the call`},
+	} {
+		t.Run("in flight/"+tc.tool, func(t *testing.T) {
+			done := call(findTool(t, c.Toolsets()[0], "crashy_"+tc.tool))
+			eventually(t, "the call reaches the server", func() bool { return len(logged(t, dir, tc.tool+".log")) == 1 })
+			kill(t, logged(t, dir, tc.tool+".log")[0])
+			res := <-done
+			if !strings.Contains(res.Text, tc.want) || res.IsError != (tc.calls == 1) {
+				t.Errorf("result %+v, want %q", res, tc.want)
+			}
+			if tc.calls == 1 && !strings.Contains(res.Text, "may or may not have taken effect") {
+				t.Errorf("the model is not told the call may have taken effect: %q", res.Text)
+			}
+			if pids := logged(t, dir, tc.tool+".log"); len(pids) != tc.calls || (tc.calls == 2 && pids[0] == pids[1]) {
+				t.Errorf("the calls the servers saw, by pid: %v, want %d", pids, tc.calls)
+			}
+			eventually(t, "the server is back", func() bool { return c.Status()[0].State == StateConnected })
+		})
+	}
+
+	t.Run("made while down", func(t *testing.T) {
+		up := goDown(t, c, dir)
+		starts := len(logged(t, dir, "starts.log"))
+		done := call(findTool(t, c.Toolsets()[0], "crashy_pid"))
+		eventually(t, "the server fails to start while the call waits", func() bool { return len(logged(t, dir, "starts.log")) > starts+1 })
+		up()
+		if res := <-done; res.IsError {
+			t.Errorf("the call made while the server was down: %+v", res)
+		}
+	})
+
+	t.Run("not back in time", func(t *testing.T) {
+		c, dir := start(t, 300*time.Millisecond)
+		defer goDown(t, c, dir)()
+		res := <-call(findTool(t, c.Toolsets()[0], "crashy_pid"))
+		if !res.IsError || !strings.Contains(res.Text, `MCP server "crashy" is down`) || !strings.Contains(res.Text, "did not come back within") {
+			t.Errorf("result %+v", res)
+		}
+	})
 }
