@@ -1,7 +1,8 @@
 // Command faultload measures how runs fare when the model API fails: it runs the same load through the real
 // orchestrator and the real OpenAI-compatible client, configured with agenthost's defaults, against
 // internal/fakellm behind internal/faultproxy, once with no fault and once for each fault rate asked for, and prints
-// the share of runs that succeeded and their latency.
+// the share of runs that succeeded (and the share expected if each request fails independently), the model calls,
+// requests and retries, the faults by kind, and the latency of the runs that succeeded.
 //
 //	go run ./internal/faultload [-runs 2000] [-c 20] [-rate 0.2] [-retries N] [-latency 20ms]
 //
@@ -18,6 +19,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
+	"math"
 	"net/http/httptest"
 	"net/url"
 	"os"
@@ -26,6 +29,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -36,6 +40,7 @@ import (
 	"github.com/agenthost/agenthost/internal/fakellm"
 	"github.com/agenthost/agenthost/internal/faultproxy"
 	"github.com/agenthost/agenthost/internal/wiring"
+	"github.com/agenthost/agenthost/llm"
 	"github.com/agenthost/agenthost/llm/openai"
 )
 
@@ -102,6 +107,7 @@ type result struct {
 	retries   int
 	runs, ok  int
 	counts    faultproxy.Counts
+	calls     int64           // model calls the orchestrator made; the requests beyond them are retries
 	latencies []time.Duration // of the successful runs, sorted
 	failures  map[string]int
 }
@@ -129,9 +135,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 const answerText = "It is 14:05 by the clock tool."
 
 func measure(ctx context.Context, o *options, rate float64, retries int) (*result, error) {
-	llm := fakellm.New()
-	defer llm.Close()
-	llm.SetResponder(func(req *fakellm.Request) fakellm.Turn {
+	fake := fakellm.New()
+	defer fake.Close()
+	fake.SetResponder(func(req *fakellm.Request) fakellm.Turn {
 		for _, m := range req.Messages {
 			if m.Role == "tool" {
 				return fakellm.Turn{Latency: o.latency, Text: answerText}
@@ -139,12 +145,12 @@ func measure(ctx context.Context, o *options, rate float64, retries int) (*resul
 		}
 		return fakellm.Turn{Latency: o.latency, ToolCalls: []fakellm.ToolCall{{Name: "current_time", Arguments: `{}`}}}
 	})
-	target, err := url.Parse(llm.URL)
+	target, err := url.Parse(fake.URL)
 	if err != nil {
 		return nil, err
 	}
 	// The proxy forwards to the server; the client keeps the API's path.
-	proxy := faultproxy.New(&url.URL{Scheme: target.Scheme, Host: target.Host}, faultproxy.Options{Rate: rate, Seed: o.seed, RetryAfter: o.retryAfter})
+	proxy := faultproxy.New(&url.URL{Scheme: target.Scheme, Host: target.Host}, &faultproxy.Options{Rate: rate, Seed: o.seed, RetryAfter: o.retryAfter})
 	front := httptest.NewServer(proxy)
 	defer front.Close()
 
@@ -161,7 +167,8 @@ func measure(ctx context.Context, o *options, rate float64, retries int) (*resul
 		return nil, err
 	}
 	defer builtins.Close()
-	orch := host.New(model, host.NewToolManager([]host.Toolset{builtins}, nil), wiring.HostOptions(cfg, logger))
+	counted := &countingModel{Model: model}
+	orch := host.New(counted, host.NewToolManager([]host.Toolset{builtins}, nil), wiring.HostOptions(cfg, logger))
 
 	res := &result{rate: rate, retries: retries, runs: o.runs, failures: map[string]int{}}
 	var mu sync.Mutex
@@ -200,7 +207,26 @@ func measure(ctx context.Context, o *options, rate float64, retries int) (*resul
 	}
 	slices.Sort(res.latencies)
 	res.counts = proxy.Counts()
+	res.calls = counted.calls.Load()
 	return res, nil
+}
+
+// countingModel counts the calls made to its model.
+type countingModel struct {
+	llm.Model
+	calls atomic.Int64
+}
+
+func (m *countingModel) Generate(ctx context.Context, req *llm.Request, onDelta func(llm.Delta)) (*llm.Response, error) {
+	m.calls.Add(1)
+	return m.Model.Generate(ctx, req, onDelta)
+}
+
+// expected is the share of runs that succeed when each request fails independently with probability rate: a model
+// call fails when all its retries+1 attempts do, and a run is two calls.
+func expected(rate float64, retries int) float64 {
+	call := 1 - math.Pow(rate, float64(retries+1))
+	return call * call
 }
 
 func quantile(ds []time.Duration, q float64) time.Duration {
@@ -214,18 +240,19 @@ func write(w io.Writer, o *options, results []*result) {
 	fmt.Fprintf(w, "faultload: %d runs per setting, %d at once, model latency %v, 429s with Retry-After %ds, seed %d\n\n",
 		o.runs, o.concurrency, o.latency, o.retryAfter, o.seed)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "fault rate\tmax_retries\tsucceeded\tof runs\tshare\tmodel requests\tfaulted\t429\t500\t503\tclosed\tp50\tp99\tmax\t")
+	fmt.Fprintln(tw, "fault rate\tmax_retries\tsucceeded\tof runs\tshare\texpected\tmodel calls\trequests\tretries\tfaulted\t429\t500\t503\tclosed\tp50\tp90\tp99\tmax\t")
 	for _, r := range results {
 		c := r.counts
-		fmt.Fprintf(tw, "%.2f\t%d\t%d\t%d\t%.2f%%\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t\n", r.rate, r.retries, r.ok, r.runs,
-			100*float64(r.ok)/float64(r.runs), c.Total(), c.Failed(), c.Faults[faultproxy.TooManyRequests], c.Faults[faultproxy.InternalError],
-			c.Faults[faultproxy.ServiceUnavailable], c.Faults[faultproxy.ConnectionClosed],
-			ms(quantile(r.latencies, 0.5)), ms(quantile(r.latencies, 0.99)), ms(quantile(r.latencies, 1)))
+		fmt.Fprintf(tw, "%.2f\t%d\t%d\t%d\t%.2f%%\t%.2f%%\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t\n",
+			r.rate, r.retries, r.ok, r.runs, 100*float64(r.ok)/float64(r.runs), 100*expected(r.rate, r.retries),
+			r.calls, c.Total(), c.Total()-r.calls, c.Failed(), c.Faults[faultproxy.TooManyRequests],
+			c.Faults[faultproxy.InternalError], c.Faults[faultproxy.ServiceUnavailable], c.Faults[faultproxy.ConnectionClosed],
+			ms(quantile(r.latencies, 0.5)), ms(quantile(r.latencies, 0.9)), ms(quantile(r.latencies, 0.99)), ms(quantile(r.latencies, 1)))
 	}
 	tw.Flush()
 	for _, r := range results {
-		for msg, n := range r.failures {
-			fmt.Fprintf(w, "rate %.2f, max_retries %d: %d × %s\n", r.rate, r.retries, n, msg)
+		for _, msg := range slices.Sorted(maps.Keys(r.failures)) {
+			fmt.Fprintf(w, "rate %.2f, max_retries %d: %d × %s\n", r.rate, r.retries, r.failures[msg], msg)
 		}
 	}
 }

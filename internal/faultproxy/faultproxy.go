@@ -1,9 +1,13 @@
 // Package faultproxy is an HTTP reverse proxy that fails a share of the requests it is sent, the way a model API
 // fails under load: 429 with Retry-After, 500, 503, or a connection closed before the first byte of the response.
-// The others reach the target untouched, streamed responses included. It is for tests and load tools.
+// The others reach the target untouched, streamed responses included. It is for tests and load tools, and imports
+// only the standard library.
 package faultproxy
 
 import (
+	"fmt"
+	"io"
+	"log"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httputil"
@@ -11,7 +15,6 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"time"
 )
 
 // Kind is a kind of fault.
@@ -36,19 +39,20 @@ func Kinds() []Kind {
 
 // Options configures a Proxy.
 type Options struct {
-	// Rate is the share of requests that fail, 0..1.
+	// Rate is the share of requests that fail, 0..1. 0 forwards every request.
 	Rate float64
-	// Seed seeds the choice of the failing requests and of their faults.
+	// Seed seeds the choice of the failing requests and of their faults: with one client sending one request at a
+	// time, the same seed fails the same requests the same way.
 	Seed uint64
-	// RetryAfter is the Retry-After of the 429s, in whole seconds; 0 means 1.
+	// RetryAfter is the Retry-After of the 429s, in whole seconds. 0 means 1.
 	RetryAfter int
 }
 
-// Proxy is the proxy, an http.Handler.
+// Proxy is a reverse proxy that fails a share of the requests it is sent. It is safe for concurrent use.
 type Proxy struct {
-	target *httputil.ReverseProxy
-	rate   float64
-	after  string
+	target     *httputil.ReverseProxy
+	rate       float64
+	retryAfter string
 
 	mu  sync.Mutex
 	rnd *rand.Rand
@@ -57,15 +61,26 @@ type Proxy struct {
 	faults    [kinds]atomic.Int64
 }
 
-// New returns a proxy to target, the base URL of the server behind it.
-func New(target *url.URL, opts Options) *Proxy {
-	rp := httputil.NewSingleHostReverseProxy(target)
-	rp.FlushInterval = -1 // pass streamed chunks on at once
-	after := opts.RetryAfter
-	if after <= 0 {
-		after = 1
+var _ http.Handler = (*Proxy)(nil)
+
+// New returns a proxy to target, the base URL of the server behind it. A nil opts forwards every request.
+func New(target *url.URL, opts *Options) *Proxy {
+	if opts == nil {
+		opts = &Options{}
 	}
-	return &Proxy{target: rp, rate: opts.Rate, after: strconv.Itoa(after), rnd: rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15))}
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.FlushInterval = -1                    // pass streamed chunks on at once, whatever their content type
+	rp.ErrorLog = log.New(io.Discard, "", 0) // a target that fails shows as a 502 to the client
+	retryAfter := opts.RetryAfter
+	if retryAfter <= 0 {
+		retryAfter = 1
+	}
+	return &Proxy{
+		target:     rp,
+		rate:       opts.Rate,
+		retryAfter: strconv.Itoa(retryAfter),
+		rnd:        rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15)),
+	}
 }
 
 // pick decides the fate of one request: a fault, or -1 to forward it.
@@ -78,7 +93,7 @@ func (p *Proxy) pick() Kind {
 	return Kind(p.rnd.IntN(int(kinds)))
 }
 
-// ServeHTTP implements http.Handler.
+// ServeHTTP forwards r to the target or answers it with a fault.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	k := p.pick()
 	if k < 0 {
@@ -89,19 +104,26 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.faults[k].Add(1)
 	switch k {
 	case TooManyRequests:
-		w.Header().Set("Retry-After", p.after)
-		http.Error(w, `{"error":{"message":"Rate limit reached","type":"requests"}}`, http.StatusTooManyRequests)
+		w.Header().Set("Retry-After", p.retryAfter)
+		fail(w, http.StatusTooManyRequests, "Rate limit reached for requests")
 	case InternalError:
-		http.Error(w, `{"error":{"message":"The server had an error"}}`, http.StatusInternalServerError)
+		fail(w, http.StatusInternalServerError, "The server had an error while processing your request")
 	case ServiceUnavailable:
-		http.Error(w, `{"error":{"message":"The engine is currently overloaded"}}`, http.StatusServiceUnavailable)
+		fail(w, http.StatusServiceUnavailable, "The engine is currently overloaded, please try again later")
 	case ConnectionClosed:
 		conn, _, err := http.NewResponseController(w).Hijack()
 		if err != nil {
-			panic(http.ErrAbortHandler) // closes the connection without a response all the same
+			panic(http.ErrAbortHandler) // HTTP/2: resets the stream, still without a response
 		}
 		conn.Close()
 	}
+}
+
+// fail answers with an error status and an error body shaped like OpenAI's.
+func fail(w http.ResponseWriter, code int, message string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	fmt.Fprintf(w, `{"error":{"message":%q,"type":"server_error"}}`+"\n", message)
 }
 
 // Counts are what a proxy did.
@@ -129,10 +151,4 @@ func (p *Proxy) Counts() Counts {
 		c.Faults[k] = p.faults[k].Load()
 	}
 	return c
-}
-
-// RetryAfter is the Retry-After delay of the proxy's 429s.
-func (p *Proxy) RetryAfter() time.Duration {
-	s, _ := strconv.Atoi(p.after)
-	return time.Duration(s) * time.Second
 }
