@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"reflect"
 	"sync"
 	"time"
@@ -25,8 +26,9 @@ import (
 // for the run's next questions, which it returns as input requests, or for its end, which it returns as the
 // result. The requestState is the run's random, unguessable id.
 //
-// A run that waits for a caller that does not come back is cancelled after the input timeout. Runs live in this
-// process: a retry must reach the same instance (session affinity behind a load balancer).
+// A run that waits for a caller that does not come back is cancelled after the input timeout. Runs live in the
+// process that started them; with a CallStore, a retry that reaches another process is served through the store
+// (see shared.go), else it must reach the same one (session affinity behind a load balancer).
 
 // roundTripsSince is the first protocol version that forbids requests to the client during a call.
 const roundTripsSince = "2026-07-28"
@@ -93,8 +95,12 @@ func needsRoundTrips(session *mcp.ServerSession) bool {
 // roundTrips holds the calls that run in the background for callers that are asked through input requests. It owns
 // their goroutines: close cancels them and waits.
 type roundTrips struct {
-	timeout time.Duration
-	max     int
+	timeout  time.Duration
+	max      int
+	shared   CallStore // nil: runs are seen by this process only
+	instance string    // names this process in shared
+	logger   *slog.Logger
+	stop     context.CancelFunc // stops watchSignals
 
 	mu     sync.Mutex
 	runs   map[string]*pausedRun // by id (the requestState)
@@ -102,14 +108,25 @@ type roundTrips struct {
 	wg     sync.WaitGroup
 }
 
-func newRoundTrips(timeout time.Duration, max int) *roundTrips {
+// newRoundTrips returns the calls of a server. With shared, they are seen by the other processes sharing it, and
+// the signals they leave are taken until close.
+func newRoundTrips(timeout time.Duration, max int, shared CallStore, instance string, logger *slog.Logger) *roundTrips {
 	if timeout <= 0 {
 		timeout = defaultInputTimeout
 	}
 	if max <= 0 {
 		max = defaultMaxWaitingCalls
 	}
-	return &roundTrips{timeout: timeout, max: max, runs: map[string]*pausedRun{}}
+	if instance == "" {
+		instance = rand.Text()
+	}
+	rs := &roundTrips{timeout: timeout, max: max, shared: shared, instance: instance, logger: logger, runs: map[string]*pausedRun{}, stop: func() {}}
+	if shared != nil {
+		ctx, stop := context.WithCancel(context.Background())
+		rs.stop = stop
+		rs.wg.Go(func() { rs.watchSignals(ctx) })
+	}
+	return rs
 }
 
 // prepare returns a run for the call req, to be started with start. Until then it is only a caller to hand to the
@@ -131,14 +148,26 @@ func (rs *roundTrips) resume(ctx context.Context, req *mcp.CallToolRequest) (*mc
 	rs.mu.Lock()
 	r := rs.runs[req.Params.RequestState]
 	rs.mu.Unlock()
+	if r == nil && rs.shared != nil {
+		return rs.resumeElsewhere(ctx, req)
+	}
 	if r == nil || r.tool != req.Params.Name || !sameJSON(r.args, req.Params.Arguments) {
-		return toolError("this call is no longer waiting for input: it ended, was cancelled, waited more than %v for the answers, or was started on another instance of this server; call the tool again", rs.timeout), nil
+		return rs.notWaiting(), nil
 	}
 	if err := r.attach(ctx, req); err != nil {
 		return toolError("%v", err), nil
 	}
 	r.deliver(req.Params.InputResponses)
-	return r.wait(ctx)
+	return r.wait(ctx, false)
+}
+
+// notWaiting is the result of a retry that finds no call to continue.
+func (rs *roundTrips) notWaiting() *mcp.CallToolResult {
+	where := "was started on another instance of this server"
+	if rs.shared != nil {
+		where = "was started by an agenthost process that has stopped since"
+	}
+	return toolError("this call is no longer waiting for input: it ended, was cancelled, waited more than %v for the answers, or %s; call the tool again", rs.timeout, where)
 }
 
 // close cancels every run and waits for them to end; their retries then find nothing. It is safe to call more than
@@ -146,13 +175,23 @@ func (rs *roundTrips) resume(ctx context.Context, req *mcp.CallToolRequest) (*mc
 func (rs *roundTrips) close() {
 	rs.mu.Lock()
 	rs.closed = true
+	var idle []*pausedRun // waiting for their callers: nothing else forgets them
 	for id, r := range rs.runs {
 		r.stopTimer()
 		r.cancel()
 		delete(rs.runs, id)
+		r.mu.Lock()
+		if !r.attached {
+			idle = append(idle, r)
+		}
+		r.mu.Unlock()
 	}
 	rs.mu.Unlock()
+	rs.stop()
 	rs.wg.Wait()
+	for _, r := range idle {
+		r.forget()
+	}
 }
 
 func (rs *roundTrips) remove(r *pausedRun) {
@@ -191,6 +230,7 @@ type pausedRun struct {
 	round    int                  // counts the detaches, so that an old timer cannot expire a later round
 	expired  bool
 	timer    *time.Timer
+	saved    bool // the call is in the shared CallStore
 }
 
 // question is one input request waiting for its answer.
@@ -224,26 +264,33 @@ func (r *pausedRun) start(ctx context.Context, req *mcp.CallToolRequest, progres
 		r.res, r.err = work(runCtx)
 	})
 	rs.mu.Unlock()
-	return r.wait(ctx)
+	return r.wait(ctx, false)
 }
 
-// wait serves a round: it returns the run's result when it ends, or its questions as input requests. If the caller
-// cancels the request, the run is cancelled.
-func (r *pausedRun) wait(ctx context.Context) (*mcp.CallToolResult, error) {
+// wait serves a round: it returns the run's result when it ends, or its questions as input requests, which it
+// shares with the other processes. If the caller cancels the request, the run is cancelled. A round served for
+// another process (remote) leaves the call in the store when it ends: the result goes there.
+func (r *pausedRun) wait(ctx context.Context, remote bool) (*mcp.CallToolResult, error) {
 	for {
 		select {
 		case <-r.done:
 			r.finish()
+			if !remote {
+				r.forget()
+			}
 			return r.res, r.err
 		case <-ctx.Done():
 			r.cancel()
 			<-r.done
 			r.finish()
+			r.forget()
 			return nil, ctx.Err()
 		case <-r.asked:
 			if requests := r.questions(); len(requests) > 0 {
+				res := &mcp.CallToolResult{InputRequests: requests, RequestState: r.id}
 				r.detach()
-				return &mcp.CallToolResult{InputRequests: requests, RequestState: r.id}, nil
+				r.publish(callWaiting, res)
+				return res, nil
 			}
 		}
 	}
@@ -314,6 +361,7 @@ func (r *pausedRun) expire(round int) {
 	r.mu.Unlock()
 	r.rs.remove(r)
 	r.cancel()
+	r.forget()
 }
 
 // finish ends the last round: the run is over and no retry can reach it.

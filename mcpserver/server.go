@@ -59,6 +59,12 @@ type Options struct {
 	// MaxWaitingCalls bounds the calls of such callers that run in the background between their requests; a call
 	// beyond it gets an error result. 0 means 100.
 	MaxWaitingCalls int
+	// Calls shares those calls with the other processes serving the agent on the same state database, so that a
+	// caller's next request may reach any of them; nil keeps them in this process, and the next request must reach
+	// it.
+	Calls CallStore
+	// Instance names this process among those sharing Calls; "" means a random name.
+	Instance string
 	// Run runs the agent tool's calls; nil means the orchestrator's own Run. A durable engine's makes them survive
 	// a crash.
 	Run host.RunFunc
@@ -112,7 +118,7 @@ func New(ctx context.Context, orch *host.Orchestrator, opts *Options) (*Server, 
 	if err != nil {
 		return nil, fmt.Errorf("mcpserver: %w", err)
 	}
-	s.rounds = newRoundTrips(s.opts.InputTimeout, s.opts.MaxWaitingCalls)
+	s.rounds = newRoundTrips(s.opts.InputTimeout, s.opts.MaxWaitingCalls, s.opts.Calls, s.opts.Instance, s.logger)
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: s.opts.Name, Version: s.opts.Version}, &mcp.ServerOptions{Logger: s.opts.Logger})
 	s.gateway = startGateway(ctx, s, tools, s.opts.ToolsPollInterval, s.opts.ExposeTools)
 	return s, nil

@@ -39,6 +39,7 @@ func (s toolset) Tools(context.Context) ([]host.Tool, error) { return s, nil }
 // cancellation, reporting it on cancelled).
 type setup struct {
 	llm       *fakellm.Server
+	orch      *host.Orchestrator
 	server    *Server
 	cancelled chan error
 	started   chan struct{}
@@ -67,6 +68,7 @@ func newSetup(t *testing.T, policies map[string]host.ToolPolicy) *setup {
 		}},
 	}
 	orch := host.New(model, host.NewToolManager([]host.Toolset{tools}, &host.ToolManagerOptions{Policies: policies}), nil)
+	st.orch = orch
 	st.server, err = New(t.Context(), orch, &Options{Name: "helper bot", Description: "Answers questions.", ProgressInterval: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

@@ -67,6 +67,23 @@ var migrations = [][]string{
 		`ALTER TABLE a2a_tasks ADD COLUMN owner TEXT NOT NULL DEFAULT ''`,
 		`ALTER TABLE a2a_tasks ADD COLUMN durable INTEGER NOT NULL DEFAULT 0`,
 	},
+	{ // 6: MCP calls paused between the rounds of their callers (protocol 2026-07-28), which any replica can serve;
+		// signals now go to tasks and to those calls alike
+		`CREATE TABLE mcp_calls (
+			id         TEXT PRIMARY KEY,
+			owner      TEXT NOT NULL,
+			tool       TEXT NOT NULL,
+			args       TEXT NOT NULL,
+			round      INTEGER NOT NULL,
+			state      TEXT NOT NULL,
+			outcome    TEXT NOT NULL,
+			updated_ms BIGINT NOT NULL,
+			expires_ms BIGINT NOT NULL
+		)`,
+		`CREATE INDEX mcp_calls_expires ON mcp_calls (expires_ms)`,
+		`ALTER TABLE a2a_signals RENAME TO signals`,
+		`ALTER TABLE signals RENAME COLUMN task_id TO target_id`,
+	},
 }
 
 // SchemaVersion is the version of the schema this agenthost writes.

@@ -5,10 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
-
-	"github.com/agenthost/agenthost/host"
 )
 
 // ErrTaskNotFound is returned for a task the database does not have.
@@ -168,65 +165,6 @@ func (s *DB) DeleteTask(ctx context.Context, id string) error {
 		return errors.Join(err, fmt.Errorf("%w: %q", ErrTaskNotFound, id))
 	}
 	return nil
-}
-
-// TaskSignal is a request for the process that runs a task, from another process: to cancel it, or to answer the
-// question it waits on.
-type TaskSignal struct {
-	ID     string
-	TaskID string
-	Kind   string
-	Body   []byte
-	At     time.Time
-}
-
-// Signal leaves a request for the process that runs the task taskID.
-func (s *DB) Signal(ctx context.Context, taskID, kind string, body []byte) error {
-	_, err := s.db.ExecContext(ctx, `INSERT INTO a2a_signals (id, task_id, kind, body, created_ms) VALUES ($1, $2, $3, $4, $5)`,
-		host.NewConversationID(), taskID, kind, string(body), millis(s.now()))
-	if err != nil {
-		return fmt.Errorf("store: signalling task %q: %w", taskID, err)
-	}
-	return nil
-}
-
-// TakeSignals returns the requests left for the tasks taskIDs, oldest first, and deletes them: each is taken once.
-func (s *DB) TakeSignals(ctx context.Context, taskIDs []string) ([]TaskSignal, error) {
-	if len(taskIDs) == 0 {
-		return nil, nil
-	}
-	var out []TaskSignal
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		marks, args := make([]string, len(taskIDs)), make([]any, len(taskIDs))
-		for i, id := range taskIDs {
-			marks[i], args[i] = fmt.Sprintf("$%d", i+1), id
-		}
-		in := strings.Join(marks, ",")
-		rows, err := tx.QueryContext(ctx, `SELECT id, task_id, kind, body, created_ms FROM a2a_signals WHERE task_id IN (`+in+`) ORDER BY created_ms, id`, args...)
-		if err != nil {
-			return err
-		}
-		for rows.Next() {
-			var sig TaskSignal
-			var body string
-			var at int64
-			if err := rows.Scan(&sig.ID, &sig.TaskID, &sig.Kind, &body, &at); err != nil {
-				rows.Close()
-				return err
-			}
-			sig.Body, sig.At = []byte(body), fromMillis(at)
-			out = append(out, sig)
-		}
-		if err := errors.Join(rows.Err(), rows.Close()); err != nil || len(out) == 0 {
-			return err
-		}
-		_, err = tx.ExecContext(ctx, `DELETE FROM a2a_signals WHERE task_id IN (`+in+`)`, args...)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("store: taking task signals: %w", err)
-	}
-	return out, nil
 }
 
 // Orphans returns the unfinished tasks of owner whose runs do not survive it: after owner restarted, nothing runs

@@ -104,7 +104,7 @@ func TestTaskSignals(t *testing.T) {
 			t.Errorf("no task: %v, %v", got, err)
 		}
 		got, err := db.TakeSignals(ctx, []string{"t1", "t3"})
-		if err != nil || len(got) != 2 || got[0].TaskID != "t1" || got[1].TaskID != "t1" {
+		if err != nil || len(got) != 2 || got[0].Target != "t1" || got[1].Target != "t1" {
 			t.Fatalf("t1's signals: %+v, %v", got, err)
 		}
 		kinds := got[0].Kind + "," + got[1].Kind

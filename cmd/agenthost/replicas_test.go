@@ -155,3 +155,94 @@ func TestReplicaTakesOver(t *testing.T) {
 		t.Errorf("the note tool's calls: %q (%v), want it called once", b, err)
 	}
 }
+
+// TestReplicasInputRequests runs two stateless replicas on one Postgres and a caller on protocol 2026-07-28 whose
+// call needs an approval: the call starts on A, which returns the question; the answer reaches B, which hands it to
+// the run on A through the database and returns the result.
+func TestReplicasInputRequests(t *testing.T) {
+	llm := fakellm.New()
+	t.Cleanup(llm.Close)
+	dsn := pgtest.NewDatabase(t)
+	config := replicaConfig(t, t.TempDir(), llm)
+	f, err := os.OpenFile(config, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("\n[tools.\"current_time\"]\nrequire_approval = true\n"); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	args := []string{"serve", "--config", config, "--http", "127.0.0.1:0", "--a2a", "127.0.0.1:0"}
+	a := startServeA2A(t, []string{"TEST_KEY=sk-fleet", "DATABASE_URL=" + dsn, "REPLICA=replica-a"}, args...)
+	b := startServeA2A(t, []string{"TEST_KEY=sk-fleet", "DATABASE_URL=" + dsn, "REPLICA=replica-b"}, args...)
+
+	connect := func(url string) *mcp.ClientSession {
+		client := mcp.NewClient(&mcp.Implementation{Name: "fleet-test", Version: "1"}, &mcp.ClientOptions{
+			MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}, // the test answers
+			ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				t.Error("asked within the call, on protocol 2026-07-28")
+				return nil, context.Canceled
+			},
+		})
+		session, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: url}, &mcp.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { session.Close() })
+		if v := session.InitializeResult().ProtocolVersion; v != "2026-07-28" {
+			t.Fatalf("protocol %s", v)
+		}
+		return session
+	}
+	ca, cb := connect(a.mcpURL), connect(b.mcpURL)
+
+	llm.Enqueue(fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "t1", Name: "current_time", Arguments: `{}`}}}, fakellm.Turn{Text: "It is late."})
+	ctx, cancel := context.WithTimeout(t.Context(), a2aWait)
+	defer cancel()
+	call := map[string]any{"prompt": "What time is it?"}
+	res, err := ca.CallTool(ctx, &mcp.CallToolParams{Name: "ask_fleet", Arguments: call})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.NeedsInput() || len(res.InputRequests) != 1 || res.RequestState == "" {
+		t.Fatalf("the first round, on A: %+v, want one question", res)
+	}
+	var key string
+	for k, q := range res.InputRequests {
+		key = k
+		if ask, ok := q.(*mcp.ElicitParams); !ok || !strings.Contains(ask.Message, "current_time") {
+			t.Errorf("asked %#v", q)
+		}
+	}
+	// agenthost state lists the call as waiting, on replica A, without its whole id.
+	r := agenthost(t, filepath.Dir(config), "", []string{"DATABASE_URL=" + dsn, "REPLICA=replica-c"}, "state", "calls", "-config", config)
+	if r.code != 0 || !regexp.MustCompile(`(?m)^`+res.RequestState[:8]+`…\s+ask_fleet\s+waiting\s+1\s+replica-a/`).MatchString(r.stdout) ||
+		strings.Contains(r.stdout, res.RequestState) {
+		t.Errorf("state calls: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	answer := mcp.InputResponseMap{key: &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}}
+	res, err = cb.CallTool(ctx, &mcp.CallToolParams{Name: "ask_fleet", Arguments: call, RequestState: res.RequestState, InputResponses: answer})
+	if err != nil || res.IsError || res.NeedsInput() {
+		t.Fatalf("the second round, on B: %+v, %v", res, err)
+	}
+	b2, _ := json.Marshal(res.StructuredContent)
+	var out struct {
+		Answer string `json:"answer"`
+	}
+	if err := json.Unmarshal(b2, &out); err != nil || out.Answer != "It is late." {
+		t.Errorf("the result through B: %s", b2)
+	}
+	if n := llm.RequestCount(); n != 2 {
+		t.Errorf("%d model requests, want 2", n)
+	}
+	// The model read the tool's result, not a refusal: the approval reached the run on A.
+	var toolText string
+	for _, m := range llm.Requests()[1].Messages {
+		if m.Role == "tool" {
+			toolText = m.Content
+		}
+	}
+	if toolText == "" || strings.Contains(toolText, "denied") || strings.Contains(toolText, "not approved") {
+		t.Errorf("the tool's result the model read: %q", toolText)
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"flag"
 	"fmt"
 	"io"
@@ -137,6 +138,14 @@ Flags:`)
 		opts := wiring.ServerOptions(a.cfg, version, sampling(a.cfg, a.provider, c.model), a.logger)
 		if engine != nil && wiring.Durable(a.cfg, "mcp") {
 			opts.Run = engine.Run
+		}
+		if a.state != nil && httpAddr.set {
+			// Replicas on one database continue each other's calls paused between rounds.
+			executor, err := wiring.ExecutorID(a.cfg)
+			if err != nil {
+				return fmt.Errorf("%w: %s: %w", errUsage, configName(a.cfg), err)
+			}
+			opts.Calls, opts.Instance = wiring.CallStore(a.state), executor+"/"+rand.Text()[:8]
 		}
 		srv, err := mcpserver.New(ctx, a.orch, opts)
 		if err != nil {

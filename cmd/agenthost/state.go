@@ -29,6 +29,8 @@ Commands:
   conversations [-n N]     list the conversations, most recently used first (the default)
   tasks [-n N] [-context ID]
                            list the served A2A tasks, most recently updated first
+  calls                    list the MCP calls waiting for their callers' answers (protocol 2026-07-28), which any
+                           replica can continue
   show [-json] ID          print a conversation (its messages and numbered sources), or a task (as A2A JSON)
   delete ID...             delete conversations or tasks
 
@@ -57,6 +59,7 @@ func cmdState(ctx context.Context, args []string, io *stdio) error {
 	case "tasks":
 		fs.IntVar(&limit, "n", 50, "list at most `N` tasks; 0 lists all")
 		fs.StringVar(&contextID, "context", "", "list only the tasks of this context `id`")
+	case "calls":
 	case "show":
 		fs.BoolVar(&jsonOut, "json", false, "print the conversation as JSON")
 	case "delete":
@@ -70,7 +73,7 @@ func cmdState(ctx context.Context, args []string, io *stdio) error {
 		return err
 	}
 	switch {
-	case (sub == "conversations" || sub == "tasks") && fs.NArg() > 0:
+	case (sub == "conversations" || sub == "tasks" || sub == "calls") && fs.NArg() > 0:
 		return fmt.Errorf("%w: state %s takes no arguments (got %q)", errUsage, sub, fs.Args())
 	case sub == "show" && fs.NArg() != 1:
 		return fmt.Errorf("%w: state show takes one conversation id", errUsage)
@@ -96,6 +99,12 @@ func cmdState(ctx context.Context, args []string, io *stdio) error {
 			return err
 		}
 		return printTasks(io.out, tasks)
+	case "calls":
+		calls, err := db.Calls(ctx)
+		if err != nil {
+			return err
+		}
+		return printCalls(io.out, calls)
 	case "show":
 		conv, err := db.Peek(ctx, fs.Arg(0))
 		if errors.Is(err, host.ErrUnknownConversation) {
@@ -223,6 +232,21 @@ func printTasks(w io.Writer, tasks []*store.Task) error {
 	fmt.Fprintln(tw, "ID\tCONTEXT\tSTATE\tUPDATED")
 	for _, t := range tasks {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.ID, t.ContextID, strings.ToLower(strings.TrimPrefix(t.State, "TASK_STATE_")), t.Updated.Local().Format(time.DateTime))
+	}
+	return tw.Flush()
+}
+
+// printCalls prints the paused calls. Their ids are cut short: the whole one lets its bearer continue the call.
+func printCalls(w io.Writer, calls []*store.Call) error {
+	if len(calls) == 0 {
+		fmt.Fprintln(w, "No calls waiting for their callers.")
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "CALL\tTOOL\tSTATE\tROUND\tPROCESS\tUPDATED\tEXPIRES")
+	for _, c := range calls {
+		fmt.Fprintf(tw, "%s…\t%s\t%s\t%d\t%s\t%s\t%s\n", c.ID[:min(len(c.ID), 8)], c.Tool, c.State, c.Round, c.Owner,
+			c.Updated.Local().Format(time.DateTime), c.Expires.Local().Format(time.DateTime))
 	}
 	return tw.Flush()
 }

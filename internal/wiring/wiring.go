@@ -337,7 +337,7 @@ func (s taskStore) TakeSignals(ctx context.Context, taskIDs []string) ([]a2a.Tas
 	}
 	out := make([]a2a.TaskSignal, len(sigs))
 	for i, sig := range sigs {
-		out[i] = a2a.TaskSignal{TaskID: sig.TaskID, Kind: sig.Kind, Body: sig.Body}
+		out[i] = a2a.TaskSignal{TaskID: sig.Target, Kind: sig.Kind, Body: sig.Body}
 	}
 	return out, nil
 }
@@ -406,4 +406,42 @@ func ExecutorID(cfg *config.Config) (string, error) {
 		return "", fmt.Errorf("state.executor_id: no host name to default to: %w", err)
 	}
 	return host, nil
+}
+
+// CallStore returns db as the MCP server's store of calls paused between rounds.
+func CallStore(db *store.DB) mcpserver.CallStore { return callStore{db} }
+
+// callStore adapts store.DB to mcpserver.CallStore, so that neither package knows the other.
+type callStore struct{ db *store.DB }
+
+func (s callStore) SaveCall(ctx context.Context, c *mcpserver.SharedCall) error {
+	return s.db.PutCall(ctx, &store.Call{ID: c.ID, Owner: c.Owner, Tool: c.Tool, Args: c.Args, Round: c.Round,
+		State: c.State, Outcome: c.Outcome, Updated: c.Updated, Expires: c.Expires})
+}
+
+func (s callStore) LoadCall(ctx context.Context, id string) (*mcpserver.SharedCall, error) {
+	c, err := s.db.Call(ctx, id)
+	if c == nil || err != nil {
+		return nil, err
+	}
+	return &mcpserver.SharedCall{ID: c.ID, Owner: c.Owner, Tool: c.Tool, Args: c.Args, Round: c.Round, State: c.State,
+		Outcome: c.Outcome, Updated: c.Updated, Expires: c.Expires}, nil
+}
+
+func (s callStore) DeleteCall(ctx context.Context, id string) error { return s.db.DeleteCall(ctx, id) }
+
+func (s callStore) Signal(ctx context.Context, id, kind string, body json.RawMessage) error {
+	return s.db.Signal(ctx, id, kind, body)
+}
+
+func (s callStore) TakeSignals(ctx context.Context, ids []string) ([]mcpserver.CallSignal, error) {
+	sigs, err := s.db.TakeSignals(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]mcpserver.CallSignal, len(sigs))
+	for i, sig := range sigs {
+		out[i] = mcpserver.CallSignal{CallID: sig.Target, Kind: sig.Kind, Body: sig.Body}
+	}
+	return out, nil
 }
