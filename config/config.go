@@ -238,6 +238,21 @@ type MCPServer struct {
 	URL     string
 	Headers map[string]string
 
+	// Auth is how agenthost authorizes itself to an http or sse server: AuthNone, AuthOAuth (the authorization code
+	// flow with PKCE, run by `agenthost mcp login`), AuthClientCredentials, or "" (the default): OAuth when the
+	// server answers 401 with a WWW-Authenticate challenge, unless a static Authorization header is set.
+	Auth string
+	// ClientID and ClientSecretEnv (the variable that holds the secret) are a client registered with the
+	// authorization server beforehand; ClientMetadataURL is a client ID metadata document (an https URL). With none
+	// of them, the client registers itself dynamically when the server offers it.
+	ClientID          string
+	ClientSecretEnv   string
+	ClientMetadataURL string
+	// Scopes are asked for; empty means those the server names.
+	Scopes []string
+	// RedirectPort is the port of the login's loopback redirect listener on 127.0.0.1; 0 means a free one.
+	RedirectPort int
+
 	// ProtocolVersion pins the MCP protocol version (a date such as "2025-06-18"); empty negotiates.
 	ProtocolVersion string
 	// ConnectTimeout bounds connecting and listing tools at start-up: positive, default 30s.
@@ -262,6 +277,13 @@ type MCPServer struct {
 }
 
 // PrefixOrName returns the prefix of the server's tool names: Prefix when set (possibly ""), else name.
+// The values of MCPServer.Auth.
+const (
+	AuthNone              = "none"
+	AuthOAuth             = "oauth"
+	AuthClientCredentials = "client_credentials"
+)
+
 func (s MCPServer) PrefixOrName(name string) string {
 	if s.Prefix != nil {
 		return *s.Prefix

@@ -25,6 +25,7 @@ var (
 	providers      = []string{ProviderAuto, ProviderOpenAI, ProviderTest, ProviderScripted, ProviderSampling}
 	citationStyles = []string{CitationMarkdown, CitationSup, CitationNone}
 	transports     = []string{TransportStdio, TransportHTTP, TransportSSE}
+	authModes      = []string{AuthNone, AuthOAuth, AuthClientCredentials}
 	a2aVersions    = []string{"", "1.0", "0.3"}
 	stateBackends  = []string{StateSQLite, StatePostgres, StateMemory}
 	durableRuns    = []string{DurableAll, DurableTasks, DurableNone}
@@ -345,7 +346,9 @@ func checkServer(is *issues, p []string, name string, s MCPServer) {
 	httpFields := []struct {
 		key string
 		set bool
-	}{{"url", s.URL != ""}, {"headers", s.Headers != nil}}
+	}{{"url", s.URL != ""}, {"headers", s.Headers != nil}, {"auth", s.Auth != ""}, {"client_id", s.ClientID != ""},
+		{"client_secret_env", s.ClientSecretEnv != ""}, {"client_metadata_url", s.ClientMetadataURL != ""},
+		{"scopes", s.Scopes != nil}, {"redirect_port", s.RedirectPort != 0}}
 	switch t {
 	case TransportStdio:
 		if s.Command == "" {
@@ -368,6 +371,7 @@ func checkServer(is *issues, p []string, name string, s MCPServer) {
 			}
 		}
 		checkHeaders(is, k("headers"), s.Headers)
+		checkServerAuth(is, k, s)
 	}
 	for envName := range s.Env {
 		if envName == "" || strings.ContainsAny(envName, "=\x00") {
@@ -393,6 +397,66 @@ func checkServer(is *issues, p []string, name string, s MCPServer) {
 		is.add(k("prefix"), "must match %s, or be \"\" for bare tool names (got %q)", namePattern, *s.Prefix)
 	}
 	checkMin(is, k("sampling_max_tokens"), s.SamplingMaxTokens, 1)
+}
+
+// checkServerAuth checks how agenthost authorizes itself to an http or sse server.
+func checkServerAuth(is *issues, k func(string) []string, s MCPServer) {
+	if s.Auth != "" {
+		checkEnum(is, k("auth"), s.Auth, authModes)
+	}
+	staticAuth := false
+	for name := range s.Headers {
+		staticAuth = staticAuth || strings.EqualFold(name, "Authorization")
+	}
+	switch s.Auth {
+	case AuthNone:
+		for _, f := range []struct {
+			key string
+			set bool
+		}{{"client_id", s.ClientID != ""}, {"client_secret_env", s.ClientSecretEnv != ""},
+			{"client_metadata_url", s.ClientMetadataURL != ""}, {"scopes", s.Scopes != nil}, {"redirect_port", s.RedirectPort != 0}} {
+			if f.set {
+				is.add(k(f.key), "not used with auth = %q", AuthNone)
+			}
+		}
+	case AuthOAuth, AuthClientCredentials:
+		if staticAuth {
+			is.add(k("auth"), "%q conflicts with the static Authorization header in headers: keep one", s.Auth)
+		}
+	}
+	if s.Auth == AuthClientCredentials {
+		if s.ClientID == "" {
+			is.add(k("client_id"), "required with auth = %q", AuthClientCredentials)
+		}
+		if s.ClientSecretEnv == "" {
+			is.add(k("client_secret_env"), "required with auth = %q", AuthClientCredentials)
+		}
+		if s.ClientMetadataURL != "" {
+			is.add(k("client_metadata_url"), "not used with auth = %q", AuthClientCredentials)
+		}
+		if s.RedirectPort != 0 {
+			is.add(k("redirect_port"), "not used with auth = %q: there is no redirect", AuthClientCredentials)
+		}
+	}
+	if s.ClientSecretEnv != "" && s.ClientID == "" {
+		is.add(k("client_secret_env"), "needs client_id: the secret is that client's")
+	}
+	if s.ClientSecretEnv != "" && !validEnvName(s.ClientSecretEnv) {
+		is.add(k("client_secret_env"), "must be an environment variable name (got %q)", s.ClientSecretEnv)
+	}
+	if s.ClientMetadataURL != "" {
+		if u, err := url.Parse(s.ClientMetadataURL); err != nil || u.Scheme != "https" || u.Host == "" || strings.Trim(u.Path, "/") == "" {
+			is.add(k("client_metadata_url"), "must be an https URL with a path, where the client ID metadata document is served (got %q)", s.ClientMetadataURL)
+		}
+	}
+	for i, scope := range s.Scopes {
+		if scope == "" || strings.ContainsAny(scope, " \"\\\x00\r\n\t") {
+			is.addKey(k("scopes"), fmt.Sprintf("%s[%d]", formatKey(k("scopes")), i), "not a valid OAuth scope (got %q)", scope)
+		}
+	}
+	if s.RedirectPort < 0 || s.RedirectPort > 65535 {
+		is.add(k("redirect_port"), "must be a port, 1 to 65535, or 0 for a free one (got %d)", s.RedirectPort)
+	}
 }
 
 func checkPeer(is *issues, p []string, name string, peer A2APeer) {
