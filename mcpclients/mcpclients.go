@@ -8,10 +8,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/llm"
+	"github.com/agenthost/agenthost/mcpauth"
 )
 
 // Transports.
@@ -35,6 +37,9 @@ type ServerConfig struct {
 	// URL and Headers (sent on every request) reach an HTTP or SSE server.
 	URL     string
 	Headers map[string]string
+	// OAuth, when set, returns the handler that authorizes the requests to an HTTP or SSE server. It is called for
+	// each connection, so that a reconnection picks up a login done meanwhile.
+	OAuth func(context.Context) (auth.OAuthHandler, error)
 	// ProtocolVersion, when set, is the MCP protocol version asked for; empty asks for the latest.
 	ProtocolVersion string
 	// ConnectTimeout bounds connecting and listing the tools; 0 means 30 seconds.
@@ -105,6 +110,8 @@ func Connect(ctx context.Context, configs []ServerConfig, opts *Options) (*Clien
 		}
 		if s.cfg.Required {
 			required = append(required, fmt.Errorf("mcpclients: required server %q: %w", s.cfg.Name, errs[i]))
+		} else if errors.Is(errs[i], mcpauth.ErrNeedsLogin) {
+			s.logger.Warn("MCP server skipped: it needs a login", "err", errs[i])
 		} else {
 			s.logger.Warn("MCP server skipped: it could not be reached at start-up", "err", errs[i])
 		}
@@ -159,6 +166,7 @@ const (
 	StateConnected    State = "connected"
 	StateReconnecting State = "reconnecting" // it was connected and went away; calls fail until it is back
 	StateFailed       State = "failed"       // it could not be reached at start-up and was skipped
+	StateNeedsLogin   State = "needs login"  // it asks for an OAuth login that was not done: skipped too
 	StateClosed       State = "closed"
 )
 

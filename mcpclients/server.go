@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/mcpauth"
 )
 
 const (
@@ -153,7 +154,7 @@ func (s *Server) Status() Status {
 func (s *Server) started() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.state != StateFailed
+	return s.state != StateFailed && s.state != StateNeedsLogin
 }
 
 // start makes the first connection, under ConnectTimeout, and starts the supervisor.
@@ -163,6 +164,9 @@ func (s *Server) start(ctx context.Context) error {
 	if err := s.connect(ctx); err != nil {
 		s.mu.Lock()
 		s.lastErr = err
+		if errors.Is(err, mcpauth.ErrNeedsLogin) {
+			s.state = StateNeedsLogin
+		}
 		s.mu.Unlock()
 		return err
 	}
@@ -173,7 +177,7 @@ func (s *Server) start(ctx context.Context) error {
 // connect opens a session, lists the tools (and resources) and makes them current. ctx bounds the attempt; the
 // connection itself lives until the server is closed or lost.
 func (s *Server) connect(ctx context.Context) error {
-	t, cmd, err := s.transport()
+	t, cmd, err := s.transport(ctx)
 	if err != nil {
 		return err
 	}
@@ -432,7 +436,7 @@ func (s *Server) await(ctx context.Context) (*mcp.ClientSession, error) {
 			return session, nil
 		case state == StateClosed:
 			return nil, fmt.Errorf("MCP server %q is shut down", s.cfg.Name)
-		case state == StateFailed:
+		case state == StateFailed || state == StateNeedsLogin:
 			return nil, fmt.Errorf("MCP server %q is not connected: %v", s.cfg.Name, lastErr)
 		}
 		if deadline == nil {
@@ -459,7 +463,7 @@ func (s *Server) close() {
 	s.mu.Lock()
 	session, cmd := s.session, s.cmd
 	s.session, s.stop, s.cmd = nil, nil, nil // s.cancel above ended every connection's context
-	if s.state != StateFailed {
+	if s.state != StateFailed && s.state != StateNeedsLogin {
 		s.state = StateClosed
 	}
 	s.signalLocked()

@@ -1,6 +1,7 @@
 package mcpclients
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,11 +14,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agenthost/agenthost/mcpauth"
 )
 
 // transport makes a new connection to the server each time it is called: a fresh child process for stdio.
-func (s *Server) transport() (mcp.Transport, *exec.Cmd, error) {
+func (s *Server) transport(ctx context.Context) (mcp.Transport, *exec.Cmd, error) {
 	c := s.cfg
 	if s.opts.dial != nil {
 		t, err := s.opts.dial(c)
@@ -36,10 +40,24 @@ func (s *Server) transport() (mcp.Transport, *exec.Cmd, error) {
 		cmd.Stderr = newLineLogger(s.logger, "stderr") // s.logger is tagged with the server's name
 		ownProcessGroup(cmd)
 		return &mcp.CommandTransport{Command: cmd, TerminateDuration: terminateDuration}, cmd, nil
-	case TransportHTTP:
-		return &mcp.StreamableClientTransport{Endpoint: c.URL, HTTPClient: s.httpClient(), MaxRetries: streamRetries}, nil, nil
-	case TransportSSE:
-		return &mcp.SSEClientTransport{Endpoint: c.URL, HTTPClient: s.httpClient()}, nil, nil
+	case TransportHTTP, TransportSSE:
+		var h auth.OAuthHandler
+		if c.OAuth != nil {
+			var err error
+			if h, err = c.OAuth(ctx); err != nil {
+				return nil, nil, err
+			}
+		}
+		client := s.httpClient()
+		if c.Transport == TransportHTTP {
+			return &mcp.StreamableClientTransport{Endpoint: c.URL, HTTPClient: client, MaxRetries: streamRetries, OAuthHandler: h}, nil, nil
+		}
+		if h != nil {
+			// The legacy transport takes no OAuth handler: its requests go through one.
+			base := client.Transport
+			client = &http.Client{Transport: &mcpauth.RoundTripper{Handler: h, Base: base}}
+		}
+		return &mcp.SSEClientTransport{Endpoint: c.URL, HTTPClient: client}, nil, nil
 	}
 	return nil, nil, fmt.Errorf("unknown transport %q", c.Transport)
 }

@@ -11,13 +11,18 @@
 //     server sends meanwhile with the defaults of its schema.
 //   - sse-retry: call test_reconnection, whose response stream the server closes before answering; the answer
 //     comes on the stream the client resumes.
+//   - auth/*: connect to a server that requires OAuth, authorizing as `agenthost mcp login` does (mcpauth's login
+//     handler, whose flow follows the mock authorization server's immediate redirect), list the tools and call the
+//     first. The client credentials scenarios use the client of MCP_CONFORMANCE_CONTEXT, as auth =
+//     "client_credentials" does; pre-registration uses it as a configured client_id; basic-cimd uses the suite's
+//     client ID metadata document URL, as client_metadata_url does.
 //
 // It works as agenthost does, through the mcpclients and host APIs only: the tools come from the server's
 // host.Toolset and are called with host.Tool.Call, with a host.Call whose Interactor answers elicitations. It prints
 // each tool's result on stdout and logs on stderr, and exits 1 when the scenario is unknown or a step fails.
 //
-// It imports mcpclients, host and the standard library; it must not import the MCP SDK, so that it exercises
-// nothing but what agenthost itself uses.
+// It imports mcpclients, mcpauth, host and the standard library, and of the MCP SDK only the auth package's
+// handler interface: it exercises nothing but what agenthost itself uses.
 package main
 
 import (
@@ -30,17 +35,28 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
+
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/mcpauth"
 	"github.com/agenthost/agenthost/mcpclients"
 )
 
-// scenarioEnv names the scenario; the suite sets it for the command it runs.
-const scenarioEnv = "MCP_CONFORMANCE_SCENARIO"
+// scenarioEnv names the scenario; the suite sets it for the command it runs. contextEnv holds the scenario's
+// credentials, as JSON.
+const (
+	scenarioEnv = "MCP_CONFORMANCE_SCENARIO"
+	contextEnv  = "MCP_CONFORMANCE_CONTEXT"
+)
+
+// cimdURL is the client ID metadata document the basic-cimd scenario expects the client to use.
+const cimdURL = "https://conformance-test.local/client-metadata.json"
 
 // runTimeout bounds a whole run. The suite kills a client after 30 seconds and fails the scenario; ending first
 // leaves a log that says which step hung.
@@ -54,6 +70,8 @@ type scenario struct {
 	// want is text the tool's result must contain: the mock servers answer some failures (an elicitation that was
 	// not accepted) with a result that is not marked as an error.
 	want string
+	// firstTool calls the server's first tool, if it has one, with no arguments.
+	firstTool bool
 }
 
 var scenarios = map[string]scenario{
@@ -100,17 +118,27 @@ func main() {
 
 // run connects to url and plays the scenario called name, printing the tool's result to out.
 func run(ctx context.Context, logger *slog.Logger, name, url string, out io.Writer) error {
-	sc, ok := scenarios[name]
-	if !ok {
-		return fmt.Errorf("unknown scenario %q (set %s to one of %s)", name, scenarioEnv, strings.Join(scenarioNames(), ", "))
-	}
-	client, err := mcpclients.Connect(ctx, []mcpclients.ServerConfig{{
+	server := mcpclients.ServerConfig{
 		Name:           "conformance",
 		Transport:      mcpclients.TransportHTTP,
 		URL:            url,
 		Required:       true,
-		ConnectTimeout: 10 * time.Second,
-	}}, &mcpclients.Options{Logger: logger})
+		ConnectTimeout: 20 * time.Second,
+	}
+	sc, ok := scenarios[name]
+	if strings.HasPrefix(name, "auth/") {
+		sc, ok = scenario{firstTool: true}, true
+		oauth, cleanup, err := authFor(ctx, name, url, logger)
+		if err != nil {
+			return err
+		}
+		defer cleanup()
+		server.OAuth = oauth
+	}
+	if !ok {
+		return fmt.Errorf("unknown scenario %q (set %s to one of %s, or auth/...)", name, scenarioEnv, strings.Join(scenarioNames(), ", "))
+	}
+	client, err := mcpclients.Connect(ctx, []mcpclients.ServerConfig{server}, &mcpclients.Options{Logger: logger})
 	if err != nil {
 		return err
 	}
@@ -119,7 +147,7 @@ func run(ctx context.Context, logger *slog.Logger, name, url string, out io.Writ
 	for _, st := range client.Status() {
 		logger.Info("connected", "server", st.Name, "protocol", st.ProtocolVersion, "tools", st.Tools)
 	}
-	if sc.tool == "" {
+	if sc.tool == "" && !sc.firstTool {
 		return nil
 	}
 
@@ -127,6 +155,12 @@ func run(ctx context.Context, logger *slog.Logger, name, url string, out io.Writ
 	tools, err := toolset.Tools(ctx)
 	if err != nil {
 		return fmt.Errorf("list tools: %w", err)
+	}
+	if sc.firstTool {
+		if len(tools) == 0 {
+			return nil
+		}
+		sc.tool, sc.args = tools[0].Spec().Name, json.RawMessage(`{}`)
 	}
 	i := slices.IndexFunc(tools, func(t host.Tool) bool { return t.Spec().Name == sc.tool })
 	if i < 0 {
@@ -150,6 +184,46 @@ func run(ctx context.Context, logger *slog.Logger, name, url string, out io.Writ
 	}
 	_, err = fmt.Fprintln(out, res.Text)
 	return err
+}
+
+// authFor returns how the client authorizes itself in the auth scenario name, and what to clean up after.
+func authFor(ctx context.Context, name, url string, logger *slog.Logger) (func(context.Context) (auth.OAuthHandler, error), func(), error) {
+	var creds struct {
+		ClientID     string `json:"client_id"`
+		ClientSecret string `json:"client_secret"`
+	}
+	if raw := os.Getenv(contextEnv); raw != "" {
+		if err := json.Unmarshal([]byte(raw), &creds); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", contextEnv, err)
+		}
+	}
+	dir, err := os.MkdirTemp("", "conformance-grants-")
+	if err != nil {
+		return nil, nil, err
+	}
+	cleanup := func() { os.RemoveAll(dir) }
+	cfg := &mcpauth.Config{Server: "conformance", URL: url, Mode: mcpauth.ModeOAuth, Store: &mcpauth.FileStore{Path: filepath.Join(dir, "grants.json")}, Logger: logger}
+	switch {
+	case strings.HasPrefix(name, "auth/client-credentials"):
+		cfg.Mode, cfg.ClientID, cfg.ClientSecret = mcpauth.ModeClientCredentials, creds.ClientID, creds.ClientSecret
+		return func(ctx context.Context) (auth.OAuthHandler, error) { return mcpauth.New(ctx, cfg) }, cleanup, nil
+	case name == "auth/pre-registration":
+		cfg.ClientID, cfg.ClientSecret = creds.ClientID, creds.ClientSecret
+	case name == "auth/basic-cimd":
+		cfg.ClientMetadataURL = cimdURL
+	}
+	flow, err := mcpauth.NewFlow(ctx, cfg, &mcpauth.LoginOptions{Out: os.Stderr})
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	h, err := mcpauth.NewLoginHandler(ctx, cfg, flow)
+	if err != nil {
+		flow.Close()
+		cleanup()
+		return nil, nil, err
+	}
+	return func(context.Context) (auth.OAuthHandler, error) { return h, nil }, func() { flow.Close(); cleanup() }, nil
 }
 
 func scenarioNames() []string {
