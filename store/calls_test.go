@@ -150,3 +150,33 @@ func TestSignalsSurviveUpgrade(t *testing.T) {
 		t.Errorf("after the upgrade: %+v, %v", sigs, err)
 	}
 }
+
+func TestGrants(t *testing.T) {
+	backends(t, Options{}, func(t *testing.T, db *DB) {
+		ctx := t.Context()
+		if g, err := db.Grant(ctx, "github"); g != nil || err != nil {
+			t.Fatalf("no grant yet: %s, %v", g, err)
+		}
+		for _, s := range []struct{ server, grant string }{{"github", `{"v":1}`}, {"atlassian", `{"v":2}`}, {"github", `{"v":3}`}} {
+			if err := db.PutGrant(ctx, s.server, []byte(s.grant)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if g, err := db.Grant(ctx, "github"); string(g) != `{"v":3}` || err != nil {
+			t.Errorf("github: %s, %v", g, err)
+		}
+		all, err := db.Grants(ctx)
+		if err != nil || len(all) != 2 || string(all[0]) != `{"v":2}` || string(all[1]) != `{"v":3}` {
+			t.Errorf("Grants = %q, %v", all, err)
+		}
+		if err := db.DeleteGrant(ctx, "github"); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.DeleteGrant(ctx, "github"); err != nil {
+			t.Errorf("deleting again: %v", err)
+		}
+		if g, _ := db.Grant(ctx, "github"); g != nil {
+			t.Errorf("deleted, still read: %s", g)
+		}
+	})
+}

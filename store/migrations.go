@@ -84,6 +84,13 @@ var migrations = [][]string{
 		`ALTER TABLE a2a_signals RENAME TO signals`,
 		`ALTER TABLE signals RENAME COLUMN task_id TO target_id`,
 	},
+	{ // 7: OAuth grants to MCP servers (tokens, refresh tokens, dynamically registered clients), as JSON
+		`CREATE TABLE oauth_grants (
+			server     TEXT PRIMARY KEY,
+			grant_json TEXT NOT NULL,
+			updated_ms BIGINT NOT NULL
+		)`,
+	},
 }
 
 // SchemaVersion is the version of the schema this agenthost writes.

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
+
 	"github.com/agenthost/agenthost/a2a"
 	"github.com/agenthost/agenthost/builtin"
 	"github.com/agenthost/agenthost/config"
@@ -20,6 +22,7 @@ import (
 	"github.com/agenthost/agenthost/llm"
 	"github.com/agenthost/agenthost/llm/openai"
 	"github.com/agenthost/agenthost/llm/testmodel"
+	"github.com/agenthost/agenthost/mcpauth"
 	"github.com/agenthost/agenthost/mcpclients"
 	"github.com/agenthost/agenthost/mcpserver"
 	"github.com/agenthost/agenthost/store"
@@ -91,6 +94,25 @@ type app struct {
 	orch     *host.Orchestrator
 	// state is the database of [state], when the app keeps state in one.
 	state *store.DB
+	// grantsCloser closes what grantStore opened for the OAuth grants.
+	grantsCloser io.Closer
+}
+
+// grantStore returns where the OAuth grants to MCP servers are kept, or nil when no server may need one. A command
+// that opened no state database opens it for them.
+func (a *app) grantStore(ctx context.Context) (mcpauth.Store, error) {
+	if !slices.ContainsFunc(a.cfg.MCP.Order, func(name string) bool { return wiring.UsesOAuth(a.cfg.MCP.Servers[name]) }) {
+		return nil, nil
+	}
+	if a.state != nil || a.cfg.State.Backend == config.StateMemory {
+		return wiring.GrantStore(a.cfg, a.state)
+	}
+	s, closer, err := wiring.OpenGrantStore(ctx, a.cfg, os.Getenv, a.logger)
+	if err != nil {
+		return nil, err
+	}
+	a.grantsCloser = closer
+	return s, nil
 }
 
 // buildMode says what a command builds the app for.
@@ -119,6 +141,11 @@ func (a *app) close() {
 			a.logger.Warn("closing the built-in tools", "err", err)
 		}
 	}
+	if a.grantsCloser != nil {
+		if err := a.grantsCloser.Close(); err != nil {
+			a.logger.Warn("closing the state database", "err", err)
+		}
+	}
 	if a.state != nil {
 		if err := a.state.Close(); err != nil {
 			a.logger.Warn("closing the state database", "err", err)
@@ -127,11 +154,23 @@ func (a *app) close() {
 }
 
 // mcpServers converts the configured MCP servers, in file order. With honourRequired false, no server is required.
-func mcpServers(cfg *config.Config, honourRequired bool) []mcpclients.ServerConfig {
+// The servers that may need OAuth are authorized with the grants in grants (nil when none does).
+func mcpServers(cfg *config.Config, honourRequired bool, grants mcpauth.Store, logger *slog.Logger) []mcpclients.ServerConfig {
 	var out []mcpclients.ServerConfig
 	for _, name := range cfg.MCP.Order {
 		s := cfg.MCP.Servers[name]
+		var oauth func(context.Context) (auth.OAuthHandler, error)
+		if grants != nil && wiring.UsesOAuth(s) {
+			oauth = func(ctx context.Context) (auth.OAuthHandler, error) {
+				oc, err := wiring.OAuthConfig(cfg, name, grants, os.Getenv, logger)
+				if err != nil {
+					return nil, err
+				}
+				return mcpauth.New(ctx, oc)
+			}
+		}
 		out = append(out, mcpclients.ServerConfig{
+			OAuth:             oauth,
 			Name:              name,
 			Transport:         s.EffectiveTransport(),
 			Command:           s.Command,
@@ -195,10 +234,15 @@ func build(ctx context.Context, cfg *config.Config, modelFlag string, logger *sl
 		a.close()
 		return nil, fmt.Errorf("%w: %s: builtin.tools: %w", errUsage, configName(cfg), err)
 	}
+	grants, err := a.grantStore(ctx)
+	if err != nil {
+		a.close()
+		return nil, fmt.Errorf("%s: %w", configName(cfg), err)
+	}
 	var mcpErr, a2aErr error
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		a.mcp, mcpErr = mcpclients.Connect(ctx, mcpServers(cfg, allRequired), &mcpclients.Options{Logger: logger, Sampler: a.model, ClientName: "agenthost", ClientVersion: version})
+		a.mcp, mcpErr = mcpclients.Connect(ctx, mcpServers(cfg, allRequired, grants, logger), &mcpclients.Options{Logger: logger, Sampler: a.model, ClientName: "agenthost", ClientVersion: version})
 	})
 	wg.Go(func() {
 		a.peers, a2aErr = a2a.Connect(ctx, wiring.Peers(cfg, allRequired), &a2a.Options{Logger: logger})

@@ -46,6 +46,7 @@ Usage:
   agenthost serve [flags]        serve the agent as an MCP server over stdio, or --http ADDR
   agenthost index [flags]        build or bring up to date doc_search's index
   agenthost state COMMAND        list, show and delete the conversations kept in [state]
+  agenthost mcp COMMAND          log in to and out of the MCP servers that need OAuth, and list their logins
   agenthost version              print the version
 
 Run "agenthost COMMAND -h" for the flags of a command.
@@ -73,6 +74,8 @@ func run(ctx context.Context, args []string, io *stdio) int {
 		err = cmdIndex(ctx, rest, io)
 	case "state":
 		err = cmdState(ctx, rest, io)
+	case "mcp":
+		err = cmdMCP(ctx, rest, io)
 	case "version", "-version", "--version":
 		fmt.Fprintln(io.out, "agenthost", version)
 	case "help", "-h", "-help", "--help":
