@@ -158,7 +158,7 @@ func (r *refresher) Token() (*oauth2.Token, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	tok := r.g.Token
-	if tok.AccessToken != "" && (tok.Expiry.IsZero() || time.Until(tok.Expiry) > refreshEarly) {
+	if tok.AccessToken != "" && (tok.Expiry.IsZero() || time.Until(tok.Expiry) > r.margin(tok)) {
 		return tok, nil
 	}
 	if tok.RefreshToken == "" {
@@ -187,6 +187,15 @@ func (r *refresher) Token() (*oauth2.Token, error) {
 	}
 	r.cfg.logger().Debug("OAuth token refreshed", "server", r.cfg.Server, "expiry", next.Expiry)
 	return next, nil
+}
+
+// margin is how long before its expiry tok is refreshed: refreshEarly, or a quarter of the token's lifetime when
+// that is shorter, so that a short-lived token is not refreshed at every request.
+func (r *refresher) margin(tok *oauth2.Token) time.Duration {
+	if lifetime := tok.Expiry.Sub(r.g.Updated); lifetime > 0 && lifetime/4 < refreshEarly {
+		return lifetime / 4
+	}
+	return refreshEarly
 }
 
 // saving wraps the token source the SDK's handler made after a login: it saves the grant once, with the client

@@ -65,14 +65,26 @@ func cmdMCP(ctx context.Context, args []string, io *stdio) error {
 	default:
 		return fmt.Errorf("%w: unknown mcp command %q\n\n%s", errUsage, sub, mcpUsage)
 	}
+	// The server's name may come before the flags, as in "mcp login github -timeout 2m".
+	var name string
+	if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
+		name, rest = rest[0], rest[1:]
+	}
 	if err := parseFlags(fs, rest, io.err); err != nil {
 		return err
 	}
+	if name == "" && fs.NArg() > 0 {
+		name = fs.Arg(0)
+	}
+	extra := fs.NArg()
+	if name != "" && extra > 0 && fs.Arg(0) == name {
+		extra--
+	}
 	switch {
-	case (sub == "login" || sub == "logout") && fs.NArg() != 1:
+	case (sub == "login" || sub == "logout") && (name == "" || extra > 0):
 		return fmt.Errorf("%w: mcp %s takes the name of one server", errUsage, sub)
-	case sub == "auth" && fs.NArg() != 0:
-		return fmt.Errorf("%w: mcp auth takes no arguments (got %q)", errUsage, fs.Args())
+	case sub == "auth" && (name != "" || extra > 0):
+		return fmt.Errorf("%w: mcp auth takes no arguments", errUsage)
 	}
 	logger, err := c.logger(io.err)
 	if err != nil {
@@ -91,7 +103,6 @@ func cmdMCP(ctx context.Context, args []string, io *stdio) error {
 	if sub == "auth" {
 		return printAuth(ctx, io.out, cfg, grants)
 	}
-	name := fs.Arg(0)
 	s, ok := cfg.MCP.Servers[name]
 	if !ok {
 		return fmt.Errorf("%w: %s has no server %q in [mcp.servers]", errUsage, configName(cfg), name)
