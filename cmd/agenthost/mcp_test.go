@@ -49,7 +49,7 @@ url = %q
 		t.Errorf("mcp auth before the login: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 
-	srv.TokenLifetime = 2 * time.Second // refreshed in its last quarter: after 1.5 s
+	srv.SetTokenLifetime(2 * time.Second) // refreshed in its last quarter: after 1.5 s
 	r = run("mcp", "login", "remote", "-no-browser", "-log-level", "debug")
 	if r.code != 0 || !strings.Contains(r.stdout, "Logged in to remote") || !strings.Contains(r.stdout, "refreshed before") {
 		t.Fatalf("mcp login: exit %d\n%s%s", r.code, r.stdout, r.stderr)
@@ -63,7 +63,7 @@ url = %q
 	}
 
 	// The next start refreshes the token about to expire, and lists the server's tools with it.
-	srv.TokenLifetime = time.Hour
+	srv.SetTokenLifetime(time.Hour)
 	time.Sleep(1600 * time.Millisecond)
 	r = run("tools", "-log-level", "debug")
 	if r.code != 0 || !strings.Contains(r.stdout, "remote_whoami") {
@@ -74,7 +74,7 @@ url = %q
 	}
 
 	// A second login reuses the client registered by the first.
-	srv.TokenLifetime = time.Hour
+	srv.SetTokenLifetime(time.Hour)
 	if r = run("mcp", "login", "remote", "-no-browser"); r.code != 0 {
 		t.Fatalf("second login: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}

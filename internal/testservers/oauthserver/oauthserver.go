@@ -25,12 +25,11 @@ import (
 type Server struct {
 	// URL is the MCP endpoint.
 	URL string
-	// TokenLifetime is the lifetime of the access tokens it issues; set it before the first login.
-	TokenLifetime time.Duration
 
 	srv *httptest.Server
 
 	mu        sync.Mutex
+	lifetime  time.Duration     // of the access tokens it issues
 	clients   map[string]string // client_id → redirect URI
 	codes     map[string]grant  // authorization code → its grant
 	tokens    map[string]grant  // access token → its grant
@@ -50,7 +49,7 @@ type grant struct {
 
 // New starts a server. Close it when done.
 func New() *Server {
-	s := &Server{TokenLifetime: time.Hour, clients: map[string]string{}, codes: map[string]grant{}, tokens: map[string]grant{}, refreshes: map[string]grant{}}
+	s := &Server{lifetime: time.Hour, clients: map[string]string{}, codes: map[string]grant{}, tokens: map[string]grant{}, refreshes: map[string]grant{}}
 	mux := http.NewServeMux()
 	s.srv = httptest.NewServer(mux)
 	base := s.srv.URL
@@ -90,6 +89,13 @@ func (s *Server) Counts() Counts {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.counts
+}
+
+// SetTokenLifetime sets the lifetime of the access tokens issued from now on.
+func (s *Server) SetTokenLifetime(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lifetime = d
 }
 
 // Revoke forgets every access and refresh token.
@@ -182,11 +188,11 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "unsupported_grant_type"})
 		return
 	}
-	g.expires = time.Now().Add(s.TokenLifetime)
+	g.expires = time.Now().Add(s.lifetime)
 	access, refresh := "at-"+rand.Text(), "rt-"+rand.Text()
 	s.tokens[access], s.refreshes[refresh] = g, g
 	writeJSON(w, http.StatusOK, map[string]any{"access_token": access, "token_type": "Bearer", "refresh_token": refresh,
-		"expires_in": int(s.TokenLifetime / time.Second)})
+		"expires_in": int(s.lifetime / time.Second)})
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
