@@ -1,35 +1,16 @@
 package builtin
 
 import (
-	"bytes"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/internal/testwait"
 )
-
-// syncBuffer is a log destination the background indexer and the test share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // eventually polls cond until it holds or 20 seconds pass.
 func eventually(t *testing.T, what string, cond func() bool) {
@@ -48,7 +29,7 @@ func TestDocSearch(t *testing.T) {
 		"guide.html":  "<title>Laptop guide</title><p>New hires get a laptop on their first day.</p>",
 	})
 	state := t.TempDir()
-	var logs syncBuffer
+	var logs testwait.Buffer
 	ts, err := New([]string{"doc_search"}, &Options{
 		StateDir:  state,
 		Logger:    slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),

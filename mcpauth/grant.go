@@ -45,8 +45,8 @@ func (g *Grant) config() *oauth2.Config {
 		Endpoint: oauth2.Endpoint{AuthURL: g.AuthURL, TokenURL: g.TokenURL, AuthStyle: g.AuthStyle}}
 }
 
-// GrantState describes a grant for people: "logged in", "expired" (and no refresh token), or "refreshable" (the
-// access token expired; the refresh token gets a new one at the next request).
+// State describes the grant for people: "needs login" (no token), "logged in", "expired" (and no refresh token), or
+// "refreshable" (the access token expired; the refresh token gets a new one at the next request).
 func (g *Grant) State(now time.Time) string {
 	switch {
 	case g.Token == nil || g.Token.AccessToken == "":

@@ -1,7 +1,6 @@
 package mcpauth
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,7 +11,6 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -25,24 +23,6 @@ import (
 
 func fileStore(t *testing.T) *FileStore {
 	return &FileStore{Path: filepath.Join(t.TempDir(), "state", "grants.json")}
-}
-
-// syncBuffer is a log destination safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // A stored grant whose access token is about to expire is refreshed at the next request, once; the new token is
@@ -60,7 +40,7 @@ func TestRefresh(t *testing.T) {
 		fmt.Fprintf(w, `{"access_token":"access-%d","token_type":"Bearer","expires_in":3600}`, n+1)
 	}))
 	defer as.Close()
-	var logs syncBuffer
+	var logs testwait.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	store := fileStore(t)
 	g := &Grant{Server: "gh", URL: "https://mcp.example/mcp", ClientID: "client-1", TokenURL: as.URL + "/token", AuthURL: as.URL + "/authorize",
@@ -177,7 +157,7 @@ func newFlow(t *testing.T, opts *LoginOptions) (*Flow, string) {
 
 // A redirect with another state is refused and the login goes on; the right one ends it.
 func TestFlowWrongState(t *testing.T) {
-	var out syncBuffer
+	var out testwait.Buffer
 	f, authURL := newFlow(t, &LoginOptions{Out: &out})
 	if !strings.HasPrefix(f.RedirectURL(), "http://127.0.0.1:") {
 		t.Errorf("redirect URL %s", f.RedirectURL())
@@ -247,7 +227,7 @@ func TestFlowRefused(t *testing.T) {
 // Without a browser that reaches the listener, the address the browser was sent to can be pasted.
 func TestFlowPaste(t *testing.T) {
 	pr, pw := io.Pipe()
-	var out syncBuffer
+	var out testwait.Buffer
 	f, authURL := newFlow(t, &LoginOptions{Out: &out, Paste: pr})
 	go func() {
 		io.WriteString(pw, "not a url at all\n")

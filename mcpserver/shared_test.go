@@ -93,6 +93,18 @@ func replicas(t *testing.T, st *setup) (store *memCalls, a, b *Server, ca, cb *m
 	return store, a, b, manualClient(t, a), manualClient(t, b)
 }
 
+// startAsking starts a call of the agent tool with args through cs, which must come back with one question, and
+// returns the result and the question's key.
+func startAsking(t *testing.T, cs *mcp.ClientSession, args map[string]any) (*mcp.CallToolResult, string) {
+	t.Helper()
+	res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "ask_helper_bot", Arguments: args})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _ := onlyQuestion(t, res)
+	return res, key
+}
+
 // onlyQuestion returns the key and the message of the one elicitation res asks.
 func onlyQuestion(t *testing.T, res *mcp.CallToolResult) (string, string) {
 	t.Helper()
@@ -120,18 +132,15 @@ func TestSharedRounds(t *testing.T) {
 		fakellm.Turn{Text: "both gone"},
 	)
 	args := map[string]any{"prompt": "clean up"}
-	res, err := ca.CallTool(bounded(t), &mcp.CallToolParams{Name: "ask_helper_bot", Arguments: args})
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, msg := onlyQuestion(t, res)
+	res, key := startAsking(t, ca, args)
+	_, msg := onlyQuestion(t, res)
 	if !strings.Contains(msg, "/tmp/one") {
 		t.Errorf("first question %q", msg)
 	}
 	state := res.RequestState
 
 	// Through B: the answer reaches the run on A, whose next question comes back through B.
-	res, err = cb.CallTool(bounded(t), &mcp.CallToolParams{Name: "ask_helper_bot", Arguments: args, RequestState: state, InputResponses: approveKey(key)})
+	res, err := cb.CallTool(bounded(t), &mcp.CallToolParams{Name: "ask_helper_bot", Arguments: args, RequestState: state, InputResponses: approveKey(key)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,11 +175,7 @@ func TestSharedRoundsResultElsewhere(t *testing.T) {
 	store, a, b, ca, cb := replicas(t, st)
 	st.llm.Enqueue(fakellm.Turn{ToolCalls: call(fakellm.ToolCall{ID: "d", Name: "delete", Arguments: `{}`})}, fakellm.Turn{Text: "gone"})
 	args := map[string]any{"prompt": "clean up"}
-	res, err := ca.CallTool(bounded(t), &mcp.CallToolParams{Name: "ask_helper_bot", Arguments: args})
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, _ := onlyQuestion(t, res)
+	res, key := startAsking(t, ca, args)
 	// Other arguments under the same state are refused, and leave the call waiting.
 	bad, err := cb.CallTool(bounded(t), &mcp.CallToolParams{Name: "ask_helper_bot", Arguments: map[string]any{"prompt": "other"}, RequestState: res.RequestState, InputResponses: approveKey(key)})
 	if err != nil || !bad.IsError {
@@ -197,11 +202,7 @@ func TestSharedRoundCancelled(t *testing.T) {
 	_, a, _, ca, cb := replicas(t, st)
 	st.llm.Enqueue(fakellm.Turn{ToolCalls: call(fakellm.ToolCall{ID: "s", Name: "slow", Arguments: `{}`})}, fakellm.Turn{Text: "never"})
 	args := map[string]any{"prompt": "take your time"}
-	res, err := ca.CallTool(bounded(t), &mcp.CallToolParams{Name: "ask_helper_bot", Arguments: args})
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, _ := onlyQuestion(t, res)
+	res, key := startAsking(t, ca, args)
 	ctx, cancel := context.WithCancel(bounded(t))
 	errc := make(chan error, 1)
 	go func() {
@@ -254,11 +255,7 @@ func TestSharedCallsForgottenOnClose(t *testing.T) {
 	store, a, _, ca, cb := replicas(t, st)
 	st.llm.Enqueue(fakellm.Turn{ToolCalls: call(fakellm.ToolCall{ID: "d", Name: "delete", Arguments: `{}`})}, fakellm.Turn{Text: "gone"})
 	args := map[string]any{"prompt": "clean up"}
-	res, err := ca.CallTool(bounded(t), &mcp.CallToolParams{Name: "ask_helper_bot", Arguments: args})
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, _ := onlyQuestion(t, res)
+	res, key := startAsking(t, ca, args)
 	if store.len() != 1 {
 		t.Fatalf("%d calls in the store, want 1", store.len())
 	}
@@ -266,7 +263,7 @@ func TestSharedCallsForgottenOnClose(t *testing.T) {
 	if store.len() != 0 {
 		t.Errorf("%d calls in the store after A closed", store.len())
 	}
-	res, err = cb.CallTool(bounded(t), &mcp.CallToolParams{Name: "ask_helper_bot", Arguments: args, RequestState: res.RequestState, InputResponses: approveKey(key)})
+	res, err := cb.CallTool(bounded(t), &mcp.CallToolParams{Name: "ask_helper_bot", Arguments: args, RequestState: res.RequestState, InputResponses: approveKey(key)})
 	if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "has stopped since") {
 		t.Errorf("%+v, %v", res, err)
 	}

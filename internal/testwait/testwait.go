@@ -4,7 +4,9 @@
 package testwait
 
 import (
+	"bytes"
 	"context"
+	"sync"
 	"testing"
 	"time"
 )
@@ -46,4 +48,24 @@ func Within(t testing.TB, limit time.Duration, what string, f func()) {
 	case <-time.After(limit):
 		t.Fatalf("%s did not end within %v", what, limit)
 	}
+}
+
+// Buffer collects output that a test reads while something else still writes it (a log, a prompt), for Until to
+// wait on. It is safe for concurrent use.
+type Buffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *Buffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+// String returns what was written so far.
+func (s *Buffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
