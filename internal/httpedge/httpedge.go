@@ -1,6 +1,6 @@
 // Package httpedge is the HTTP edge that agenthost's servers share (the MCP endpoint of mcpserver and the A2A
 // endpoint of a2a): the checks every request passes before it reaches a handler (Host and Origin against allow-lists,
-// a bearer token compared in constant time, a cap on the body), and serving a listener until shutdown with the
+// a bearer token compared in constant time or the caller's authenticator, a cap on the body), and serving a listener until shutdown with the
 // requests in flight cancelled and drained.
 //
 // It imports only the standard library.
@@ -37,11 +37,17 @@ type Options struct {
 	Public func(*http.Request) bool
 	// Realm names the server in the WWW-Authenticate header of a 401; "" means "agenthost".
 	Realm string
+	// Auth, when set, authenticates the requests that are not Public in place of Token: it wraps the handler and
+	// answers itself those it refuses (an OAuth protected resource checking bearer JWTs).
+	Auth func(next http.Handler) http.Handler
+	// Documents are served by URL path to anyone who passes the Host and Origin checks, before any other handler:
+	// what a client reads to learn how to authenticate (OAuth protected resource metadata).
+	Documents map[string]http.Handler
 }
 
 // Guard returns a handler that checks every request before next sees it: Host and Origin against the allow-lists
-// (DNS-rebinding protection: a foreign one gets 403), then the bearer token (401 without the right one), and caps the
-// body.
+// (DNS-rebinding protection: a foreign one gets 403), then the bearer token (401 without the right one) or Auth, and
+// caps the body.
 func Guard(next http.Handler, o Options) http.Handler {
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = 4 << 20
@@ -49,13 +55,18 @@ func Guard(next http.Handler, o Options) http.Handler {
 	if o.Realm == "" {
 		o.Realm = "agenthost"
 	}
-	return &guard{opts: o, next: next, hosts: allowedHosts(o)}
+	g := &guard{opts: o, next: next, authed: next, hosts: allowedHosts(o)}
+	if o.Auth != nil {
+		g.authed = o.Auth(next)
+	}
+	return g
 }
 
 type guard struct {
-	opts  Options
-	next  http.Handler
-	hosts []string // accepted Host values, lower case, with and without port
+	opts   Options
+	next   http.Handler // for public requests
+	authed http.Handler // for the others: next behind Auth, if any
+	hosts  []string     // accepted Host values, lower case, with and without port
 }
 
 func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -67,7 +78,12 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "forbidden: Origin not allowed", http.StatusForbidden)
 		return
 	}
-	if g.opts.Token != "" && (g.opts.Public == nil || !g.opts.Public(r)) && !TokenMatches(r, g.opts.Token) {
+	if doc, ok := g.opts.Documents[r.URL.Path]; ok {
+		doc.ServeHTTP(w, r)
+		return
+	}
+	public := g.opts.Public != nil && g.opts.Public(r)
+	if g.opts.Token != "" && !public && !TokenMatches(r, g.opts.Token) {
 		msg := "unauthorized: a bearer token is required"
 		if r.Header.Get("Authorization") != "" {
 			msg = "unauthorized: the bearer token is not valid"
@@ -77,7 +93,11 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, g.opts.MaxBodyBytes)
-	g.next.ServeHTTP(w, r)
+	if public {
+		g.next.ServeHTTP(w, r)
+		return
+	}
+	g.authed.ServeHTTP(w, r)
 }
 
 // TokenMatches reports whether r carries "Authorization: Bearer <token>", compared in constant time.

@@ -65,3 +65,46 @@ func TestGuard(t *testing.T) {
 		})
 	}
 }
+
+// TestGuardAuth: Auth replaces the token check for requests that are not public, and Documents are served to anyone
+// who passes the Host and Origin checks.
+func TestGuardAuth(t *testing.T) {
+	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "next "+r.Header.Get("X-Auth")) })
+	auth := func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("Authorization") != "Bearer jwt" {
+				http.Error(w, "refused by auth", http.StatusUnauthorized)
+				return
+			}
+			r.Header.Set("X-Auth", "checked")
+			h.ServeHTTP(w, r)
+		})
+	}
+	doc := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "metadata") })
+	h := Guard(next, Options{Auth: auth, Documents: map[string]http.Handler{"/.well-known/doc": doc},
+		Public: func(r *http.Request) bool { return r.URL.Path == "/card" }})
+	for _, c := range []struct {
+		name, path, host, auth string
+		status                 int
+		text                   string
+	}{
+		{"authenticated", "/x", "localhost", "Bearer jwt", 200, "next checked"},
+		{"refused", "/x", "localhost", "Bearer other", 401, "refused by auth"},
+		{"public", "/card", "localhost", "", 200, "next "},
+		{"document", "/.well-known/doc", "localhost", "", 200, "metadata"},
+		{"document from a foreign host", "/.well-known/doc", "evil.example.com", "", 403, "Host not allowed"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			req := httptest.NewRequest(http.MethodGet, c.path, nil)
+			req.Host = c.host
+			if c.auth != "" {
+				req.Header.Set("Authorization", c.auth)
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != c.status || !strings.Contains(rec.Body.String(), c.text) {
+				t.Errorf("%d %q, want %d %q", rec.Code, rec.Body.String(), c.status, c.text)
+			}
+		})
+	}
+}
