@@ -217,9 +217,13 @@ func (s *Server) card(ctx context.Context, legacy bool) map[string]any {
 		"defaultOutputModes": modes,
 		"skills":             s.skills(ctx),
 	}
-	if o.Authenticated {
-		card["securitySchemes"] = map[string]any{"bearer": map[string]any{"httpAuthSecurityScheme": map[string]any{"scheme": "Bearer"}}}
-		card["securityRequirements"] = []any{map[string]any{"schemes": map[string]any{"bearer": map[string]any{"list": []string{}}}}}
+	if schemes, requirements := security(o, legacy); schemes != nil {
+		card["securitySchemes"] = schemes
+		if legacy {
+			card["security"] = requirements
+		} else {
+			card["securityRequirements"] = requirements
+		}
 	}
 	if legacy {
 		card["url"] = o.URL
@@ -227,13 +231,69 @@ func (s *Server) card(ctx context.Context, legacy bool) map[string]any {
 		card["protocolVersion"] = "0.3.0"
 		card["capabilities"] = map[string]any{"streaming": true, "pushNotifications": false, "stateTransitionHistory": false}
 		card["supportsAuthenticatedExtendedCard"] = false
-		delete(card, "securityRequirements")
-		if o.Authenticated {
-			card["securitySchemes"] = map[string]any{"bearer": map[string]any{"type": "http", "scheme": "bearer"}}
-			card["security"] = []any{map[string][]string{"bearer": {}}}
-		}
 	}
 	return card
+}
+
+// security returns the card's security schemes and the requirements that name them, in v1.0's ProtoJSON shape or,
+// for legacy, v0.3's OpenAPI one; nil when requests need no credentials. v1.0 holds one OAuth flow per scheme, so
+// each flow offered is a scheme of its own, and any one of them satisfies the requirements.
+func security(o ServerOptions, legacy bool) (schemes map[string]any, requirements []any) {
+	switch {
+	case o.OAuth != nil && o.OAuth.TokenURL != "" && (o.OAuth.AuthorizationURL != "" || o.OAuth.ClientCredentials):
+		oa := o.OAuth
+		scopes := map[string]string{}
+		for _, s := range oa.Scopes {
+			scopes[s] = "required to use the agent"
+		}
+		list := append([]string{}, oa.Scopes...)
+		code := oa.AuthorizationURL != ""
+		if legacy {
+			flows := map[string]any{}
+			if code {
+				flows["authorizationCode"] = map[string]any{"authorizationUrl": oa.AuthorizationURL, "tokenUrl": oa.TokenURL, "scopes": scopes}
+			}
+			if oa.ClientCredentials {
+				flows["clientCredentials"] = map[string]any{"tokenUrl": oa.TokenURL, "scopes": scopes}
+			}
+			scheme := map[string]any{"type": "oauth2", "flows": flows}
+			if oa.MetadataURL != "" {
+				scheme["oauth2MetadataUrl"] = oa.MetadataURL
+			}
+			return map[string]any{"oauth2": scheme}, []any{map[string][]string{"oauth2": list}}
+		}
+		schemes = map[string]any{}
+		add := func(name, flow string, spec map[string]any) {
+			scheme := map[string]any{"flows": map[string]any{flow: spec}}
+			if oa.MetadataURL != "" {
+				scheme["oauth2MetadataUrl"] = oa.MetadataURL
+			}
+			schemes[name] = map[string]any{"oauth2SecurityScheme": scheme}
+			requirements = append(requirements, map[string]any{"schemes": map[string]any{name: map[string]any{"list": list}}})
+		}
+		if code {
+			add("oauth2", "authorizationCode", map[string]any{"authorizationUrl": oa.AuthorizationURL, "tokenUrl": oa.TokenURL,
+				"scopes": scopes, "pkceRequired": true})
+		}
+		if oa.ClientCredentials {
+			add("oauth2_client_credentials", "clientCredentials", map[string]any{"tokenUrl": oa.TokenURL, "scopes": scopes})
+		}
+		return schemes, requirements
+	case o.OAuth != nil: // the authorization server is unknown, or offers neither flow: a bearer JWT is all the card can say
+		if legacy {
+			return map[string]any{"bearer": map[string]any{"type": "http", "scheme": "bearer", "bearerFormat": "JWT"}},
+				[]any{map[string][]string{"bearer": {}}}
+		}
+		return map[string]any{"bearer": map[string]any{"httpAuthSecurityScheme": map[string]any{"scheme": "Bearer", "bearerFormat": "JWT"}}},
+			[]any{map[string]any{"schemes": map[string]any{"bearer": map[string]any{"list": []string{}}}}}
+	case o.Authenticated:
+		if legacy {
+			return map[string]any{"bearer": map[string]any{"type": "http", "scheme": "bearer"}}, []any{map[string][]string{"bearer": {}}}
+		}
+		return map[string]any{"bearer": map[string]any{"httpAuthSecurityScheme": map[string]any{"scheme": "Bearer"}}},
+			[]any{map[string]any{"schemes": map[string]any{"bearer": map[string]any{"list": []string{}}}}}
+	}
+	return nil, nil
 }
 
 // skills returns the configured skills, or one derived from the agent and the tools it has now.

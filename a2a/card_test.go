@@ -259,3 +259,45 @@ func FuzzCardDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestCardSecurity: the schemes a card declares, in v1.0's shape (one OAuth flow per scheme) and v0.3's (OpenAPI).
+func TestCardSecurity(t *testing.T) {
+	oauth := &OAuthScheme{MetadataURL: "https://idp.example.com/.well-known/oauth-authorization-server",
+		AuthorizationURL: "https://idp.example.com/authorize", TokenURL: "https://idp.example.com/token",
+		ClientCredentials: true, Scopes: []string{"agent:use"}}
+	tests := []struct {
+		name   string
+		opts   ServerOptions
+		legacy bool
+		want   string
+	}{
+		{"none", ServerOptions{}, false, `null null`},
+		{"token", ServerOptions{Authenticated: true}, false,
+			`{"bearer":{"httpAuthSecurityScheme":{"scheme":"Bearer"}}} [{"schemes":{"bearer":{"list":[]}}}]`},
+		{"token v0.3", ServerOptions{Authenticated: true}, true, `{"bearer":{"scheme":"bearer","type":"http"}} [{"bearer":[]}]`},
+		{"oauth", ServerOptions{OAuth: oauth, Authenticated: true}, false,
+			`{"oauth2":{"oauth2SecurityScheme":{"flows":{"authorizationCode":{"authorizationUrl":"https://idp.example.com/authorize",` +
+				`"pkceRequired":true,"scopes":{"agent:use":"required to use the agent"},"tokenUrl":"https://idp.example.com/token"}},` +
+				`"oauth2MetadataUrl":"https://idp.example.com/.well-known/oauth-authorization-server"}},` +
+				`"oauth2_client_credentials":{"oauth2SecurityScheme":{"flows":{"clientCredentials":{"scopes":{"agent:use":"required to use the agent"},` +
+				`"tokenUrl":"https://idp.example.com/token"}},"oauth2MetadataUrl":"https://idp.example.com/.well-known/oauth-authorization-server"}}} ` +
+				`[{"schemes":{"oauth2":{"list":["agent:use"]}}},{"schemes":{"oauth2_client_credentials":{"list":["agent:use"]}}}]`},
+		{"oauth v0.3", ServerOptions{OAuth: oauth}, true,
+			`{"oauth2":{"flows":{"authorizationCode":{"authorizationUrl":"https://idp.example.com/authorize","scopes":{"agent:use":"required to use the agent"},` +
+				`"tokenUrl":"https://idp.example.com/token"},"clientCredentials":{"scopes":{"agent:use":"required to use the agent"},` +
+				`"tokenUrl":"https://idp.example.com/token"}},"oauth2MetadataUrl":"https://idp.example.com/.well-known/oauth-authorization-server","type":"oauth2"}} ` +
+				`[{"oauth2":["agent:use"]}]`},
+		{"oauth without endpoints", ServerOptions{OAuth: &OAuthScheme{Scopes: []string{"x"}}}, false,
+			`{"bearer":{"httpAuthSecurityScheme":{"bearerFormat":"JWT","scheme":"Bearer"}}} [{"schemes":{"bearer":{"list":[]}}}]`},
+		{"oauth without flows v0.3", ServerOptions{OAuth: &OAuthScheme{TokenURL: "https://idp.example.com/token"}}, true,
+			`{"bearer":{"bearerFormat":"JWT","scheme":"bearer","type":"http"}} [{"bearer":[]}]`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			schemes, reqs := security(tt.opts, tt.legacy)
+			if got := string(mustJSON(schemes)) + " " + string(mustJSON(reqs)); got != tt.want {
+				t.Errorf("got  %s\nwant %s", got, tt.want)
+			}
+		})
+	}
+}

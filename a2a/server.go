@@ -25,6 +25,19 @@ type Skill struct {
 	Tags, Examples        []string
 }
 
+// OAuthScheme describes the OAuth 2.0 access tokens the agent accepts, for its card.
+type OAuthScheme struct {
+	// MetadataURL is the authorization server's metadata (RFC 8414); "" when unknown.
+	MetadataURL string
+	// AuthorizationURL and TokenURL are the authorization server's endpoints. With both, the card offers the
+	// authorization code flow (with PKCE); with TokenURL and ClientCredentials, the client credentials flow.
+	// Without TokenURL it declares a bearer JWT.
+	AuthorizationURL, TokenURL string
+	ClientCredentials          bool
+	// Scopes are the scopes a token must carry.
+	Scopes []string
+}
+
 // ServerOptions configures a Server. A nil *ServerOptions means all defaults.
 type ServerOptions struct {
 	// Name, Description and Version describe the agent on its card; "" means "agenthost", a generic description and
@@ -37,6 +50,9 @@ type ServerOptions struct {
 	Skills []Skill
 	// Authenticated declares on the card that requests need a bearer token (the handler's Token checks it).
 	Authenticated bool
+	// OAuth, when set, declares on the card that requests need an OAuth 2.0 access token (the handler's Auth
+	// checks it); it takes precedence over Authenticated.
+	OAuth *OAuthScheme
 	// InputTimeout is how long a task waits in INPUT_REQUIRED for its caller's answer before its run is cancelled;
 	// 0 means 10 minutes.
 	InputTimeout time.Duration

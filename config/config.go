@@ -416,6 +416,25 @@ type Serve struct {
 	InputTimeout Duration
 	// MaxWaitingCalls bounds the calls that wait for such callers' answers: 1..100000, default 100.
 	MaxWaitingCalls int
+	// OAuth, from [serve.oauth], makes the HTTP and A2A listeners an OAuth protected resource that accepts only
+	// bearer JWTs from one issuer; nil (default) leaves them to AuthTokenEnv. The two exclude each other.
+	OAuth *ServeOAuth
+}
+
+// ServeOAuth is the [serve.oauth] table: the identity provider whose access tokens `agenthost serve --http` and
+// --a2a accept.
+type ServeOAuth struct {
+	// Issuer is the authorization server's issuer identifier, the exact "iss" of its tokens: an https URL (http only
+	// on a loopback host); required.
+	Issuer string
+	// Audience is the resource identifier the tokens must name in "aud"; required. MCP clients expect the public URL
+	// of the MCP endpoint, such as "https://agent.example.com/mcp".
+	Audience string
+	// JWKSURL is where the issuer publishes its signing keys, checked like Issuer; "" (default) means the jwks_uri of
+	// the issuer's metadata (RFC 8414, else OpenID Connect discovery).
+	JWKSURL string
+	// RequiredScopes are the scopes every token must carry; default none.
+	RequiredScopes []string
 }
 
 // Skill is one [[serve.skills]] table: a skill the A2A agent card lists.

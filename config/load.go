@@ -405,7 +405,22 @@ func (d *decoder) serve(path []string, v any, s *Serve) {
 		"progress_interval": d.duration(&s.ProgressInterval),
 		"input_timeout":     d.duration(&s.InputTimeout),
 		"max_waiting_calls": d.integer(&s.MaxWaitingCalls),
+		"oauth":             d.serveOAuth(&s.OAuth),
 	})
+}
+
+// serveOAuth decodes [serve.oauth].
+func (d *decoder) serveOAuth(dst **ServeOAuth) fieldFunc {
+	return func(path []string, v any) {
+		o := &ServeOAuth{}
+		d.table(path, v, map[string]fieldFunc{
+			"issuer":          d.str(&o.Issuer),
+			"audience":        d.str(&o.Audience),
+			"jwks_url":        d.str(&o.JWKSURL),
+			"required_scopes": d.strList(&o.RequiredScopes),
+		})
+		*dst = o
+	}
 }
 
 // skills decodes [[serve.skills]]. A skill with a problem is kept with what could be decoded, so that its other

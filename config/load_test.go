@@ -410,6 +410,16 @@ agent.toml:4: mcp.servers.fs.redirect_port: must be a port, 1 to 65535, or 0 for
 			`agent.toml:3: mcp.servers.fs.reconnect_wait: must be positive (got "-1s")`},
 		{"retry_on_disconnect", "[tools.\"x\"]\nretry_on_disconnect = \"yes\"\n", nil,
 			`agent.toml:2: tools.x.retry_on_disconnect: must be a boolean (got string "yes")`},
+		{"serve oauth needs issuer and audience", "[serve.oauth]\nrequired_scopes = [\"a b\"]\n", nil,
+			`agent.toml:1: serve.oauth.issuer: required
+agent.toml:1: serve.oauth.audience: required
+agent.toml:2: serve.oauth.required_scopes[0]: must be a scope: printable, without spaces, quotes or backslashes (got "a b")`},
+		{"serve oauth urls", "[serve]\nauth_token_env = \"TOKEN\"\n[serve.oauth]\nissuer = \"http://idp.example.com\"\naudience = \"a\"\njwks_url = \"https://idp.example.com/keys?x=1\"\n", nil,
+			`agent.toml:2: serve.auth_token_env: conflicts with [serve.oauth]: requests carry either the issuer's tokens or a static one; keep one
+agent.toml:4: serve.oauth.issuer: must be an https URL (http only on a loopback host) with no query or fragment, such as "https://login.example.com/" (got "http://idp.example.com")
+agent.toml:6: serve.oauth.jwks_url: must be an https URL (http only on a loopback host) with no query or fragment (got "https://idp.example.com/keys?x=1")`},
+		{"serve oauth unknown key", "[serve.oauth]\nissuer = \"http://127.0.0.1:9\"\naudience = \"a\"\nscopes = []\n", nil,
+			`agent.toml:4: serve.oauth.scopes: unknown key`},
 		{"peer needs url", "[a2a.peers.p]\ndescription = \"d\"\n", nil,
 			`agent.toml:1: a2a.peers.p.url: required`},
 		{"peer url", "[a2a.peers.p]\nurl = \"peer.example.com\"\n", nil,
@@ -920,29 +930,53 @@ func TestExampleFile(t *testing.T) {
 	}
 }
 
-// TestExampleSkill checks that the commented [[serve.skills]] example at the end of agent.toml loads once it is
-// uncommented.
-func TestExampleSkill(t *testing.T) {
+// uncommentExample returns agent.toml with the commented example that starts at header uncommented, up to the first
+// line that is not a comment.
+func uncommentExample(t *testing.T, header string) string {
+	t.Helper()
 	data, err := os.ReadFile(filepath.Join("..", "agent.toml"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	text := string(data)
-	i := strings.LastIndex(text, "# [[serve.skills]]\n")
+	i := strings.LastIndex(text, "# "+header+"\n")
 	if i < 0 {
-		t.Fatal("agent.toml has no commented [[serve.skills]] example")
+		t.Fatalf("agent.toml has no commented %s example", header)
 	}
 	var src strings.Builder
 	src.WriteString(text[:i])
+	inExample := true
 	for line := range strings.Lines(text[i:]) {
-		src.WriteString(strings.TrimPrefix(line, "# "))
+		if inExample && !strings.HasPrefix(line, "# ") {
+			inExample = false
+		}
+		if inExample {
+			line = strings.TrimPrefix(line, "# ")
+		}
+		src.WriteString(line)
 	}
-	c, err := Parse("agent.toml", []byte(src.String()), envOf(nil))
+	return src.String()
+}
+
+// TestExampleSkill checks that the commented [[serve.skills]] example in agent.toml loads once it is uncommented.
+func TestExampleSkill(t *testing.T) {
+	c, err := Parse("agent.toml", []byte(uncommentExample(t, "[[serve.skills]]")), envOf(nil))
 	if err != nil {
 		t.Fatalf("agent.toml with the skill uncommented:\n%v", err)
 	}
 	if len(c.Serve.Skills) != 1 || c.Serve.Skills[0].ID != "research" || len(c.Serve.Skills[0].Tags) == 0 {
 		t.Errorf("skills = %+v", c.Serve.Skills)
+	}
+}
+
+// TestExampleServeOAuth checks that the commented [serve.oauth] example loads once it is uncommented.
+func TestExampleServeOAuth(t *testing.T) {
+	c, err := Parse("agent.toml", []byte(uncommentExample(t, "[serve.oauth]")), envOf(nil))
+	if err != nil {
+		t.Fatalf("agent.toml with [serve.oauth] uncommented:\n%v", err)
+	}
+	if o := c.Serve.OAuth; o == nil || o.Issuer == "" || o.Audience == "" || o.JWKSURL == "" || len(o.RequiredScopes) != 1 {
+		t.Errorf("serve.oauth = %+v", o)
 	}
 }
 
@@ -958,11 +992,12 @@ func TestExampleFileDocumentsEveryKey(t *testing.T) {
 		reflect.TypeFor[Agent](), reflect.TypeFor[Model](), reflect.TypeFor[Limits](), reflect.TypeFor[Builtin](),
 		reflect.TypeFor[ToolPolicy](), reflect.TypeFor[MCPServer](), reflect.TypeFor[A2APeer](), reflect.TypeFor[Serve](),
 		reflect.TypeFor[Skill](), reflect.TypeFor[FetchURL](), reflect.TypeFor[WebSearch](), reflect.TypeFor[Files](),
-		reflect.TypeFor[DocSearch](), reflect.TypeFor[Calculate](), reflect.TypeFor[SubAgent](),
+		reflect.TypeFor[DocSearch](), reflect.TypeFor[Calculate](), reflect.TypeFor[SubAgent](), reflect.TypeFor[ServeOAuth](),
 	} {
 		for f := range typ.Fields() {
 			key := snake(f.Name)
-			if f.Type.Kind() == reflect.Struct && f.Type != reflect.TypeFor[Duration]() {
+			if f.Type.Kind() == reflect.Struct && f.Type != reflect.TypeFor[Duration]() ||
+				f.Type.Kind() == reflect.Pointer && f.Type.Elem().Kind() == reflect.Struct {
 				// A sub-table, documented by its header: [builtin.fetch_url], [agents.<name>.limits].
 				if !strings.Contains(text, "."+key+"]\n") {
 					t.Errorf("agent.toml does not document %s.%s ([...%s])", typ.Name(), f.Name, key)
@@ -985,7 +1020,7 @@ func TestExampleFileDocumentsEveryKey(t *testing.T) {
 
 // snake turns a Go field name into its TOML key: MaxToolCalls → max_tool_calls, BaseURL → base_url.
 func snake(name string) string {
-	for _, r := range []struct{ from, to string }{{"URL", "Url"}, {"A2A", "A2a"}, {"APIKey", "ApiKey"}, {"ID", "Id"}, {"MCP", "Mcp"}, {"TTL", "Ttl"}, {"HTTP", "Http"}} {
+	for _, r := range []struct{ from, to string }{{"URL", "Url"}, {"OAuth", "Oauth"}, {"JWKS", "Jwks"}, {"A2A", "A2a"}, {"APIKey", "ApiKey"}, {"ID", "Id"}, {"MCP", "Mcp"}, {"TTL", "Ttl"}, {"HTTP", "Http"}} {
 		name = strings.ReplaceAll(name, r.from, r.to)
 	}
 	var b strings.Builder

@@ -450,7 +450,7 @@ func checkServerAuth(is *issues, k func(string) []string, s MCPServer) {
 		}
 	}
 	for i, scope := range s.Scopes {
-		if scope == "" || strings.ContainsAny(scope, " \"\\\x00\r\n\t") {
+		if !validScope(scope) {
 			is.addKey(k("scopes"), fmt.Sprintf("%s[%d]", formatKey(k("scopes")), i), "not a valid OAuth scope (got %q)", scope)
 		}
 	}
@@ -515,6 +515,54 @@ func checkServe(is *issues, s *Serve) {
 	checkPositive(is, p("input_timeout"), s.InputTimeout)
 	checkRange(is, p("max_waiting_calls"), s.MaxWaitingCalls, 1, 100000)
 	checkSkills(is, s.Skills)
+	if s.OAuth != nil {
+		checkServeOAuth(is, s)
+	}
+}
+
+// checkServeOAuth checks [serve.oauth]: an issuer and a JWKS URL on https (http only on loopback), an audience,
+// scopes that are scope tokens, and no static token besides.
+func checkServeOAuth(is *issues, s *Serve) {
+	o := s.OAuth
+	p := func(key string) []string { return []string{"serve", "oauth", key} }
+	checkRequired(is, p("issuer"), o.Issuer)
+	if o.Issuer != "" && !secureURL(o.Issuer) {
+		is.add(p("issuer"), "must be an https URL (http only on a loopback host) with no query or fragment, "+
+			"such as \"https://login.example.com/\" (got %q)", o.Issuer)
+	}
+	checkRequired(is, p("audience"), o.Audience)
+	if o.JWKSURL != "" && !secureURL(o.JWKSURL) {
+		is.add(p("jwks_url"), "must be an https URL (http only on a loopback host) with no query or fragment (got %q)", o.JWKSURL)
+	}
+	for i, scope := range o.RequiredScopes {
+		if !validScope(scope) {
+			is.addKey(p("required_scopes"), fmt.Sprintf("serve.oauth.required_scopes[%d]", i),
+				"must be a scope: printable, without spaces, quotes or backslashes (got %q)", scope)
+		}
+	}
+	if s.AuthTokenEnv != "" {
+		is.add([]string{"serve", "auth_token_env"}, "conflicts with [serve.oauth]: requests carry either the issuer's tokens or a static one; keep one")
+	}
+}
+
+// validScope reports whether s is an OAuth scope token (RFC 6749 section 3.3): printable ASCII without spaces,
+// quotes or backslashes.
+func validScope(s string) bool {
+	return s != "" && strings.IndexFunc(s, func(r rune) bool { return r <= ' ' || r >= 0x7f || r == '"' || r == '\\' }) < 0
+}
+
+// secureURL reports whether raw is an absolute https URL, or http on a loopback host, without query or fragment.
+func secureURL(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil || u.RawQuery != "" || u.Fragment != "" || !validHTTPHost(u) {
+		return false
+	}
+	if u.Scheme == "https" {
+		return true
+	}
+	host := u.Hostname()
+	ip := net.ParseIP(host)
+	return host == "localhost" || ip != nil && ip.IsLoopback()
 }
 
 // checkListenAddr checks a listen address: host:port with a decimal port, 0 for any free port.

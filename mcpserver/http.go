@@ -19,6 +19,10 @@ type HTTPOptions struct {
 	Stateless bool
 	// Token, when not empty, is required on every request as "Authorization: Bearer <Token>".
 	Token string
+	// Auth, when set, authenticates every request in place of Token (see httpedge.Options), and Documents are served
+	// to anyone (the OAuth protected resource metadata).
+	Auth      func(http.Handler) http.Handler
+	Documents map[string]http.Handler
 	// ListenAddr is the address the server listens on; its host is accepted in the Host header.
 	ListenAddr string
 	// AllowedHosts are Host header values accepted besides loopback names and ListenAddr's host (host or host:port).
@@ -34,7 +38,7 @@ type HTTPOptions struct {
 
 // Handler returns the HTTP handler of the MCP endpoint and /healthz. Every request passes httpedge's checks first:
 // Host and Origin against the allow-lists (DNS-rebinding protection: a foreign one gets 403), then the bearer token
-// (401 without the right one, compared in constant time), and the body is capped.
+// (401 without the right one, compared in constant time) or Auth, and the body is capped.
 func (s *Server) Handler(opts *HTTPOptions) http.Handler {
 	var o HTTPOptions
 	if opts != nil {
@@ -63,7 +67,7 @@ func (s *Server) Handler(opts *HTTPOptions) http.Handler {
 		_ = json.NewEncoder(w).Encode(status)
 	})
 	return httpedge.Guard(mux, httpedge.Options{
-		Token: o.Token, ListenAddr: o.ListenAddr, AllowedHosts: o.AllowedHosts, AllowedOrigins: o.AllowedOrigins,
+		Token: o.Token, Auth: o.Auth, Documents: o.Documents, ListenAddr: o.ListenAddr, AllowedHosts: o.AllowedHosts, AllowedOrigins: o.AllowedOrigins,
 		MaxBodyBytes: o.MaxBodyBytes,
 	})
 }

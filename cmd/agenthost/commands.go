@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -17,6 +18,7 @@ import (
 	"github.com/agenthost/agenthost/a2a"
 	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/internal/wiring"
 	"github.com/agenthost/agenthost/mcpclients"
 )
 
@@ -354,6 +356,7 @@ func cmdCheck(ctx context.Context, args []string, io *stdio) error {
 			return err
 		}
 	}
+	oauthErr := checkServeOAuth(ctx, io, a)
 	st := checkState(ctx, a.cfg, a.logger)
 	tw := tabwriter.NewWriter(io.out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "STATE\tWHERE\tSTATUS\tCONVERSATIONS")
@@ -366,6 +369,9 @@ func cmdCheck(ctx context.Context, args []string, io *stdio) error {
 	if st.err != nil {
 		errs = append(errs, st.err)
 	}
+	if oauthErr != nil {
+		errs = append(errs, oauthErr)
+	}
 	if len(failed) > 0 {
 		errs = append(errs, fmt.Errorf("MCP servers not reachable: %s", strings.Join(failed, ", ")))
 	}
@@ -373,6 +379,37 @@ func cmdCheck(ctx context.Context, args []string, io *stdio) error {
 		errs = append(errs, fmt.Errorf("A2A peers not reachable: %s", strings.Join(down, ", ")))
 	}
 	return errors.Join(errs...)
+}
+
+// checkServeOAuth reads the metadata and the keys of [serve.oauth]'s issuer, as `serve` will, and prints what it
+// found; it returns why `serve --http` could not verify tokens, if it could not.
+func checkServeOAuth(ctx context.Context, io *stdio, a *app) error {
+	o := a.cfg.Serve.OAuth
+	if o == nil {
+		return nil
+	}
+	status, keys, metadata := "ok", "-", "-"
+	var failure error
+	v, err := wiring.Verifier(ctx, a.cfg, a.logger)
+	if err != nil {
+		status, failure = truncate(err.Error(), 100), fmt.Errorf("[serve.oauth]: %w", err)
+	} else {
+		defer v.Close()
+		if _, u := v.Metadata(); u != "" {
+			metadata = u
+		}
+		n := v.Keys(ctx)
+		if keys = strconv.Itoa(n); n == 0 {
+			status, failure = "no keys", fmt.Errorf("[serve.oauth]: no signing key could be fetched from the issuer %s", o.Issuer)
+		}
+	}
+	tw := tabwriter.NewWriter(io.out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SERVE OAUTH ISSUER\tAUDIENCE\tMETADATA\tKEYS\tSTATUS")
+	fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", o.Issuer, o.Audience, metadata, keys, status)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return failure
 }
 
 // printAgents prints the sub-agents with their models and tools, and warns of the tools they name that no source

@@ -96,22 +96,31 @@ Flags:`)
 	}
 	defer a.close()
 	sc := a.cfg.Serve
-	var token string
+	var access wiring.Access
 	if (httpAddr.set || a2aAddr.set) && sc.AuthTokenEnv != "" {
-		if token = os.Getenv(sc.AuthTokenEnv); token == "" {
+		if access.Token = os.Getenv(sc.AuthTokenEnv); access.Token == "" {
 			return fmt.Errorf("%w: %s: serve.auth_token_env names %s, which is not set", errUsage, configName(a.cfg), sc.AuthTokenEnv)
 		}
 	}
+	if httpAddr.set || a2aAddr.set {
+		if access.JWT, err = wiring.Verifier(ctx, a.cfg, a.logger); err != nil {
+			return fmt.Errorf("%s: [serve.oauth]: %w", configName(a.cfg), err)
+		}
+		if access.JWT != nil {
+			defer access.JWT.Close()
+		}
+	}
+	protected := access.Token != "" || access.JWT != nil
 	// Listen first, so that an address in use is reported before anything is served.
 	var mcpLn, a2aLn net.Listener
 	if httpAddr.set {
-		if mcpLn, err = listen("--http", httpAddr.or(sc.HTTP), token, a.logger); err != nil {
+		if mcpLn, err = listen("--http", httpAddr.or(sc.HTTP), protected, a.logger); err != nil {
 			return err
 		}
 		defer mcpLn.Close()
 	}
 	if a2aAddr.set {
-		if a2aLn, err = listen("--a2a", a2aAddr.or(sc.A2A), token, a.logger); err != nil {
+		if a2aLn, err = listen("--a2a", a2aAddr.or(sc.A2A), protected, a.logger); err != nil {
 			return err
 		}
 		defer a2aLn.Close()
@@ -161,7 +170,7 @@ Flags:`)
 			closeEngine()
 			return err
 		}
-		handler := srv.Handler(wiring.HTTPOptions(sc, token, mcpLn.Addr().String(), func() any { return a.mcp.Status() }))
+		handler := srv.Handler(wiring.HTTPOptions(sc, access, mcpLn.Addr().String(), func() any { return a.mcp.Status() }))
 		fmt.Fprintf(io.err, "agenthost: serving MCP at http://%s%s (tool %s)\n", mcpLn.Addr(), orDefault(sc.Path, "/mcp"), srv.ToolName())
 		serve = append(serve, func(ctx context.Context) error { return httpedge.Serve(ctx, mcpLn, handler) })
 	}
@@ -170,7 +179,7 @@ Flags:`)
 		if url == "" {
 			url = "http://" + a2aLn.Addr().String() + "/"
 		}
-		opts := wiring.A2AServerOptions(a.cfg, version, url, token != "", a.logger)
+		opts := wiring.A2AServerOptions(a.cfg, version, url, access, a.logger)
 		if a.state != nil {
 			opts.Tasks = wiring.TaskStore(a.state)
 			if opts.Owner, err = wiring.ExecutorID(a.cfg); err != nil {
@@ -194,7 +203,7 @@ Flags:`)
 				return &durable.Resumed{Interactor: ia, Event: event, End: end}
 			})
 		}
-		handler := srv.Handler(wiring.Edge(sc, token, a2aLn.Addr().String()), func() any {
+		handler := srv.Handler(wiring.Edge(sc, access, a2aLn.Addr().String()), func() any {
 			return map[string]any{"servers": a.mcp.Status(), "peers": a.peers.Status()}
 		})
 		fmt.Fprintf(io.err, "agenthost: serving A2A at %s (card http://%s/.well-known/agent-card.json)\n", url, a2aLn.Addr())
@@ -233,14 +242,16 @@ func launch(engine *durable.Engine) error {
 	return engine.Launch()
 }
 
-// listen opens a listener for flag on addr, warning when it is beyond loopback without a token.
-func listen(flag, addr, token string, logger *slog.Logger) (net.Listener, error) {
+// listen opens a listener for flag on addr, warning when it is beyond loopback and not protected (by a token or
+// [serve.oauth]).
+func listen(flag, addr string, protected bool, logger *slog.Logger) (net.Listener, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("%w: serve %s %s: %w", errUsage, flag, addr, err)
 	}
-	if !isLoopback(ln.Addr()) && token == "" {
-		logger.Warn("serving beyond loopback without a token: anyone who can reach this address can use the agent and its tools; set [serve] auth_token_env", "addr", ln.Addr().String())
+	if !isLoopback(ln.Addr()) && !protected {
+		logger.Warn("serving beyond loopback without a token: anyone who can reach this address can use the agent and its tools; "+
+			"set [serve.oauth] or [serve] auth_token_env", "addr", ln.Addr().String())
 	}
 	return ln, nil
 }

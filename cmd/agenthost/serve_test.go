@@ -93,6 +93,14 @@ type clientOutput struct {
 		Message string `json:"message"`
 		Code    any    `json:"code"`
 	} `json:"error"`
+	// OAuth is what the client's OAuth support did: the flows it ran, whether it registered a client, the
+	// authorization URL it opened and the scope of the token it got.
+	OAuth *struct {
+		Flows            []string `json:"flows"`
+		Registered       bool     `json:"registered"`
+		AuthorizationURL string   `json:"authorization_url"`
+		Scope            string   `json:"scope"`
+	} `json:"oauth"`
 	// ProtocolErrors are the problems the SDK reported besides the calls' own errors, other than progress for a call
 	// that had ended (in the call's progress, marked late) and responses to cancelled calls (LateResponses).
 	ProtocolErrors []string `json:"protocol_errors"`

@@ -61,9 +61,9 @@ func serveChild(ctx context.Context, args []string, stdin io.Reader, stderr io.W
 		return fmt.Errorf("server: %w", err)
 	}
 	url := "http://" + ln.Addr().String() + "/"
-	srv := a2a.NewServer(orch, wiring.A2AServerOptions(cfg, "dev", url, false, logger))
+	srv := a2a.NewServer(orch, wiring.A2AServerOptions(cfg, "dev", url, wiring.Access{}, logger))
 	defer srv.Close()
-	handler := srv.Handler(wiring.Edge(cfg.Serve, "", ln.Addr().String()), nil)
+	handler := srv.Handler(wiring.Edge(cfg.Serve, wiring.Access{}, ln.Addr().String()), nil)
 
 	if *profile != "" {
 		f, err := os.Create(*profile)

@@ -1,7 +1,7 @@
 // Package httpedge is the HTTP edge that agenthost's servers share (the MCP endpoint of mcpserver and the A2A
 // endpoint of a2a): the checks every request passes before it reaches a handler (Host and Origin against allow-lists,
-// a bearer token compared in constant time or the caller's authenticator, a cap on the body), and serving a listener until shutdown with the
-// requests in flight cancelled and drained.
+// a bearer token compared in constant time or the caller's authenticator, a cap on the body), and serving a listener
+// until shutdown with the requests in flight cancelled and drained.
 //
 // It imports only the standard library.
 package httpedge

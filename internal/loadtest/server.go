@@ -155,7 +155,7 @@ func agentHandler(ctx context.Context, cfg *config.Config, modelURL, dsn string,
 		closeAll()
 		return nil, "", nil, err
 	}
-	h := srv.Handler(wiring.HTTPOptions(cfg.Serve, "", "127.0.0.1:0", func() any { return []any{} }))
+	h := srv.Handler(wiring.HTTPOptions(cfg.Serve, wiring.Access{}, "127.0.0.1:0", func() any { return []any{} }))
 	return h, srv.ToolName(), closeAll, nil
 }
 

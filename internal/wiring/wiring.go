@@ -3,7 +3,7 @@
 // that both are wired alike.
 //
 // It holds no logic beyond the mapping and the defaults the configuration leaves to the code. It imports config,
-// host, builtin, mcpserver, a2a, internal/httpedge and llm/openai, and must not be imported by them.
+// host, builtin, mcpserver, a2a, jwtauth, internal/httpedge and llm/openai, and must not be imported by them.
 package wiring
 
 import (
@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/agenthost/agenthost/a2a"
@@ -23,6 +24,7 @@ import (
 	"github.com/agenthost/agenthost/durable"
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/internal/httpedge"
+	"github.com/agenthost/agenthost/jwtauth"
 	"github.com/agenthost/agenthost/llm/openai"
 	"github.com/agenthost/agenthost/mcpserver"
 	"github.com/agenthost/agenthost/store"
@@ -210,14 +212,35 @@ func ServerOptions(cfg *config.Config, version string, sampling mcpserver.Sampli
 	}
 }
 
-// HTTPOptions returns the options of the MCP server's HTTP handler for sc, listening at listenAddr, with the bearer
-// token read by the caller ("" for none) and health reporting the MCP servers' states.
-func HTTPOptions(sc config.Serve, token, listenAddr string, health func() any) *mcpserver.HTTPOptions {
-	edge := Edge(sc, token, listenAddr)
+// Access is how the HTTP listeners of `agenthost serve` authenticate requests: with Token, the static bearer token
+// read from [serve] auth_token_env, or with JWT, the verifier of [serve.oauth]'s tokens; the zero value lets every
+// request in.
+type Access struct {
+	Token string
+	JWT   *jwtauth.Verifier
+}
+
+// Verifier returns the verifier of the tokens [serve.oauth] names, or nil when there is no such table. Close it when
+// done serving.
+func Verifier(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*jwtauth.Verifier, error) {
+	o := cfg.Serve.OAuth
+	if o == nil {
+		return nil, nil
+	}
+	return jwtauth.New(ctx, jwtauth.Config{Issuer: o.Issuer, Audience: o.Audience, JWKSURL: o.JWKSURL,
+		RequiredScopes: o.RequiredScopes, ResourceName: cfg.Agent.Name, Logger: logger})
+}
+
+// HTTPOptions returns the options of the MCP server's HTTP handler for sc, listening at listenAddr, with access and
+// health reporting the MCP servers' states.
+func HTTPOptions(sc config.Serve, access Access, listenAddr string, health func() any) *mcpserver.HTTPOptions {
+	edge := Edge(sc, access, listenAddr)
 	return &mcpserver.HTTPOptions{
 		Path:           sc.Path,
 		Stateless:      sc.Stateless,
 		Token:          edge.Token,
+		Auth:           edge.Auth,
+		Documents:      edge.Documents,
 		ListenAddr:     edge.ListenAddr,
 		AllowedHosts:   edge.AllowedHosts,
 		AllowedOrigins: edge.AllowedOrigins,
@@ -226,16 +249,36 @@ func HTTPOptions(sc config.Serve, token, listenAddr string, health func() any) *
 	}
 }
 
-// Edge returns the checks of an HTTP listener of `agenthost serve` at listenAddr, with the bearer token read by the
-// caller ("" for none): the same for the MCP and the A2A listener.
-func Edge(sc config.Serve, token, listenAddr string) httpedge.Options {
-	return httpedge.Options{
-		Token:          token,
+// Edge returns the checks of an HTTP listener of `agenthost serve` at listenAddr, with access: the same for the MCP
+// and the A2A listener.
+func Edge(sc config.Serve, access Access, listenAddr string) httpedge.Options {
+	o := httpedge.Options{
+		Token:          access.Token,
 		ListenAddr:     listenAddr,
 		AllowedHosts:   sc.AllowedHosts,
 		AllowedOrigins: sc.AllowedOrigins,
 		MaxBodyBytes:   sc.MaxBodyBytes,
 	}
+	if access.JWT != nil {
+		o.Auth, o.Documents = access.JWT.Middleware, access.JWT.Documents()
+	}
+	return o
+}
+
+// oauthScheme describes v's tokens for the A2A card: the flows its issuer's metadata offers.
+func oauthScheme(v *jwtauth.Verifier) *a2a.OAuthScheme {
+	s := &a2a.OAuthScheme{Scopes: v.RequiredScopes()}
+	meta, metaURL := v.Metadata()
+	if meta == nil {
+		return s
+	}
+	s.MetadataURL, s.TokenURL = metaURL, meta.TokenEndpoint
+	grants := meta.GrantTypesSupported
+	if meta.AuthorizationEndpoint != "" && (len(grants) == 0 || slices.Contains(grants, "authorization_code")) {
+		s.AuthorizationURL = meta.AuthorizationEndpoint
+	}
+	s.ClientCredentials = slices.Contains(grants, "client_credentials")
+	return s
 }
 
 // Peers converts the configured A2A peers, in file order. With honourRequired false, no peer is required.
@@ -257,20 +300,25 @@ func Peers(cfg *config.Config, honourRequired bool) []a2a.PeerConfig {
 	return out
 }
 
-// A2AServerOptions returns the A2A server's options for cfg: the card advertises url, and declares a bearer token
-// when authenticated.
-func A2AServerOptions(cfg *config.Config, version, url string, authenticated bool, logger *slog.Logger) *a2a.ServerOptions {
+// A2AServerOptions returns the A2A server's options for cfg: the card advertises url, and declares the credentials
+// access asks for.
+func A2AServerOptions(cfg *config.Config, version, url string, access Access, logger *slog.Logger) *a2a.ServerOptions {
 	var skills []a2a.Skill
 	for _, s := range cfg.Serve.Skills {
 		skills = append(skills, a2a.Skill{ID: s.ID, Name: s.Name, Description: s.Description, Tags: s.Tags, Examples: s.Examples})
 	}
+	var oauth *a2a.OAuthScheme
+	if access.JWT != nil {
+		oauth = oauthScheme(access.JWT)
+	}
 	return &a2a.ServerOptions{
+		OAuth:         oauth,
 		Name:          cfg.Agent.Name,
 		Description:   cfg.Agent.Description,
 		Version:       version,
 		URL:           url,
 		Skills:        skills,
-		Authenticated: authenticated,
+		Authenticated: access.Token != "",
 		InputTimeout:  cfg.Serve.InputTimeout.Duration,
 		Logger:        logger,
 	}

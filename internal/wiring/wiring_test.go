@@ -111,7 +111,7 @@ func TestMapping(t *testing.T) {
 		t.Errorf("ServerOptions = %+v\nwant %+v", got, want)
 	}
 
-	got := HTTPOptions(cfg.Serve, "tok", "127.0.0.1:1", nil)
+	got := HTTPOptions(cfg.Serve, Access{Token: "tok"}, "127.0.0.1:1", nil)
 	if want := (&mcpserver.HTTPOptions{
 		Path: "/agent/mcp", Stateless: true, Token: "tok", ListenAddr: "127.0.0.1:1", AllowedHosts: []string{"agent.example.com"},
 		AllowedOrigins: []string{"https://app.example.com"}, MaxBodyBytes: 2048,

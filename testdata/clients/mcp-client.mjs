@@ -3,6 +3,12 @@
 // performs one action, and prints one JSON object on stdout: what the test asserts on. It exits 1 when the action
 // failed; the JSON then has "error".
 //
+// Over HTTP it may authorize with the SDK's OAuth support: --oauth runs the authorization code flow with an
+// in-memory provider (discovery from the server's 401, dynamic registration, PKCE; the authorization server must
+// redirect at once, as a user who consents would be, and the client follows that redirect itself), and
+// --client-id with --client-secret, --issuer and --scope the client credentials grant. "oauth" in the output tells what
+// happened: the flows run and the scopes of the token obtained.
+//
 // Actions:
 //   tools   list the tools
 //   ask     call --tool once per --prompt, with a progress token; every call after the first continues the
@@ -14,7 +20,13 @@ import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 
-import { Client, StdioClientTransport, StreamableHTTPClientTransport } from './sdk.mjs';
+import {
+  Client,
+  ClientCredentialsProvider,
+  StdioClientTransport,
+  StreamableHTTPClientTransport,
+  UnauthorizedError,
+} from './sdk.mjs';
 
 const { values: opts } = parseArgs({
   options: {
@@ -30,6 +42,11 @@ const { values: opts } = parseArgs({
     'cancel-on': { type: 'string' },
     'await-file': { type: 'string' },
     'await-text': { type: 'string' },
+    oauth: { type: 'boolean', default: false },
+    'client-id': { type: 'string' },
+    'client-secret': { type: 'string' },
+    issuer: { type: 'string' },
+    scope: { type: 'string' },
   },
 });
 
@@ -60,10 +77,78 @@ function pairs(list, sep) {
   return obj;
 }
 
-function transport() {
+// credentials is the client credentials provider, when --client-id is given.
+let credentials;
+
+// codeProvider is an OAuth client provider for the authorization code flow that keeps everything in memory. Its
+// "browser" fetches the authorization URL and keeps the code of the redirect.
+function codeProvider(report) {
+  const redirectUrl = 'http://127.0.0.1:9/callback'; // never listened on: the redirect is read, not followed
+  let client, tokens, verifier;
+  return {
+    get redirectUrl() {
+      return redirectUrl;
+    },
+    get clientMetadata() {
+      return { client_name: 'agenthost-test-client', redirect_uris: [redirectUrl], grant_types: ['authorization_code', 'refresh_token'],
+        response_types: ['code'], token_endpoint_auth_method: 'none' };
+    },
+    clientInformation: () => client,
+    saveClientInformation: (info) => {
+      client = info;
+      report.registered = true;
+    },
+    tokens: () => tokens,
+    saveTokens: (t) => {
+      tokens = t;
+      report.scope = t.scope ?? null;
+    },
+    saveCodeVerifier: (v) => {
+      verifier = v;
+    },
+    codeVerifier: () => verifier,
+    redirectToAuthorization: async (url) => {
+      report.authorization_url = url.toString();
+      const resp = await fetch(url, { redirect: 'manual' });
+      const location = resp.headers.get('location');
+      if (!location) throw new Error(`mcp-client: the authorization server answered ${resp.status} without a redirect`);
+      report.code = new URL(location).searchParams.get('code');
+    },
+  };
+}
+
+// connect connects client, running the authorization code flow first when the server asks for it.
+async function connect(client) {
+  if (!opts.oauth) {
+    await client.connect(transport());
+    return;
+  }
+  const report = (out.oauth = { flows: [] });
+  const provider = codeProvider(report);
+  try {
+    await client.connect(transport(provider));
+    return;
+  } catch (err) {
+    if (!(err instanceof UnauthorizedError) || !report.code) throw err;
+    // The SDK reports the 401 that starts the flow to onerror too: it is no protocol error.
+    out.protocol_errors = out.protocol_errors.filter((m) => m !== err.message);
+  }
+  report.flows.push('authorization_code');
+  const t = transport(provider);
+  await t.finishAuth(report.code);
+  await client.connect(t);
+}
+
+function transport(authProvider) {
   if (opts.url) {
+    if (!authProvider && opts['client-id']) {
+      out.oauth = { flows: ['client_credentials'] };
+      authProvider = credentials = new ClientCredentialsProvider({ clientId: opts['client-id'],
+        clientSecret: opts['client-secret'], expectedIssuer: opts.issuer, scope: opts.scope });
+    }
     return new StreamableHTTPClientTransport(new URL(opts.url), {
       requestInit: { headers: pairs(opts.header, ':') },
+      authProvider,
     });
   }
   if (!opts.command) throw new Error('mcp-client: --command or --url is required');
@@ -101,7 +186,8 @@ async function main() {
     }
     out.protocol_errors.push(msg);
   };
-  await client.connect(transport());
+  await connect(client);
+  if (credentials) out.oauth.scope = credentials.tokens()?.scope ?? null;
   out.server = client.getServerVersion();
   // Listing the tools also makes the SDK validate structured content against each tool's output schema.
   const { tools } = await client.listTools();

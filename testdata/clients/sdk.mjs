@@ -7,3 +7,5 @@ const require = createRequire(new URL('../peers/package.json', import.meta.url))
 export const { Client } = require('@modelcontextprotocol/sdk/client/index.js');
 export const { StdioClientTransport } = require('@modelcontextprotocol/sdk/client/stdio.js');
 export const { StreamableHTTPClientTransport } = require('@modelcontextprotocol/sdk/client/streamableHttp.js');
+export const { UnauthorizedError } = require('@modelcontextprotocol/sdk/client/auth.js');
+export const { ClientCredentialsProvider } = require('@modelcontextprotocol/sdk/client/auth-extensions.js');
