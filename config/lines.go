@@ -35,6 +35,20 @@ type lineScanner struct {
 	newlines []int // byte offsets of '\n'
 	lines    map[string]int
 	arrays   map[string]int // elements so far of each array of tables, by the toml.Key.String of its path
+	headers  []tableHeader  // the table headers, in order
+}
+
+// tableHeader is a [header] or [[header]] of a document: its key and the byte offset of its "[".
+type tableHeader struct {
+	key    []string
+	offset int
+}
+
+// tableHeaders returns the table headers of a TOML document the decoder accepted.
+func tableHeaders(src string) []tableHeader {
+	s := &lineScanner{src: src, lines: make(map[string]int), arrays: make(map[string]int)}
+	s.document()
+	return s.headers
 }
 
 func (s *lineScanner) eof() bool { return s.i >= len(s.src) }
@@ -75,7 +89,9 @@ func (s *lineScanner) document() {
 			if array {
 				s.i++
 			}
-			table = s.header(s.key(), array)
+			key := s.key()
+			s.headers = append(s.headers, tableHeader{key: key, offset: start})
+			table = s.header(key, array)
 			s.record(table, start)
 		} else if key := s.key(); len(key) > 0 {
 			s.skipSpace()

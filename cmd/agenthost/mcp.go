@@ -26,6 +26,13 @@ const mcpUsage = `Usage: agenthost mcp COMMAND [flags] [ARGS]
 Manages the MCP servers of [mcp.servers] and their OAuth logins.
 
 Commands:
+  list           connect to every server and list them with their state
+  add NAME [flags] -- COMMAND [ARGS...]
+  add NAME -url URL [flags]
+                 add a server to the configuration file, started by COMMAND or at URL; its comments are kept
+  import FILE    add the servers of another client's configuration: the "mcpServers" JSON of Claude Desktop,
+                 Claude Code, Cursor, Windsurf, or VS Code's "servers" (- reads stdin); names the file has already
+                 are reported and left alone
   login NAME     log in to the server NAME with OAuth (authorization code with PKCE): prints the authorization URL,
                  opens it in a browser when there is one, and waits for the redirect to a listener on 127.0.0.1
                  (or for the address the browser was sent to, pasted on stdin)
@@ -35,7 +42,7 @@ Commands:
 Every command takes -config FILE and -log-level LEVEL.
 `
 
-// cmdMCP manages the MCP servers' logins.
+// cmdMCP manages the MCP servers and their logins.
 func cmdMCP(ctx context.Context, args []string, io *stdio) error {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
@@ -45,6 +52,12 @@ func cmdMCP(ctx context.Context, args []string, io *stdio) error {
 		return fmt.Errorf("%w: agenthost mcp needs a command\n\n%s", errUsage, mcpUsage)
 	}
 	sub, rest := args[0], args[1:]
+	switch sub {
+	case "add", "import":
+		return cmdMCPAdd(sub, rest, io)
+	case "list":
+		return cmdMCPList(ctx, rest, io)
+	}
 	fs := flag.NewFlagSet("mcp "+sub, flag.ContinueOnError)
 	var c common
 	c.register(fs)
