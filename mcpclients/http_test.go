@@ -93,6 +93,33 @@ func TestHTTPTransportsAndHeaders(t *testing.T) {
 	}
 }
 
+// TestHTTPProgressBeforeResult: over both HTTP transports, the progress a server reports just before its result
+// reaches the call before the result does.
+func TestHTTPProgressBeforeResult(t *testing.T) {
+	for _, tt := range []struct {
+		transport string
+		handler   func(*mcp.Server) http.Handler
+	}{
+		{TransportHTTP, streamable},
+		{TransportSSE, func(srv *mcp.Server) http.Handler {
+			return mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+		}},
+	} {
+		t.Run(tt.transport, func(t *testing.T) {
+			srv := mcp.NewServer(&mcp.Implementation{Name: "progress", Version: "1"}, nil)
+			srv.AddTool(textTool("work", progressThenResult))
+			ts := httptest.NewServer(tt.handler(srv))
+			defer ts.Close()
+			c, err := Connect(t.Context(), []ServerConfig{{Name: "s", Prefix: "s", Transport: tt.transport, URL: ts.URL}}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			progressBeforeResult(t, findTool(t, c.Toolsets()[0], "s_work"))
+		})
+	}
+}
+
 // TestHTTPSessionLost restarts the server behind the same URL: the old session is unknown to the new server, so the
 // call fails with an error naming the server, the client reconnects, and the next call works. While the server is
 // down entirely, calls wait for it up to ReconnectWait, then fail.

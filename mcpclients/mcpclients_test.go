@@ -234,28 +234,49 @@ func TestListChanged(t *testing.T) {
 	eventually(t, "the removed tool is gone", func() bool { return slices.Equal(toolNames(t, set), []string{"s_second"}) })
 }
 
+// progressThenResult reports progress 1, 2 and 3 of 3 and answers "done" at once.
+func progressThenResult(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	token := req.Params.GetProgressToken()
+	for i := 1; i <= 3; i++ {
+		if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: float64(i), Total: 3, Message: "step"}); err != nil {
+			return nil, err
+		}
+	}
+	// The result follows the last notification at once: it must not overtake it on the client's side.
+	return text("done"), nil
+}
+
+// progressBeforeResult calls tool, a progressThenResult, 200 times: each call must have relayed all three
+// notifications when it returns.
+func progressBeforeResult(t *testing.T, tool host.Tool) {
+	t.Helper()
+	for i := range 200 {
+		var mu sync.Mutex
+		var got []host.Progress
+		call := host.NewCall("c1", tool.Spec().Name, "mcp:s", func(p host.Progress) {
+			mu.Lock()
+			got = append(got, p)
+			mu.Unlock()
+		}, nil)
+		res, err := tool.Call(bounded(t), json.RawMessage(`{}`), call)
+		if err != nil || res.Text != "done" {
+			t.Fatalf("call %d: %+v, %v", i, res, err)
+		}
+		mu.Lock()
+		ok := len(got) == 3 && got[2] == (host.Progress{Progress: 3, Total: 3, Message: "step"})
+		mu.Unlock()
+		if !ok {
+			t.Fatalf("call %d: progress %+v when the call returned, want all three", i, got)
+		}
+	}
+}
+
 func TestProgressAndCancellation(t *testing.T) {
 	m := newMemServers()
 	srv := mcp.NewServer(&mcp.Implementation{Name: "slow", Version: "1"}, nil)
 	handlerCancelled := make(chan error, 1)
 	started := make(chan struct{})
-	relayed := make(chan struct{})
-	srv.AddTool(textTool("work", func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		token := req.Params.GetProgressToken()
-		for i := 1; i <= 3; i++ {
-			if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: float64(i), Total: 3, Message: "step"}); err != nil {
-				return nil, err
-			}
-		}
-		// Notifications and the result travel independently: wait until the client relayed all three, so the test
-		// does not race the result against the last of them.
-		select {
-		case <-relayed:
-		case <-time.After(10 * time.Second):
-			return nil, errors.New("the progress was not relayed")
-		}
-		return text("done"), nil
-	}))
+	srv.AddTool(textTool("work", progressThenResult))
 	srv.AddTool(textTool("block", func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		close(started)
 		<-ctx.Done()
@@ -266,25 +287,7 @@ func TestProgressAndCancellation(t *testing.T) {
 	c := connect(t, m, nil, ServerConfig{Name: "s", Prefix: "s"})
 	set := c.Toolsets()[0]
 
-	var mu sync.Mutex
-	var got []host.Progress
-	call := host.NewCall("c1", "s_work", "mcp:s", func(p host.Progress) {
-		mu.Lock()
-		got = append(got, p)
-		if len(got) == 3 {
-			close(relayed)
-		}
-		mu.Unlock()
-	}, nil)
-	res, err := findTool(t, set, "s_work").Call(bounded(t), json.RawMessage(`{}`), call)
-	if err != nil || res.Text != "done" {
-		t.Fatalf("call: %+v, %v", res, err)
-	}
-	mu.Lock()
-	if len(got) != 3 || got[2] != (host.Progress{Progress: 3, Total: 3, Message: "step"}) {
-		t.Errorf("progress %+v", got)
-	}
-	mu.Unlock()
+	progressBeforeResult(t, findTool(t, set, "s_work"))
 
 	// Cancelling the call cancels the server's handler: the SDK sends notifications/cancelled.
 	ctx, cancel := context.WithCancel(t.Context())
@@ -292,7 +295,7 @@ func TestProgressAndCancellation(t *testing.T) {
 		<-started
 		cancel()
 	}()
-	_, err = findTool(t, set, "s_block").Call(ctx, json.RawMessage(`{}`), nil)
+	_, err := findTool(t, set, "s_block").Call(ctx, json.RawMessage(`{}`), nil)
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled call: err = %v", err)
 	}

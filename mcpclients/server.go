@@ -105,12 +105,12 @@ func newServer(cfg ServerConfig, opts *Options) *Server {
 		version = "dev"
 	}
 	copts := &mcp.ClientOptions{
-		Logger:                      nil, // the SDK's own logging is too chatty for ours
-		ElicitationHandler:          s.handleElicitation,
-		ProgressNotificationHandler: s.handleProgress,
-		ToolListChangedHandler:      func(context.Context, *mcp.ToolListChangedRequest) { s.requestRefresh() },
-		ResourceListChangedHandler:  func(context.Context, *mcp.ResourceListChangedRequest) { s.requestRefresh() },
-		Capabilities:                &mcp.ClientCapabilities{}, // no roots: agenthost has none to offer
+		Logger:             nil, // the SDK's own logging is too chatty for ours
+		ElicitationHandler: s.handleElicitation,
+		// Progress notifications never reach the SDK's handlers: progressFirst relays them as they are read.
+		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { s.requestRefresh() },
+		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { s.requestRefresh() },
+		Capabilities:               &mcp.ClientCapabilities{}, // no roots: agenthost has none to offer
 	}
 	if opts.Sampler != nil {
 		copts.CreateMessageHandler = s.handleSampling
@@ -180,6 +180,9 @@ func (s *Server) connect(ctx context.Context) error {
 	t, cmd, err := s.transport(ctx)
 	if err != nil {
 		return err
+	}
+	if s.cfg.Transport == TransportStdio {
+		t = &progressFirst{Transport: t, relay: s.relayProgress} // over HTTP, httpClient's streams relay it
 	}
 	session, stop, err := s.dial(ctx, t)
 	if err != nil {
@@ -512,13 +515,13 @@ func (s *Server) endCalls() {
 	}
 }
 
-// handleProgress relays a progress notification to the call it belongs to.
-func (s *Server) handleProgress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
-	token := fmt.Sprint(req.Params.ProgressToken)
+// relayProgress relays a progress notification to the call it belongs to.
+func (s *Server) relayProgress(p *mcp.ProgressNotificationParams) {
+	token := fmt.Sprint(p.ProgressToken)
 	s.callsMu.Lock()
 	call := s.calls[token].call
 	s.callsMu.Unlock()
-	call.ReportProgress(host.Progress{Progress: req.Params.Progress, Total: req.Params.Total, Message: req.Params.Message})
+	call.ReportProgress(host.Progress{Progress: p.Progress, Total: p.Total, Message: p.Message})
 }
 
 // callKey carries the host.Call of a tool call in the context of its request, for SDK callbacks that run with it.

@@ -72,11 +72,14 @@ const streamRetries = 2
 // terminateDuration is how long a stdio server has to exit after its stdin is closed, before it is signalled.
 const terminateDuration = 2 * time.Second
 
+// httpClient returns the client of the server's HTTP transports: it adds the configured headers, and relays the
+// progress notifications of SSE streams as they are read (see progressStreams).
 func (s *Server) httpClient() *http.Client {
-	if len(s.cfg.Headers) == 0 {
-		return http.DefaultClient
+	var rt http.RoundTripper = http.DefaultTransport
+	if len(s.cfg.Headers) > 0 {
+		rt = &headerTransport{headers: s.cfg.Headers, base: rt}
 	}
-	return &http.Client{Transport: &headerTransport{headers: s.cfg.Headers, base: http.DefaultTransport}}
+	return &http.Client{Transport: &progressStreams{base: rt, relay: s.relayProgress}}
 }
 
 // headerTransport adds the configured headers to every request.

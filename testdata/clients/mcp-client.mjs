@@ -125,13 +125,16 @@ async function connect(client) {
   }
   const report = (out.oauth = { flows: [] });
   const provider = codeProvider(report);
+  // The first attempt only gets the authorization code. It is made with a client of its own, so that what it
+  // reports (the 401 that starts the flow, its transport aborted when it gives up) is not taken for this client's.
+  const probe = new Client({ name: 'agenthost-test-client', version: '1.0.0' });
+  probe.onerror = () => {};
   try {
-    await client.connect(transport(provider));
-    return;
+    await probe.connect(transport(provider));
+    await probe.close();
+    throw new Error('mcp-client: --oauth, but the server let the client in without authorization');
   } catch (err) {
     if (!(err instanceof UnauthorizedError) || !report.code) throw err;
-    // The SDK reports the 401 that starts the flow to onerror too: it is no protocol error.
-    out.protocol_errors = out.protocol_errors.filter((m) => m !== err.message);
   }
   report.flows.push('authorization_code');
   const t = transport(provider);

@@ -190,12 +190,6 @@ func addTools(s *mcp.Server) {
 				return nil, err
 			}
 		}
-		// The same pause before the result: the Go SDK's client handles notifications on another goroutine than
-		// responses, so a notification sent just before the result can reach its handler after the call returned,
-		// when the caller no longer listens. Real servers report progress well before they answer.
-		if !sleep(ctx, 50*time.Millisecond) {
-			return nil, ctx.Err()
-		}
 		return text("Tool with progress executed successfully"), nil
 	})
 	add("test_error_handling", "Always fails.", noArgs, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
