@@ -167,17 +167,25 @@ type Peer struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu      sync.Mutex
-	conn    *conn
-	card    *agentCard
-	tools   []host.Tool // nil until resolved; then one tool
-	state   State
-	lastErr error
+	mu    sync.Mutex
+	conn  *conn
+	card  *agentCard
+	tools []host.Tool // nil until resolved; then one tool
+	state State
+	// toolsChanged is notified when tools is a new list.
+	toolsChanged host.Signal
+	lastErr      error
 
 	contexts *contextStore
 }
 
-var _ host.Toolset = (*Peer)(nil)
+var (
+	_ host.Toolset  = (*Peer)(nil)
+	_ host.Notifier = (*Peer)(nil)
+)
+
+// Changed implements host.Notifier.
+func (p *Peer) Changed() <-chan struct{} { return p.toolsChanged.Changed() }
 
 func newPeer(cfg PeerConfig, opts *Options) (*Peer, error) {
 	if !host.ValidToolName(cfg.Name) {
@@ -269,6 +277,7 @@ func (p *Peer) resolveOnce(ctx context.Context) error {
 	}
 	p.card, p.conn = card, &conn{http: p.http, ep: *ep, headers: p.cfg.Headers}
 	p.tools = []host.Tool{&peerTool{peer: p, spec: p.spec(card)}}
+	defer p.toolsChanged.Notify() // under p.mu, which a watcher waits for in Tools
 	p.state, p.lastErr = StateReady, nil
 	p.logger.Info("A2A peer resolved", "agent", card.Name, "protocol", ep.Version.String(), "url", ep.URL, "streaming", ep.Streaming)
 	return nil

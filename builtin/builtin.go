@@ -292,6 +292,9 @@ func (ts *Toolset) Tools(context.Context) ([]host.Tool, error) {
 	return ts.tools, nil
 }
 
+// Changed implements host.Notifier: the built-in tools never change.
+func (ts *Toolset) Changed() <-chan struct{} { return nil }
+
 // Statuses returns the state of the tools that work in the background, in the order they were enabled.
 func (ts *Toolset) Statuses() []Status {
 	ts.env.mu.Lock()

@@ -18,11 +18,18 @@ const MaxAgentDepth = 8
 // own Orchestrator. Sub-agents are added once, before the first run, since each needs the ToolManager that holds
 // this Toolset to restrict its tools from (see ToolManager.Restrict).
 type SubAgents struct {
-	mu    sync.Mutex
-	tools []Tool
+	mu      sync.Mutex
+	tools   []Tool
+	changed Signal
 }
 
-var _ Toolset = (*SubAgents)(nil)
+var (
+	_ Toolset  = (*SubAgents)(nil)
+	_ Notifier = (*SubAgents)(nil)
+)
+
+// Changed implements Notifier.
+func (s *SubAgents) Changed() <-chan struct{} { return s.changed.Changed() }
 
 // Name implements Toolset.
 func (s *SubAgents) Name() string { return "agents" }
@@ -42,9 +49,10 @@ func (s *SubAgents) Tools(context.Context) ([]Tool, error) {
 // replaced the model (Request.Model) runs the sub-agent on that model too.
 func (s *SubAgents) Add(name, description string, o *Orchestrator) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	// A new slice: ToolManager rebuilds its list when a source's slice changes.
 	s.tools = append(slices.Clip(s.tools), &subAgent{name: name, description: description, o: o})
+	s.mu.Unlock()
+	s.changed.Notify()
 }
 
 // subAgent is one sub-agent as a tool.

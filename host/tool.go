@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"encoding/json"
+	"sync"
 	"time"
 
 	"github.com/agenthost/agenthost/llm"
@@ -47,14 +48,49 @@ type Tool interface {
 
 // Toolset is a source of tools: the built-ins, one MCP server, the A2A peers.
 //
-// Tools returns the current list; the orchestrator asks again before every model call, so a source whose list
-// changes (an MCP server sending list_changed) needs no other signal. Tools should be cheap: cache, don't fetch.
+// Tools returns the current list; the orchestrator asks again before every model call, so a run needs no other
+// signal of a change. What offers the list to others (a gateway) learns of changes from the sources that implement
+// Notifier, and has to poll the others. Tools should be cheap: cache, don't fetch.
 // While the list is unchanged, Tools returns the same slice, and a changed list is a new slice: the ToolManager
 // reuses its work while a source's slice is the same. Nobody modifies a returned slice.
 type Toolset interface {
 	// Name identifies the source in debug info, logs and errors, e.g. "builtin" or "mcp:filesystem".
 	Name() string
 	Tools(ctx context.Context) ([]Tool, error)
+}
+
+// Notifier is implemented by a Toolset that says when its list changes (an MCP server sending list_changed, a peer
+// resolved): Changed returns a channel closed once Tools returns a new list. It returns nil for a source whose list
+// never changes.
+type Notifier interface {
+	Changed() <-chan struct{}
+}
+
+// Signal is a change signal for a Notifier: Changed returns the channel that the next Notify closes. The zero value
+// is ready to use.
+type Signal struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+// Changed returns the channel the next Notify closes.
+func (s *Signal) Changed() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ch == nil {
+		s.ch = make(chan struct{})
+	}
+	return s.ch
+}
+
+// Notify closes the channel Changed returned, if any: call it after the change is visible.
+func (s *Signal) Notify() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ch != nil {
+		close(s.ch)
+		s.ch = nil
+	}
 }
 
 // Instructor is implemented by a Toolset that has instructions for the model (an MCP server's instructions). The

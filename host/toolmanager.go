@@ -111,6 +111,50 @@ func (m *ToolManager) Restrict(names []string) *ToolManager {
 // Toolsets returns the sources, in order.
 func (m *ToolManager) Toolsets() []Toolset { return slices.Clone(m.sets) }
 
+// sources returns the tool sources, a restricted view's being its parent's.
+func (m *ToolManager) sources() []Toolset {
+	for m.parent != nil {
+		m = m.parent
+	}
+	return m.sets
+}
+
+// Notifies reports whether every source implements Notifier, so that Watch sees every change of the list; when it
+// does not, the others' changes are seen only by calling Tools.
+func (m *ToolManager) Notifies() bool {
+	for _, set := range m.sources() {
+		if _, ok := set.(Notifier); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// Watch calls changed each time a source that implements Notifier says its list changed, until ctx ends; then it
+// returns, once nothing of it runs any more. changed runs on a goroutine of the source's, and may run concurrently
+// with itself; Tools called after it returns the new list.
+func (m *ToolManager) Watch(ctx context.Context, changed func()) {
+	var wg sync.WaitGroup
+	for _, set := range m.sources() {
+		n, ok := set.(Notifier)
+		if !ok {
+			continue
+		}
+		wg.Go(func() {
+			for ch := n.Changed(); ch != nil; {
+				select {
+				case <-ctx.Done():
+					return
+				case <-ch:
+				}
+				ch = n.Changed() // before changed: a change after this closes it
+				changed()
+			}
+		})
+	}
+	wg.Wait()
+}
+
 // Tools returns every tool of every source in source order, disabled ones included. Problems (a source that fails to
 // list, an invalid final name, two tools with one final name) are returned joined in err; the list is still usable
 // and holds, for a name claimed twice, the first claimant only. Start-up treats err as fatal; a run logs it.

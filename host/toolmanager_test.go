@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // funcTool is a tool whose behaviour is a function, for tests.
@@ -157,5 +158,68 @@ func TestRestrictAndToolPrompt(t *testing.T) {
 	set.tools = append(slices.Clip(set.tools), &funcTool{spec: ToolSpec{Name: "missing"}})
 	if now, _ := r.Tools(t.Context()); len(now) != 3 || now[2].Spec.Name != "missing" {
 		t.Errorf("a tool that came later did not join: %v", now)
+	}
+}
+
+// signalSet is a Toolset that says when its list changes.
+type signalSet struct {
+	name   string
+	signal Signal
+}
+
+func (s *signalSet) Name() string                          { return s.name }
+func (s *signalSet) Tools(context.Context) ([]Tool, error) { return nil, nil }
+
+// watched reports whether someone waits for the next change.
+func (s *signalSet) watched() bool {
+	s.signal.mu.Lock()
+	defer s.signal.mu.Unlock()
+	return s.signal.ch != nil
+}
+
+func (s *signalSet) Changed() <-chan struct{} { return s.signal.Changed() }
+
+// TestToolManagerWatch: Watch calls back on each notified change of any source, also of a restricted view's parent,
+// and returns once ctx ends; Notifies says whether every source notifies.
+func TestToolManagerWatch(t *testing.T) {
+	a, b := &signalSet{name: "a"}, &signalSet{name: "b"}
+	tm := NewToolManager([]Toolset{a, b}, nil)
+	if !tm.Notifies() {
+		t.Error("Notifies = false with every source a Notifier")
+	}
+	if NewToolManager([]Toolset{a, &staticSet{name: "static"}}, nil).Notifies() {
+		t.Error("Notifies = true with a source that is not a Notifier")
+	}
+	view := tm.Restrict([]string{"x"})
+	calls := make(chan struct{}, 10)
+	ctx, cancel := context.WithCancel(t.Context())
+	returned := make(chan struct{})
+	go func() {
+		view.Watch(ctx, func() { calls <- struct{}{} })
+		close(returned)
+	}()
+	for i, set := range []*signalSet{a, b, a} {
+		for deadline := time.Now().Add(30 * time.Second); !set.watched(); time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("change %d: Watch does not wait on %s", i, set.name)
+			}
+		}
+		set.signal.Notify()
+		select {
+		case <-calls:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("change %d of %s: no call", i, set.name)
+		}
+		select {
+		case <-calls:
+			t.Fatalf("change %d of %s: two calls", i, set.name)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	cancel()
+	select {
+	case <-returned:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Watch did not return after ctx ended")
 	}
 }

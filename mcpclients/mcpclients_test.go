@@ -224,8 +224,16 @@ func TestListChanged(t *testing.T) {
 	c := connect(t, m, nil, ServerConfig{Name: "s", Prefix: "s"})
 	set := c.Toolsets()[0]
 	before, _ := set.Tools(t.Context())
+	changed := set.(host.Notifier).Changed()
 	srv.AddTool(textTool("second", func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return text("2"), nil }))
-	eventually(t, "the new tool is listed", func() bool { return len(toolNames(t, set)) == 2 })
+	select { // the server says so as soon as it has the new list
+	case <-changed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Changed was not closed after list_changed")
+	}
+	if n := len(toolNames(t, set)); n != 2 {
+		t.Fatalf("%d tools once Changed was closed, want the new list of 2", n)
+	}
 	after, _ := set.Tools(t.Context())
 	if &before[0] == &after[0] {
 		t.Error("a changed list must be a new slice (host.Toolset's contract)")

@@ -55,6 +55,7 @@ type Server struct {
 	instructions string
 	tools        []host.Tool   // a new slice whenever the list changes (see host.Toolset)
 	changed      chan struct{} // closed, and replaced, when the session comes or goes
+	toolsChanged host.Signal   // notified when tools is a new list
 	refresh      chan struct{}
 
 	callsMu sync.Mutex
@@ -129,6 +130,9 @@ func (s *Server) Tools(context.Context) ([]host.Tool, error) {
 	defer s.mu.Unlock()
 	return s.tools, nil
 }
+
+// Changed implements host.Notifier.
+func (s *Server) Changed() <-chan struct{} { return s.toolsChanged.Changed() }
 
 // Instructions implements host.Instructor.
 func (s *Server) Instructions() string {
@@ -213,6 +217,7 @@ func (s *Server) connect(ctx context.Context) error {
 	}
 	s.signalLocked()
 	s.mu.Unlock()
+	s.toolsChanged.Notify()
 	s.logger.Info("MCP server connected", "transport", s.cfg.Transport, "protocol", s.protocol, "tools", len(tools))
 	return nil
 }
@@ -409,10 +414,14 @@ func (s *Server) refreshTools(session *mcp.ClientSession) {
 		return
 	}
 	s.mu.Lock()
-	if s.session == session {
+	current := s.session == session
+	if current {
 		s.tools = tools
 	}
 	s.mu.Unlock()
+	if current {
+		s.toolsChanged.Notify()
+	}
 	s.logger.Info("MCP server's tools changed", "tools", len(tools))
 }
 

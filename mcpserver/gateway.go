@@ -21,7 +21,8 @@ import (
 // enabled, under its final name, and forwards each call to the tool through the ToolManager, so that the admin's
 // policy (require_approval, tool_timeout) applies to a gateway caller as it does to the model.
 
-// defaultToolsPollInterval is how often gateway mode looks for changes in the merged tool list.
+// defaultToolsPollInterval is how often gateway mode looks for changes in the merged tool list when some source
+// does not say when its list changes.
 const defaultToolsPollInterval = time.Second
 
 // gateway keeps the tools the MCP server offers in step with the ToolManager's merged list: the agent tool, whose
@@ -47,7 +48,7 @@ type gateway struct {
 	done chan struct{} // closed when the watcher has returned
 }
 
-// startGateway offers tools now, and watches the merged list every interval until ctx ends or close is called.
+// startGateway offers tools now, and watches the merged list until ctx ends or close is called (see watch).
 func startGateway(ctx context.Context, s *Server, tools []*host.ManagedTool, interval time.Duration, expose bool) *gateway {
 	g := &gateway{
 		expose:    expose,
@@ -74,17 +75,34 @@ func (g *gateway) close() {
 	<-g.done
 }
 
-// watch syncs the offered tools with the merged list until ctx ends. The ToolManager returns the same slice while
-// nothing changed, so a tick with no change costs a comparison.
+// watch syncs the offered tools with the merged list until ctx ends: as soon as a source says its list changed, and,
+// when some source cannot say so, every interval as well. The ToolManager returns the same slice while nothing
+// changed, so a sync with no change costs a comparison.
 func (g *gateway) watch(ctx context.Context, interval time.Duration) {
 	defer close(g.done)
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
+	poke := make(chan struct{}, 1)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() {
+		g.tools.Watch(ctx, func() {
+			select {
+			case poke <- struct{}{}:
+			default: // a sync is pending already
+			}
+		})
+	})
+	var tick <-chan time.Time
+	if !g.tools.Notifies() {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		tick = t.C
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-tick.C:
+		case <-poke:
+		case <-tick:
 		}
 		tools, _ := g.tools.Tools(ctx) // problems are the orchestrator's to log; the list is still usable
 		if ctx.Err() != nil {

@@ -374,6 +374,45 @@ func TestGatewayApprovalAndElicitation(t *testing.T) {
 	}
 }
 
+// notifyingToolset is a gwToolset that says when its list changes, as an MCP server's does.
+type notifyingToolset struct {
+	gwToolset
+	signal host.Signal
+}
+
+func (s *notifyingToolset) Changed() <-chan struct{} { return s.signal.Changed() }
+func (s *notifyingToolset) set(tools ...host.Tool) {
+	s.gwToolset.set(tools...)
+	s.signal.Notify()
+}
+
+// TestGatewayPushesNotifiedChanges: when every source says when its list changes, the gateway does not poll (the
+// interval here is an hour) and still passes a change on at once.
+func TestGatewayPushesNotifiedChanges(t *testing.T) {
+	src := &notifyingToolset{}
+	src.set(textTool("a", "A"))
+	changed := make(chan struct{}, 10)
+	s := newGateway(t, src, nil, time.Hour)
+	cs := gwConnect(t, s, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+		changed <- struct{}{}
+	}})
+	if got, want := toolNames(t, cs), []string{"a", "ask_agenthost"}; !slices.Equal(got, want) {
+		t.Fatalf("tools %v, want %v", got, want)
+	}
+	for i, next := range []string{"b", "c"} {
+		src.set(textTool(next, strings.ToUpper(next)))
+		want := []string{"ask_agenthost", next}
+		deadline := time.After(30 * time.Second) // generous for any machine; an hour's poll would never make it
+		for got := []string(nil); !slices.Equal(got, want); got = toolNames(t, cs) {
+			select {
+			case <-changed: // the SDK may send one notification per tool removed or added
+			case <-deadline:
+				t.Fatalf("change %d: no notifications/tools/list_changed that brings the tools %v (last %v)", i, want, got)
+			}
+		}
+	}
+}
+
 func TestGatewayFollowsListChanges(t *testing.T) {
 	src := &gwToolset{}
 	src.set(textTool("a", "A"), textTool("b", "B"))
