@@ -407,6 +407,9 @@ type Serve struct {
 	MaxBodyBytes int64
 	// ExposeTools also offers every merged tool besides the agent's tool (gateway mode); default false.
 	ExposeTools bool
+	// ExposePrompts offers the MCP servers' prompts too in gateway mode, named as their tools are; nil (default)
+	// means true. It matters only with ExposeTools.
+	ExposePrompts *bool
 	// ProgressInterval is the least time between two progress notifications that carry streamed text:
 	// positive, default 250ms.
 	ProgressInterval Duration
@@ -435,6 +438,11 @@ type ServeOAuth struct {
 	JWKSURL string
 	// RequiredScopes are the scopes every token must carry; default none.
 	RequiredScopes []string
+}
+
+// PromptsExposed reports whether gateway mode offers the MCP servers' prompts (expose_prompts, default true).
+func (s Serve) PromptsExposed() bool {
+	return s.ExposeTools && (s.ExposePrompts == nil || *s.ExposePrompts)
 }
 
 // Skill is one [[serve.skills]] table: a skill the A2A agent card lists.

@@ -683,3 +683,40 @@ func TestCallsAcrossReconnection(t *testing.T) {
 		t.Errorf("the call made while the server was away: %+v", res)
 	}
 }
+
+// TestPrompts: a server's prompts are listed at connection and again on list_changed, and got by their names.
+func TestPrompts(t *testing.T) {
+	m := newMemServers()
+	srv := echoServer("ping")
+	greet := func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "Hello, " + req.Params.Arguments["who"]}}}}, nil
+	}
+	srv.AddPrompt(&mcp.Prompt{Name: "greet", Arguments: []*mcp.PromptArgument{{Name: "who"}}}, greet)
+	m.servers["s"] = srv
+	c := connect(t, m, nil, ServerConfig{Name: "s", Prefix: "s"})
+	s := c.Servers()[0]
+	if p := s.Prompts(); len(p) != 1 || p[0].Name != "greet" || s.Prefix() != "s" {
+		t.Fatalf("prompts %+v, prefix %q", p, s.Prefix())
+	}
+	res, err := s.GetPrompt(bounded(t), &mcp.GetPromptParams{Name: "greet", Arguments: map[string]string{"who": "you"}})
+	if err != nil || res.Messages[0].Content.(*mcp.TextContent).Text != "Hello, you" {
+		t.Fatalf("get: %+v, %v", res, err)
+	}
+	changed := s.PromptsChanged()
+	srv.AddPrompt(&mcp.Prompt{Name: "bye"}, greet)
+	select {
+	case <-changed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("PromptsChanged was not closed after list_changed")
+	}
+	if p := s.Prompts(); len(p) != 2 {
+		t.Errorf("prompts after list_changed: %+v", p)
+	}
+
+	// A server without prompts has none, and says nothing.
+	m.servers["t"] = echoServer("ping")
+	c2 := connect(t, m, nil, ServerConfig{Name: "t"})
+	if p := c2.Servers()[0].Prompts(); p != nil {
+		t.Errorf("prompts of a server without any: %+v", p)
+	}
+}

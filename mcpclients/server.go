@@ -45,18 +45,20 @@ type Server struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu           sync.Mutex
-	session      *mcp.ClientSession // nil while down
-	stop         context.CancelFunc // ends the session's connection context
-	cmd          *exec.Cmd          // the current child, for stdio
-	state        State
-	lastErr      error
-	protocol     string
-	instructions string
-	tools        []host.Tool   // a new slice whenever the list changes (see host.Toolset)
-	changed      chan struct{} // closed, and replaced, when the session comes or goes
-	toolsChanged host.Signal   // notified when tools is a new list
-	refresh      chan struct{}
+	mu             sync.Mutex
+	session        *mcp.ClientSession // nil while down
+	stop           context.CancelFunc // ends the session's connection context
+	cmd            *exec.Cmd          // the current child, for stdio
+	state          State
+	lastErr        error
+	protocol       string
+	instructions   string
+	tools          []host.Tool   // a new slice whenever the list changes (see host.Toolset)
+	changed        chan struct{} // closed, and replaced, when the session comes or goes
+	toolsChanged   host.Signal   // notified when tools is a new list
+	prompts        []*mcp.Prompt // as of the last listing
+	promptsChanged host.Signal   // notified when prompts is a new list
+	refresh        chan struct{}
 
 	callsMu sync.Mutex
 	calls   map[string]inFlight // by progress token
@@ -111,6 +113,7 @@ func newServer(cfg ServerConfig, opts *Options) *Server {
 		// Progress notifications never reach the SDK's handlers: progressFirst relays them as they are read.
 		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { s.requestRefresh() },
 		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { s.requestRefresh() },
+		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { s.requestRefresh() },
 		Capabilities:               &mcp.ClientCapabilities{}, // no roots: agenthost has none to offer
 	}
 	if opts.Sampler != nil {
@@ -200,6 +203,10 @@ func (s *Server) connect(ctx context.Context) error {
 		killProcessGroup(cmd)
 		return err
 	}
+	prompts, err := s.listPrompts(ctx, session)
+	if err != nil {
+		s.logger.Warn("prompts could not be listed", "err", err) // the tools still work
+	}
 	init := session.InitializeResult()
 	s.mu.Lock()
 	if s.ctx.Err() != nil {
@@ -211,13 +218,14 @@ func (s *Server) connect(ctx context.Context) error {
 		killProcessGroup(cmd)
 		return s.ctx.Err()
 	}
-	s.session, s.stop, s.cmd, s.tools, s.state, s.lastErr = session, stop, cmd, tools, StateConnected, nil
+	s.session, s.stop, s.cmd, s.tools, s.prompts, s.state, s.lastErr = session, stop, cmd, tools, prompts, StateConnected, nil
 	if init != nil {
 		s.protocol, s.instructions = init.ProtocolVersion, init.Instructions
 	}
 	s.signalLocked()
 	s.mu.Unlock()
 	s.toolsChanged.Notify()
+	s.promptsChanged.Notify()
 	s.logger.Info("MCP server connected", "transport", s.cfg.Transport, "protocol", s.protocol, "tools", len(tools))
 	return nil
 }
@@ -335,6 +343,7 @@ func (s *Server) watch(session *mcp.ClientSession) {
 			return
 		case <-s.refresh:
 			s.refreshTools(session)
+			s.refreshPrompts(session)
 		}
 	}
 }

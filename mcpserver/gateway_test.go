@@ -530,3 +530,91 @@ func TestCallToolResult(t *testing.T) {
 		})
 	}
 }
+
+// fakePrompts is a PromptSource whose prompts the test changes.
+type fakePrompts struct {
+	prefix string
+	mu     sync.Mutex
+	list   []*mcp.Prompt
+	signal host.Signal
+	got    []*mcp.GetPromptParams
+}
+
+func (f *fakePrompts) Prefix() string { return f.prefix }
+func (f *fakePrompts) Prompts() []*mcp.Prompt {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.list
+}
+func (f *fakePrompts) PromptsChanged() <-chan struct{} { return f.signal.Changed() }
+func (f *fakePrompts) set(list ...*mcp.Prompt) {
+	f.mu.Lock()
+	f.list = list
+	f.mu.Unlock()
+	f.signal.Notify()
+}
+func (f *fakePrompts) GetPrompt(_ context.Context, p *mcp.GetPromptParams) (*mcp.GetPromptResult, error) {
+	f.mu.Lock()
+	f.got = append(f.got, p)
+	f.mu.Unlock()
+	if p.Name == "broken" {
+		return nil, errors.New("the upstream server failed")
+	}
+	return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: p.Name + ":" + p.Arguments["topic"]}}}}, nil
+}
+
+// TestGatewayPrompts: the upstream servers' prompts are offered under their prefixed names, got from their server
+// by their own names with their arguments, and follow the servers' changes.
+func TestGatewayPrompts(t *testing.T) {
+	fs := &fakePrompts{prefix: "fs"}
+	fs.set(&mcp.Prompt{Name: "summarize", Description: "Summarizes.", Arguments: []*mcp.PromptArgument{{Name: "topic", Required: true}}},
+		&mcp.Prompt{Name: "broken"})
+	bare := &fakePrompts{}
+	bare.set(&mcp.Prompt{Name: "fs_summarize"}, &mcp.Prompt{Name: "plain"}) // fs_summarize is taken by fs's
+	tm := host.NewToolManager(nil, nil)
+	s, err := New(t.Context(), host.New(testmodel.New(), tm, nil), &Options{ExposeTools: true, Prompts: []PromptSource{fs, bare}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	changed := make(chan struct{}, 10)
+	cs := gwConnect(t, s, &mcp.ClientOptions{PromptListChangedHandler: func(context.Context, *mcp.PromptListChangedRequest) {
+		changed <- struct{}{}
+	}})
+	if cs.InitializeResult().Capabilities.Prompts == nil {
+		t.Fatal("the gateway does not declare prompts")
+	}
+	names := func() []string {
+		res, err := cs.ListPrompts(t.Context(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, p := range res.Prompts {
+			out = append(out, p.Name)
+		}
+		slices.Sort(out)
+		return out
+	}
+	if got, want := names(), []string{"fs_broken", "fs_summarize", "plain"}; !slices.Equal(got, want) {
+		t.Fatalf("prompts %v, want %v", got, want)
+	}
+	res, err := cs.GetPrompt(t.Context(), &mcp.GetPromptParams{Name: "fs_summarize", Arguments: map[string]string{"topic": "MCP"}})
+	if err != nil || len(res.Messages) != 1 || res.Messages[0].Content.(*mcp.TextContent).Text != "summarize:MCP" {
+		t.Fatalf("get fs_summarize: %+v, %v", res, err)
+	}
+	if _, err := cs.GetPrompt(t.Context(), &mcp.GetPromptParams{Name: "fs_broken"}); err == nil || !strings.Contains(err.Error(), "the upstream server failed") {
+		t.Errorf("get fs_broken: %v, want the upstream server's error", err)
+	}
+
+	bare.set(&mcp.Prompt{Name: "other"})
+	want := []string{"fs_broken", "fs_summarize", "other"}
+	deadline := time.After(30 * time.Second)
+	for got := names(); !slices.Equal(got, want); got = names() {
+		select {
+		case <-changed:
+		case <-deadline:
+			t.Fatalf("no notifications/prompts/list_changed that brings %v (last %v)", want, got)
+		}
+	}
+}

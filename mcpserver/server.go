@@ -48,6 +48,9 @@ type Options struct {
 	// final name, and its calls go through the ToolManager (approvals, timeout) to the tool. The server then watches
 	// the merged list and tells its clients when it changes; Close stops that.
 	ExposeTools bool
+	// Prompts are the upstream servers whose prompts gateway mode offers too, named as their tools are; none offers
+	// no prompts. They are ignored without ExposeTools.
+	Prompts []PromptSource
 	// ToolTimeout bounds each call of an offered tool in gateway mode; 0 means host.DefaultToolTimeout.
 	ToolTimeout time.Duration
 	// ToolsPollInterval is how often the merged tool list is checked for changes; 0 means 1s.
@@ -77,8 +80,9 @@ type Server struct {
 	logger   *slog.Logger
 	toolName string
 	mcp      *mcp.Server
-	gateway  *gateway    // watches the merged tool list; offers the tools too in gateway mode
-	rounds   *roundTrips // calls that ask their callers through input requests
+	gateway  *gateway       // watches the merged tool list; offers the tools too in gateway mode
+	prompts  *promptGateway // the upstream servers' prompts in gateway mode; nil without
+	rounds   *roundTrips    // calls that ask their callers through input requests
 
 	agentTools []string // the tools the agent tool names, guarded by gateway.mu (set only from its sync)
 }
@@ -119,8 +123,17 @@ func New(ctx context.Context, orch *host.Orchestrator, opts *Options) (*Server, 
 		return nil, fmt.Errorf("mcpserver: %w", err)
 	}
 	s.rounds = newRoundTrips(s.opts.InputTimeout, s.opts.MaxWaitingCalls, s.opts.Calls, s.opts.Instance, s.logger)
-	s.mcp = mcp.NewServer(&mcp.Implementation{Name: s.opts.Name, Version: s.opts.Version}, &mcp.ServerOptions{Logger: s.opts.Logger})
+	sopts := &mcp.ServerOptions{Logger: s.opts.Logger}
+	withPrompts := s.opts.ExposeTools && len(s.opts.Prompts) > 0
+	if withPrompts {
+		// Declared from the start: the upstream servers' prompts may come after a client initialized.
+		sopts.Capabilities = &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}, Prompts: &mcp.PromptCapabilities{ListChanged: true}}
+	}
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: s.opts.Name, Version: s.opts.Version}, sopts)
 	s.gateway = startGateway(ctx, s, tools, s.opts.ToolsPollInterval, s.opts.ExposeTools)
+	if withPrompts {
+		s.prompts = startPrompts(ctx, s.mcp, s.opts.Prompts, s.logger)
+	}
 	return s, nil
 }
 

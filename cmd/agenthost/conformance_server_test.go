@@ -17,8 +17,8 @@ import (
 )
 
 // The official MCP conformance suite, in its server mode, run against `agenthost serve --http` in gateway mode with
-// internal/testservers/conformanceserver behind it. The gateway re-exports tools only, so the scenarios about
-// resources, prompts and completion cannot pass, and some tool scenarios need what agenthost does not relay (see
+// internal/testservers/conformanceserver behind it. The gateway re-exports tools and prompts only, so the scenarios
+// about resources and completion cannot pass, and some tool scenarios need what agenthost does not relay (see
 // conformanceGatewayFails and BENCHMARKS.md). The suite is also run against the fixture directly: every scenario
 // that fails through the gateway passes there, so each failure is the gateway's and not the fixture's.
 
@@ -49,25 +49,26 @@ var conformanceGatewayPasses = []string{
 	"elicitation-sep1330-enums",
 	"server-sse-multiple-streams",
 	"dns-rebinding-protection",
-	// Vacuous: the gateway has no resources and no prompts, and an empty list is a valid one.
-	"resources-list",
+	// The upstream server's prompts, offered under their own names (the fixture has no prefix).
 	"prompts-list",
+	"prompts-get-simple",
+	"prompts-get-with-args",
+	"prompts-get-embedded-resource",
+	"prompts-get-with-image",
+	// Vacuous: the gateway has no resources, and an empty list is a valid one.
+	"resources-list",
 }
 
 // conformanceGatewayFails are the scenarios that cannot pass through the gateway, with the reason.
 var conformanceGatewayFails = map[string]string{
-	"tools-call-with-logging":       "the upstream server's log notifications are not relayed to the caller",
-	"tools-call-sampling":           "the upstream server's sampling requests are answered by agenthost's own model, not relayed to the caller",
-	"completion-complete":           "the gateway re-exports tools only: no completion",
-	"resources-read-text":           "the gateway re-exports tools only: no resources",
-	"resources-read-binary":         "the gateway re-exports tools only: no resources",
-	"resources-templates-read":      "the gateway re-exports tools only: no resources",
-	"resources-subscribe":           "the gateway re-exports tools only: no resources",
-	"resources-unsubscribe":         "the gateway re-exports tools only: no resources",
-	"prompts-get-simple":            "the gateway re-exports tools only: no prompts",
-	"prompts-get-with-args":         "the gateway re-exports tools only: no prompts",
-	"prompts-get-embedded-resource": "the gateway re-exports tools only: no prompts",
-	"prompts-get-with-image":        "the gateway re-exports tools only: no prompts",
+	"tools-call-with-logging":  "the upstream server's log notifications are not relayed to the caller",
+	"tools-call-sampling":      "the upstream server's sampling requests are answered by agenthost's own model, not relayed to the caller",
+	"completion-complete":      "the gateway re-exports tools and prompts only: no completion",
+	"resources-read-text":      "the gateway re-exports tools and prompts only: no resources",
+	"resources-read-binary":    "the gateway re-exports tools and prompts only: no resources",
+	"resources-templates-read": "the gateway re-exports tools and prompts only: no resources",
+	"resources-subscribe":      "the gateway re-exports tools and prompts only: no resources",
+	"resources-unsubscribe":    "the gateway re-exports tools and prompts only: no resources",
 }
 
 // conformanceSSEPolling warns with and without the gateway: the test_reconnection tool it calls is one that no

@@ -148,6 +148,11 @@ Flags:`)
 		if engine != nil && wiring.Durable(a.cfg, "mcp") {
 			opts.Run = engine.Run
 		}
+		if sc.PromptsExposed() {
+			for _, srv := range a.mcp.Servers() {
+				opts.Prompts = append(opts.Prompts, srv)
+			}
+		}
 		if a.state != nil && httpAddr.set {
 			// Replicas on one database continue each other's calls paused between rounds.
 			executor, err := wiring.ExecutorID(a.cfg)

@@ -93,6 +93,23 @@ type clientOutput struct {
 		Message string `json:"message"`
 		Code    any    `json:"code"`
 	} `json:"error"`
+	// Prompts and Prompt are what the prompts action listed and got.
+	Prompts []struct {
+		Name      string `json:"name"`
+		Arguments []struct {
+			Name     string `json:"name"`
+			Required bool   `json:"required"`
+		} `json:"arguments"`
+	} `json:"prompts"`
+	Prompt *struct {
+		Messages []struct {
+			Role    string `json:"role"`
+			Content struct {
+				Type string `json:"type"`
+				Text string `json:"text"`
+			} `json:"content"`
+		} `json:"messages"`
+	} `json:"prompt"`
 	// OAuth is what the client's OAuth support did: the flows it ran, whether it registered a client, the
 	// authorization URL it opened and the scope of the token it got.
 	OAuth *struct {

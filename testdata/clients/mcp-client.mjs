@@ -16,6 +16,7 @@
 //           continues --conversation when it is given
 //   cancel  call --tool with --prompt and abort the call when a progress message contains --cancel-on; then wait
 //           until --await-file holds --await-text, and list the tools again to show the session survived
+//   prompts list the prompts, and get --get-prompt with the arguments --prompt-arg NAME=VALUE
 import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
@@ -47,6 +48,8 @@ const { values: opts } = parseArgs({
     'client-secret': { type: 'string' },
     issuer: { type: 'string' },
     scope: { type: 'string' },
+    'get-prompt': { type: 'string' },
+    'prompt-arg': { type: 'string', multiple: true, default: [] },
   },
 });
 
@@ -236,6 +239,13 @@ async function main() {
       }
       const after = await client.listTools();
       out.cancel.tools_after = after.tools.map((t) => t.name);
+      break;
+    }
+    case 'prompts': {
+      out.prompts = (await client.listPrompts()).prompts;
+      if (opts['get-prompt']) {
+        out.prompt = await client.getPrompt({ name: opts['get-prompt'], arguments: pairs(opts['prompt-arg'], '=') });
+      }
       break;
     }
     default:

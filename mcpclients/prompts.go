@@ -1,0 +1,70 @@
+package mcpclients
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The server's prompts, for a gateway that offers them to its own callers: listed at each connection and again on
+// notifications/prompts/list_changed, and got through the current session. The model never sees them.
+
+// listPrompts returns the server's prompts, or none when it does not declare the capability.
+func (s *Server) listPrompts(ctx context.Context, session *mcp.ClientSession) ([]*mcp.Prompt, error) {
+	init := session.InitializeResult()
+	if init == nil || init.Capabilities == nil || init.Capabilities.Prompts == nil {
+		return nil, nil
+	}
+	var prompts []*mcp.Prompt
+	for p, err := range session.Prompts(ctx, nil) {
+		if err != nil {
+			return nil, fmt.Errorf("list prompts: %w", err)
+		}
+		prompts = append(prompts, p)
+	}
+	return prompts, nil
+}
+
+// refreshPrompts lists the prompts of session again and makes them current if session still is.
+func (s *Server) refreshPrompts(session *mcp.ClientSession) {
+	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.ConnectTimeout)
+	defer cancel()
+	prompts, err := s.listPrompts(ctx, session)
+	if err != nil {
+		s.logger.Warn("prompts could not be listed", "err", err)
+		return
+	}
+	s.mu.Lock()
+	current := s.session == session
+	if current {
+		s.prompts = prompts
+	}
+	s.mu.Unlock()
+	if current {
+		s.promptsChanged.Notify()
+	}
+}
+
+// Prefix is what goes before the names of the server's tools (and, in a gateway, of its prompts), with "_"; "" for
+// none.
+func (s *Server) Prefix() string { return s.cfg.Prefix }
+
+// Prompts returns the server's prompts as it names them, as of the last listing. Nobody modifies the result.
+func (s *Server) Prompts() []*mcp.Prompt {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.prompts
+}
+
+// PromptsChanged returns a channel closed once Prompts returns a new list.
+func (s *Server) PromptsChanged() <-chan struct{} { return s.promptsChanged.Changed() }
+
+// GetPrompt gets one of the server's prompts, by the name the server gives it.
+func (s *Server) GetPrompt(ctx context.Context, params *mcp.GetPromptParams) (*mcp.GetPromptResult, error) {
+	session, err := s.await(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return session.GetPrompt(ctx, params)
+}

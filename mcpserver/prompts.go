@@ -1,0 +1,119 @@
+package mcpserver
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// This file is the prompts of gateway mode: the prompts of the upstream MCP servers, offered under the names their
+// tools get ("<prefix>_<name>", or the bare name without a prefix), and got from the server that has them.
+
+// PromptSource is an upstream MCP server whose prompts gateway mode offers. mcpclients.Server is one.
+type PromptSource interface {
+	// Prefix goes before the names of its prompts, with "_"; "" keeps them bare.
+	Prefix() string
+	// Prompts returns its prompts as it names them. Nobody modifies the result.
+	Prompts() []*mcp.Prompt
+	// PromptsChanged returns a channel closed once Prompts returns a new list.
+	PromptsChanged() <-chan struct{}
+	// GetPrompt gets a prompt by the name the source gives it.
+	GetPrompt(ctx context.Context, params *mcp.GetPromptParams) (*mcp.GetPromptResult, error)
+}
+
+// promptRoute is an offered prompt: the source that has it and the prompt as the source lists it.
+type promptRoute struct {
+	src    PromptSource
+	prompt *mcp.Prompt
+}
+
+// promptGateway keeps the prompts the server offers in step with its sources'.
+type promptGateway struct {
+	mcp     *mcp.Server
+	sources []PromptSource
+	logger  *slog.Logger
+
+	mu       sync.Mutex
+	exported map[string]promptRoute // by offered name
+	warned   map[string]bool
+
+	stop context.CancelFunc
+	wg   sync.WaitGroup
+}
+
+// startPrompts offers the sources' prompts now, and follows their changes until ctx ends or close is called.
+func startPrompts(ctx context.Context, server *mcp.Server, sources []PromptSource, logger *slog.Logger) *promptGateway {
+	g := &promptGateway{mcp: server, sources: sources, logger: logger, exported: map[string]promptRoute{}, warned: map[string]bool{}}
+	ctx, g.stop = context.WithCancel(ctx)
+	for _, src := range sources {
+		ch := src.PromptsChanged() // before the first sync: a change after it closes ch
+		g.wg.Go(func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-ch:
+				}
+				ch = src.PromptsChanged()
+				g.sync()
+			}
+		})
+	}
+	g.sync()
+	return g
+}
+
+// close stops following the sources and waits until nothing of it runs.
+func (g *promptGateway) close() {
+	g.stop()
+	g.wg.Wait()
+}
+
+// sync makes the offered prompts the sources' current ones. The SDK tells the clients when the list changes.
+func (g *promptGateway) sync() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	want := map[string]promptRoute{}
+	for _, src := range g.sources {
+		for _, p := range src.Prompts() {
+			name := p.Name
+			if prefix := src.Prefix(); prefix != "" {
+				name = prefix + "_" + name
+			}
+			if prev, ok := want[name]; ok {
+				if !g.warned[name] {
+					g.warned[name] = true
+					g.logger.Warn("prompt not offered in gateway mode: another server's prompt has its name; give the servers prefixes",
+						"prompt", name, "kept", prev.prompt.Name)
+				}
+				continue
+			}
+			want[name] = promptRoute{src: src, prompt: p}
+		}
+	}
+	var gone []string
+	for name, r := range g.exported {
+		if w, ok := want[name]; !ok || w.prompt != r.prompt || w.src != r.src {
+			gone = append(gone, name)
+			delete(g.exported, name)
+		}
+	}
+	if len(gone) > 0 {
+		g.mcp.RemovePrompts(gone...)
+	}
+	for name, r := range want {
+		if _, ok := g.exported[name]; ok {
+			continue
+		}
+		offered := *r.prompt
+		offered.Name = name
+		g.mcp.AddPrompt(&offered, func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			params := *req.Params
+			params.Name = r.prompt.Name
+			return r.src.GetPrompt(ctx, &params)
+		})
+		g.exported[name] = r
+	}
+}
