@@ -713,10 +713,24 @@ func TestPrompts(t *testing.T) {
 		t.Errorf("prompts after list_changed: %+v", p)
 	}
 
-	// A server without prompts has none, and says nothing.
-	m.servers["t"] = echoServer("ping")
+	// Without the completions capability there is nothing to complete.
+	args := &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: "greet"}, Argument: mcp.CompleteParamsArgument{Name: "who", Value: "y"}}
+	if res, err := s.Complete(bounded(t), args); err != nil || res.Completion.Values == nil || len(res.Completion.Values) != 0 {
+		t.Errorf("complete without the capability: %+v, %v", res, err)
+	}
+
+	// A server without prompts has none; one with completions completes.
+	m.servers["t"] = mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, &mcp.ServerOptions{
+		CompletionHandler: func(_ context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+			return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{req.Params.Argument.Value + "ou"}}}, nil
+		}})
+	m.servers["t"].AddTool(textTool("x", func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return text("x"), nil }))
 	c2 := connect(t, m, nil, ServerConfig{Name: "t"})
-	if p := c2.Servers()[0].Prompts(); p != nil {
+	t2 := c2.Servers()[0]
+	if p := t2.Prompts(); p != nil {
 		t.Errorf("prompts of a server without any: %+v", p)
+	}
+	if res, err := t2.Complete(bounded(t), args); err != nil || !slices.Equal(res.Completion.Values, []string{"you"}) {
+		t.Errorf("complete: %+v, %v", res, err)
 	}
 }

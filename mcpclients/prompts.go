@@ -8,7 +8,7 @@ import (
 )
 
 // The server's prompts, for a gateway that offers them to its own callers: listed at each connection and again on
-// notifications/prompts/list_changed, and got through the current session. The model never sees them.
+// notifications/prompts/list_changed, got and completed through the current session. The model never sees them.
 
 // listPrompts returns the server's prompts, or none when it does not declare the capability.
 func (s *Server) listPrompts(ctx context.Context, session *mcp.ClientSession) ([]*mcp.Prompt, error) {
@@ -67,4 +67,17 @@ func (s *Server) GetPrompt(ctx context.Context, params *mcp.GetPromptParams) (*m
 		return nil, err
 	}
 	return session.GetPrompt(ctx, params)
+}
+
+// Complete completes an argument of one of the server's prompts (or resource templates). A server without the
+// completions capability has no completions to offer: the answer is then an empty list.
+func (s *Server) Complete(ctx context.Context, params *mcp.CompleteParams) (*mcp.CompleteResult, error) {
+	session, err := s.await(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if init := session.InitializeResult(); init == nil || init.Capabilities == nil || init.Capabilities.Completions == nil {
+		return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{}}}, nil
+	}
+	return session.Complete(ctx, params)
 }

@@ -553,6 +553,9 @@ func (f *fakePrompts) set(list ...*mcp.Prompt) {
 	f.mu.Unlock()
 	f.signal.Notify()
 }
+func (f *fakePrompts) Complete(_ context.Context, p *mcp.CompleteParams) (*mcp.CompleteResult, error) {
+	return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{p.Ref.Name + ":" + p.Argument.Name + "=" + p.Argument.Value + "…"}}}, nil
+}
 func (f *fakePrompts) GetPrompt(_ context.Context, p *mcp.GetPromptParams) (*mcp.GetPromptResult, error) {
 	f.mu.Lock()
 	f.got = append(f.got, p)
@@ -605,6 +608,17 @@ func TestGatewayPrompts(t *testing.T) {
 	}
 	if _, err := cs.GetPrompt(t.Context(), &mcp.GetPromptParams{Name: "fs_broken"}); err == nil || !strings.Contains(err.Error(), "the upstream server failed") {
 		t.Errorf("get fs_broken: %v, want the upstream server's error", err)
+	}
+
+	comp, err := cs.Complete(t.Context(), &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: "fs_summarize"},
+		Argument: mcp.CompleteParamsArgument{Name: "topic", Value: "MC"}})
+	if err != nil || !slices.Equal(comp.Completion.Values, []string{"summarize:topic=MC…"}) {
+		t.Errorf("complete fs_summarize's topic: %+v, %v", comp, err)
+	}
+	for _, ref := range []*mcp.CompleteReference{{Type: "ref/prompt", Name: "nope"}, {Type: "ref/resource", URI: "file:///x"}} {
+		if _, err := cs.Complete(t.Context(), &mcp.CompleteParams{Ref: ref, Argument: mcp.CompleteParamsArgument{Name: "a"}}); err == nil {
+			t.Errorf("complete %+v: no error", ref)
+		}
 	}
 
 	bare.set(&mcp.Prompt{Name: "other"})

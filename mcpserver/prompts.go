@@ -2,14 +2,17 @@ package mcpserver
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // This file is the prompts of gateway mode: the prompts of the upstream MCP servers, offered under the names their
-// tools get ("<prefix>_<name>", or the bare name without a prefix), and got from the server that has them.
+// tools get ("<prefix>_<name>", or the bare name without a prefix), and got and completed by the server that has
+// them.
 
 // PromptSource is an upstream MCP server whose prompts gateway mode offers. mcpclients.Server is one.
 type PromptSource interface {
@@ -21,6 +24,8 @@ type PromptSource interface {
 	PromptsChanged() <-chan struct{}
 	// GetPrompt gets a prompt by the name the source gives it.
 	GetPrompt(ctx context.Context, params *mcp.GetPromptParams) (*mcp.GetPromptResult, error)
+	// Complete completes an argument of a prompt named as the source names it.
+	Complete(ctx context.Context, params *mcp.CompleteParams) (*mcp.CompleteResult, error)
 }
 
 // promptRoute is an offered prompt: the source that has it and the prompt as the source lists it.
@@ -116,4 +121,24 @@ func (g *promptGateway) sync() {
 		})
 		g.exported[name] = r
 	}
+}
+
+// complete answers completion/complete for a prompt's argument by asking the server that has the prompt. The
+// gateway offers no resources, so a resource reference is unknown.
+func (g *promptGateway) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+	ref := req.Params.Ref
+	if ref == nil || ref.Type != "ref/prompt" {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "completion is offered for prompt arguments only"}
+	}
+	g.mu.Lock()
+	r, ok := g.exported[ref.Name]
+	g.mu.Unlock()
+	if !ok {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", ref.Name)}
+	}
+	params := *req.Params
+	upstream := *ref
+	upstream.Name = r.prompt.Name
+	params.Ref = &upstream
+	return r.src.Complete(ctx, &params)
 }

@@ -128,6 +128,10 @@ func New(ctx context.Context, orch *host.Orchestrator, opts *Options) (*Server, 
 	if withPrompts {
 		// Declared from the start: the upstream servers' prompts may come after a client initialized.
 		sopts.Capabilities = &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}, Prompts: &mcp.PromptCapabilities{ListChanged: true}}
+		// Set before a client can connect: New returns with s.prompts set.
+		sopts.CompletionHandler = func(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+			return s.prompts.complete(ctx, req)
+		}
 	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: s.opts.Name, Version: s.opts.Version}, sopts)
 	s.gateway = startGateway(ctx, s, tools, s.opts.ToolsPollInterval, s.opts.ExposeTools)
