@@ -161,6 +161,7 @@ type Call struct {
 	ConversationID string
 
 	progress   func(Progress)
+	log        func(LogMessage)
 	interactor Interactor
 	// model is the run's model when the request replaced the orchestrator's (the caller's model through
 	// sampling): sub-agents run on it too.
@@ -170,6 +171,35 @@ type Call struct {
 // NewCall returns a Call for tools invoked outside a run (gateways, tests). Either function may be nil.
 func NewCall(id, tool, source string, progress func(Progress), interactor Interactor) *Call {
 	return &Call{ID: id, Tool: tool, Source: source, progress: progress, interactor: interactor}
+}
+
+// LogMessage is a log message that a tool's server sent while the call ran (MCP notifications/message).
+type LogMessage struct {
+	// Level is a syslog severity as MCP names them: "debug", "info", ..., "emergency".
+	Level string
+	// Logger names the part of the server that logged, "" when it did not say.
+	Logger string
+	// Data is the message: any JSON value.
+	Data json.RawMessage
+}
+
+// WithLog makes f receive the log messages of the call's server while the call runs (a gateway relays them to its
+// caller), and returns c. Without it, they go nowhere but the server's log.
+func (c *Call) WithLog(f func(LogMessage)) *Call {
+	c.log = f
+	return c
+}
+
+// TakesLogs reports whether someone takes the log messages of the call's server (WithLog).
+func (c *Call) TakesLogs() bool { return c != nil && c.log != nil }
+
+// ReportLog relays m to whoever WithLog named, and reports whether someone took it.
+func (c *Call) ReportLog(m LogMessage) bool {
+	if c == nil || c.log == nil {
+		return false
+	}
+	c.log(m)
+	return true
 }
 
 // ReportProgress relays p to the run's event stream.

@@ -734,3 +734,49 @@ func TestPrompts(t *testing.T) {
 		t.Errorf("complete: %+v, %v", res, err)
 	}
 }
+
+// TestLogRelay: with a log level asked for, the log messages a server sends during a call reach the call's caller,
+// at that level and above, all before the result.
+func TestLogRelay(t *testing.T) {
+	m := newMemServers()
+	srv := mcp.NewServer(&mcp.Implementation{Name: "logger", Version: "1"}, nil)
+	srv.AddTool(textTool("work", func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		for _, l := range []mcp.LoggingLevel{"debug", "info", "warning"} {
+			if err := req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: l, Logger: "work", Data: "at " + string(l)}); err != nil {
+				return nil, err
+			}
+		}
+		return text("done"), nil // at once: the messages must not be overtaken
+	}))
+	m.servers["s"] = srv
+	c := connect(t, m, nil, ServerConfig{Name: "s", Prefix: "s"})
+	s := c.Servers()[0]
+	if err := s.SetLogLevel(bounded(t), "info"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetLogLevel(bounded(t), "error"); err != nil { // a less verbose level keeps the more verbose one
+		t.Fatal(err)
+	}
+	if err := s.SetLogLevel(bounded(t), "loud"); err == nil {
+		t.Error("an unknown level was taken")
+	}
+	work := findTool(t, c.Toolsets()[0], "s_work")
+	for i := range 50 {
+		var mu sync.Mutex
+		var got []string
+		call := host.NewCall("c1", "s_work", "mcp:s", nil, nil).WithLog(func(m host.LogMessage) {
+			mu.Lock()
+			got = append(got, m.Level+" "+m.Logger+" "+string(m.Data))
+			mu.Unlock()
+		})
+		if res, err := work.Call(bounded(t), json.RawMessage(`{}`), call); err != nil || res.Text != "done" {
+			t.Fatalf("call %d: %+v, %v", i, res, err)
+		}
+		mu.Lock()
+		want := []string{`info work "at info"`, `warning work "at warning"`}
+		if !slices.Equal(got, want) {
+			t.Fatalf("call %d: log messages %q when the call returned, want %q", i, got, want)
+		}
+		mu.Unlock()
+	}
+}

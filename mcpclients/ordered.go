@@ -24,26 +24,45 @@ import (
 // Relaying runs on the reader, so what receives the progress must not wait for this server (the run's events, where
 // it goes, do not).
 
-// progressMethod is the method of a progress notification.
-const progressMethod = "notifications/progress"
+// Log messages (notifications/message) that come during a call are relayed the same way, for the same reason.
 
-// progressOf returns the params of msg when it is a progress notification.
-func progressOf(msg jsonrpc.Message) (*mcp.ProgressNotificationParams, bool) {
-	req, ok := msg.(*jsonrpc.Request)
-	if !ok || req.IsCall() || req.Method != progressMethod {
-		return nil, false
-	}
-	var p mcp.ProgressNotificationParams
-	if err := json.Unmarshal(req.Params, &p); err != nil || p.ProgressToken == nil {
-		return nil, false
-	}
-	return &p, true
+// The methods relayed in order.
+const (
+	progressMethod = "notifications/progress"
+	logMethod      = "notifications/message"
+)
+
+// relayers receive the notifications relayed in order: progress, and log messages.
+type relayers struct {
+	progress func(*mcp.ProgressNotificationParams)
+	log      func(*mcp.LoggingMessageParams)
 }
 
-// progressFirst wraps a transport so that its connections relay progress notifications as they are read.
+// relay passes msg to its relayer when it is a notification relayed in order.
+func (r relayers) relay(msg jsonrpc.Message) {
+	req, ok := msg.(*jsonrpc.Request)
+	if !ok || req.IsCall() {
+		return
+	}
+	switch req.Method {
+	case progressMethod:
+		var p mcp.ProgressNotificationParams
+		if err := json.Unmarshal(req.Params, &p); err == nil && p.ProgressToken != nil {
+			r.progress(&p)
+		}
+	case logMethod:
+		var p mcp.LoggingMessageParams
+		if err := json.Unmarshal(req.Params, &p); err == nil {
+			r.log(&p)
+		}
+	}
+}
+
+// progressFirst wraps a transport so that its connections relay progress notifications (and log messages) as they
+// are read.
 type progressFirst struct {
 	mcp.Transport
-	relay func(*mcp.ProgressNotificationParams)
+	relay relayers
 }
 
 func (t *progressFirst) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -56,15 +75,13 @@ func (t *progressFirst) Connect(ctx context.Context) (mcp.Connection, error) {
 
 type progressFirstConn struct {
 	mcp.Connection
-	relay func(*mcp.ProgressNotificationParams)
+	relay relayers
 }
 
 func (c *progressFirstConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	msg, err := c.Connection.Read(ctx)
 	if err == nil {
-		if p, ok := progressOf(msg); ok {
-			c.relay(p)
-		}
+		c.relay.relay(msg)
 	}
 	return msg, err
 }
@@ -73,7 +90,7 @@ func (c *progressFirstConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 // event is read, before any byte of the next event is handed on.
 type progressStreams struct {
 	base  http.RoundTripper
-	relay func(*mcp.ProgressNotificationParams)
+	relay relayers
 }
 
 func (t *progressStreams) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -92,7 +109,7 @@ func (t *progressStreams) RoundTrip(req *http.Request) (*http.Response, error) {
 type progressBody struct {
 	body  io.ReadCloser
 	r     *bufio.Reader
-	relay func(*mcp.ProgressNotificationParams)
+	relay relayers
 	out   []byte // read but not yet handed on
 	data  []byte // the data of the event being read
 }
@@ -110,9 +127,7 @@ func (b *progressBody) Read(p []byte) (int, error) {
 		switch {
 		case len(field) == 0 && len(line) > 0: // the end of an event
 			if msg, err := jsonrpc.DecodeMessage(b.data); err == nil {
-				if params, ok := progressOf(msg); ok {
-					b.relay(params)
-				}
+				b.relay.relay(msg)
 			}
 			b.data = b.data[:0]
 		case bytes.HasPrefix(field, []byte("data:")):

@@ -3,11 +3,12 @@ package mcpclients
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// The server's prompts, for a gateway that offers them to its own callers: listed at each connection and again on
+// The server's prompts and log level, for a gateway that offers them to its own callers: listed at each connection and again on
 // notifications/prompts/list_changed, got and completed through the current session. The model never sees them.
 
 // listPrompts returns the server's prompts, or none when it does not declare the capability.
@@ -80,4 +81,37 @@ func (s *Server) Complete(ctx context.Context, params *mcp.CompleteParams) (*mcp
 		return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{}}}, nil
 	}
 	return session.Complete(ctx, params)
+}
+
+// logLevels are MCP's log levels, the most verbose first.
+var logLevels = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
+
+// SetLogLevel asks the server for its log messages of level and above, unless it was asked for more already (the
+// callers of a gateway share the server): the most verbose level asked for stays, and is asked for again at each
+// reconnection. A server without the logging capability is not asked.
+func (s *Server) SetLogLevel(ctx context.Context, level string) error {
+	rank := slices.Index(logLevels, level)
+	if rank < 0 {
+		return fmt.Errorf("unknown log level %q", level)
+	}
+	s.mu.Lock()
+	if cur := slices.Index(logLevels, s.logLevel); cur >= 0 && cur <= rank {
+		s.mu.Unlock()
+		return nil
+	}
+	s.logLevel = level
+	session := s.session
+	s.mu.Unlock()
+	if session == nil {
+		return nil // asked for at the next connection
+	}
+	return s.applyLogLevel(ctx, session, level)
+}
+
+// applyLogLevel asks session's server for level, if it logs at all.
+func (s *Server) applyLogLevel(ctx context.Context, session *mcp.ClientSession, level string) error {
+	if init := session.InitializeResult(); init == nil || init.Capabilities == nil || init.Capabilities.Logging == nil {
+		return nil
+	}
+	return session.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: mcp.LoggingLevel(level)})
 }

@@ -2,6 +2,7 @@ package mcpclients
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -57,6 +58,7 @@ type Server struct {
 	changed        chan struct{} // closed, and replaced, when the session comes or goes
 	toolsChanged   host.Signal   // notified when tools is a new list
 	prompts        []*mcp.Prompt // as of the last listing
+	logLevel       string        // the log level asked of the server, "" for none
 	promptsChanged host.Signal   // notified when prompts is a new list
 	refresh        chan struct{}
 
@@ -189,7 +191,7 @@ func (s *Server) connect(ctx context.Context) error {
 		return err
 	}
 	if s.cfg.Transport == TransportStdio {
-		t = &progressFirst{Transport: t, relay: s.relayProgress} // over HTTP, httpClient's streams relay it
+		t = &progressFirst{Transport: t, relay: s.relayers()} // over HTTP, httpClient's streams relay it
 	}
 	session, stop, err := s.dial(ctx, t)
 	if err != nil {
@@ -227,6 +229,14 @@ func (s *Server) connect(ctx context.Context) error {
 	s.toolsChanged.Notify()
 	s.promptsChanged.Notify()
 	s.logger.Info("MCP server connected", "transport", s.cfg.Transport, "protocol", s.protocol, "tools", len(tools))
+	s.mu.Lock()
+	level := s.logLevel
+	s.mu.Unlock()
+	if level != "" {
+		if err := s.applyLogLevel(ctx, session, level); err != nil {
+			s.logger.Warn("the log level could not be set again", "level", level, "err", err)
+		}
+	}
 	return nil
 }
 
@@ -530,6 +540,30 @@ func (s *Server) endCalls() {
 	defer s.callsMu.Unlock()
 	for _, c := range s.calls {
 		c.cancel()
+	}
+}
+
+// relayers are the server's receivers of the notifications relayed in order.
+func (s *Server) relayers() relayers { return relayers{progress: s.relayProgress, log: s.relayLog} }
+
+// relayLog relays a log message to the call in flight, when there is exactly one: a server's log messages name no
+// call, and one caller's must not reach another. Otherwise, and when that call's caller takes no log messages, the
+// message goes to agenthost's log at debug level.
+func (s *Server) relayLog(p *mcp.LoggingMessageParams) {
+	data, err := json.Marshal(p.Data)
+	if err != nil {
+		return
+	}
+	var call *host.Call
+	s.callsMu.Lock()
+	if len(s.calls) == 1 {
+		for _, c := range s.calls {
+			call = c.call
+		}
+	}
+	s.callsMu.Unlock()
+	if !call.ReportLog(host.LogMessage{Level: string(p.Level), Logger: p.Logger, Data: data}) {
+		s.logger.Debug("server log message", "level", p.Level, "logger", p.Logger, "data", string(data))
 	}
 }
 

@@ -40,8 +40,12 @@ func (t *tool) Call(ctx context.Context, args json.RawMessage, call *host.Call) 
 	})
 }
 
-// progressParams is a request's params that can carry a progress token.
-type progressParams interface{ SetProgressToken(any) }
+// progressParams is a request's params that can carry a progress token (and other _meta).
+type progressParams interface {
+	SetProgressToken(any)
+	GetMeta() map[string]any
+	SetMeta(map[string]any)
+}
 
 // do runs one request to the server for a call: it waits for the server while it reconnects, registers the call for
 // its progress and the server's questions, and turns failures into results the model can read. A failure of the
@@ -81,6 +85,21 @@ func (s *Server) once(ctx context.Context, call *host.Call, params progressParam
 	token, callCtx, done := s.track(ctx, call)
 	defer done()
 	params.SetProgressToken(token)
+	if call.TakesLogs() {
+		// From protocol 2026-07-28 a server logs to a request at the level the request names, and sends nothing
+		// without one; older servers ignore the key and use the level of logging/setLevel.
+		s.mu.Lock()
+		level := s.logLevel
+		s.mu.Unlock()
+		if level != "" {
+			meta := params.GetMeta()
+			if meta == nil {
+				meta = map[string]any{}
+			}
+			meta[mcp.MetaKeyLogLevel] = level
+			params.SetMeta(meta)
+		}
+	}
 	return f(context.WithValue(callCtx, callKey{}, call), session)
 }
 

@@ -79,7 +79,7 @@ func (s *Server) httpClient() *http.Client {
 	if len(s.cfg.Headers) > 0 {
 		rt = &headerTransport{headers: s.cfg.Headers, base: rt}
 	}
-	return &http.Client{Transport: &progressStreams{base: rt, relay: s.relayProgress}}
+	return &http.Client{Transport: &progressStreams{base: rt, relay: s.relayers()}}
 }
 
 // headerTransport adds the configured headers to every request.

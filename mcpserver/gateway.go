@@ -240,7 +240,10 @@ func (g *gateway) call(ctx context.Context, name string, req *mcp.CallToolReques
 	relay := &progressRelay{}
 	invoke := func(ctx context.Context) (*mcp.CallToolResult, error) {
 		id := fmt.Sprintf("gateway-%d", g.calls.Add(1))
-		call := host.NewCall(id, name, t.Source, relay.report, interactor)
+		call := host.NewCall(id, name, t.Source, relay.report, interactor).WithLog(func(m host.LogMessage) {
+			// The caller's session filters by the level the caller set; a caller gone is no matter.
+			_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: mcp.LoggingLevel(m.Level), Logger: m.Logger, Data: m.Data})
+		})
 		start := time.Now()
 		res, approval, err := g.tools.Invoke(ctx, t, args, call, g.timeout)
 		g.logger.Debug("gateway call", "tool", name, "source", t.Source, "approval", approval, "duration", time.Since(start), "err", err)

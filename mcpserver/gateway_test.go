@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -630,5 +631,58 @@ func TestGatewayPrompts(t *testing.T) {
 		case <-deadline:
 			t.Fatalf("no notifications/prompts/list_changed that brings %v (last %v)", want, got)
 		}
+	}
+}
+
+// TestGatewayLogRelay: a caller's logging/setLevel is passed on to LogLevel, and the log messages of a forwarded
+// call's server reach that caller at its level, before the result.
+func TestGatewayLogRelay(t *testing.T) {
+	logs := &gwTool{spec: host.ToolSpec{Name: "logs", Description: "Logs."}, fn: func(_ context.Context, _ json.RawMessage, call *host.Call) (*host.Result, error) {
+		for _, l := range []string{"info", "error"} {
+			call.ReportLog(host.LogMessage{Level: l, Logger: "up", Data: json.RawMessage(`"at ` + l + `"`)})
+		}
+		return &host.Result{Text: "logged"}, nil
+	}}
+	src := &gwToolset{}
+	src.set(logs)
+	levels := make(chan string, 1)
+	tm := host.NewToolManager([]host.Toolset{src}, nil)
+	s, err := New(t.Context(), host.New(testmodel.New(), tm, nil), &Options{ExposeTools: true,
+		LogLevel: func(_ context.Context, level string) { levels <- level }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	var mu sync.Mutex
+	var got []string
+	cs := gwConnect(t, s, &mcp.ClientOptions{LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
+		mu.Lock()
+		got = append(got, string(req.Params.Level)+" "+req.Params.Logger+" "+fmt.Sprint(req.Params.Data))
+		mu.Unlock()
+	}})
+	if err := cs.SetLoggingLevel(t.Context(), &mcp.SetLoggingLevelParams{Level: "warning"}); err != nil {
+		t.Fatal(err)
+	}
+	if l := <-levels; l != "warning" {
+		t.Errorf("LogLevel told %q", l)
+	}
+	res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "logs"})
+	if err != nil || res.IsError {
+		t.Fatalf("call: %+v, %v", res, err)
+	}
+	want := []string{"error up at error"}
+	deadline := time.Now().Add(30 * time.Second) // the SDK hands notifications to the handler on a goroutine of its own
+	for {
+		mu.Lock()
+		done := slices.Equal(got, want)
+		snapshot := slices.Clone(got)
+		mu.Unlock()
+		if done {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("log messages %q, want %q", snapshot, want)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

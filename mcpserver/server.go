@@ -51,6 +51,9 @@ type Options struct {
 	// Prompts are the upstream servers whose prompts gateway mode offers too, named as their tools are; none offers
 	// no prompts. They are ignored without ExposeTools.
 	Prompts []PromptSource
+	// LogLevel, when set, is told of the level of each logging/setLevel a caller sends in gateway mode, so that the
+	// upstream servers send their log messages; those that come during a forwarded call go to its caller.
+	LogLevel func(ctx context.Context, level string)
 	// ToolTimeout bounds each call of an offered tool in gateway mode; 0 means host.DefaultToolTimeout.
 	ToolTimeout time.Duration
 	// ToolsPollInterval is how often the merged tool list is checked for changes; 0 means 1s.
@@ -134,11 +137,27 @@ func New(ctx context.Context, orch *host.Orchestrator, opts *Options) (*Server, 
 		}
 	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: s.opts.Name, Version: s.opts.Version}, sopts)
+	if s.opts.ExposeTools && s.opts.LogLevel != nil {
+		s.mcp.AddReceivingMiddleware(s.forwardLogLevel)
+	}
 	s.gateway = startGateway(ctx, s, tools, s.opts.ToolsPollInterval, s.opts.ExposeTools)
 	if withPrompts {
 		s.prompts = startPrompts(ctx, s.mcp, s.opts.Prompts, s.logger)
 	}
 	return s, nil
+}
+
+// forwardLogLevel passes the level of a caller's logging/setLevel on to LogLevel once the SDK has taken it.
+func (s *Server) forwardLogLevel(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if err == nil && method == "logging/setLevel" {
+			if p, ok := req.GetParams().(*mcp.SetLoggingLevelParams); ok && p != nil {
+				s.opts.LogLevel(ctx, string(p.Level))
+			}
+		}
+		return res, err
+	}
 }
 
 // setAgentTool offers the agent tool, described with the enabled tools of tools. It is called again when the merged

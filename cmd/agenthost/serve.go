@@ -153,6 +153,15 @@ Flags:`)
 				opts.Prompts = append(opts.Prompts, srv)
 			}
 		}
+		if sc.ExposeTools {
+			opts.LogLevel = func(ctx context.Context, level string) {
+				for _, srv := range a.mcp.Servers() {
+					if err := srv.SetLogLevel(ctx, level); err != nil {
+						a.logger.Warn("the log level could not be passed on", "server", srv.Name(), "level", level, "err", err)
+					}
+				}
+			}
+		}
 		if a.state != nil && httpAddr.set {
 			// Replicas on one database continue each other's calls paused between rounds.
 			executor, err := wiring.ExecutorID(a.cfg)
