@@ -272,11 +272,13 @@ type MCPServer struct {
 	UseInstructions *bool
 	// AllowSampling lets the server ask the host's model for completions; nil means true.
 	AllowSampling *bool
+	// Sampling says whose model answers the server's sampling requests: "agent" (default, "" too) agenthost's own,
+	// "caller" the model of whoever called the tool, when a gateway's caller can sample (else the request fails).
+	Sampling string
 	// SamplingMaxTokens caps one sampling completion: at least 1, default 1024.
 	SamplingMaxTokens int
 }
 
-// PrefixOrName returns the prefix of the server's tool names: Prefix when set (possibly ""), else name.
 // The values of MCPServer.Auth.
 const (
 	AuthNone              = "none"
@@ -284,6 +286,13 @@ const (
 	AuthClientCredentials = "client_credentials"
 )
 
+// The values of MCPServer.Sampling.
+const (
+	SamplingAgent  = "agent"
+	SamplingCaller = "caller"
+)
+
+// PrefixOrName returns the prefix of the server's tool names: Prefix when set (possibly ""), else name.
 func (s MCPServer) PrefixOrName(name string) string {
 	if s.Prefix != nil {
 		return *s.Prefix

@@ -373,6 +373,7 @@ func (d *decoder) mcpServer(path []string, v any, s *MCPServer) {
 		"use_instructions":    d.boolPtr(&s.UseInstructions),
 		"allow_sampling":      d.boolPtr(&s.AllowSampling),
 		"sampling_max_tokens": d.integer(&s.SamplingMaxTokens),
+		"sampling":            d.str(&s.Sampling),
 	})
 }
 

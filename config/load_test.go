@@ -402,6 +402,8 @@ agent.toml:4: mcp.servers.fs.redirect_port: must be a port, 1 to 65535, or 0 for
 			`agent.toml:3: mcp.servers.fs.include[1]: invalid pattern "[bad": syntax error in pattern`},
 		{"prefix", "[mcp.servers.fs]\ncommand = \"x\"\nprefix = \"f s\"\n", nil,
 			`agent.toml:3: mcp.servers.fs.prefix: must match ^[a-zA-Z0-9_-]{1,64}$, or be "" for bare tool names (got "f s")`},
+		{"sampling", "[mcp.servers.fs]\ncommand = \"x\"\nsampling = \"model\"\n", nil,
+			`agent.toml:3: mcp.servers.fs.sampling: must be one of "agent", "caller" (got "model")`},
 		{"sampling_max_tokens", "[mcp.servers.fs]\ncommand = \"x\"\nsampling_max_tokens = 0\n", nil,
 			`agent.toml:3: mcp.servers.fs.sampling_max_tokens: must be at least 1 (got 0)`},
 		{"connect_timeout", "[mcp.servers.fs]\ncommand = \"x\"\nconnect_timeout = \"0s\"\n", nil,

@@ -397,6 +397,9 @@ func checkServer(is *issues, p []string, name string, s MCPServer) {
 		is.add(k("prefix"), "must match %s, or be \"\" for bare tool names (got %q)", namePattern, *s.Prefix)
 	}
 	checkMin(is, k("sampling_max_tokens"), s.SamplingMaxTokens, 1)
+	if s.Sampling != "" {
+		checkEnum(is, k("sampling"), s.Sampling, []string{SamplingAgent, SamplingCaller})
+	}
 }
 
 // checkServerAuth checks how agenthost authorizes itself to an http or sse server.

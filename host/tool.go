@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"sync"
 	"time"
 
@@ -162,6 +163,7 @@ type Call struct {
 
 	progress   func(Progress)
 	log        func(LogMessage)
+	relay      func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
 	interactor Interactor
 	// model is the run's model when the request replaced the orchestrator's (the caller's model through
 	// sampling): sub-agents run on it too.
@@ -188,6 +190,25 @@ type LogMessage struct {
 func (c *Call) WithLog(f func(LogMessage)) *Call {
 	c.log = f
 	return c
+}
+
+// WithRelay makes f put requests of the call's server to whoever made the call, unchanged, and returns c: a gateway
+// lets an MCP server sample with its caller's model this way. method and params are the server's request (MCP's
+// method and params, as JSON); the result is the caller's answer, as JSON.
+func (c *Call) WithRelay(f func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)) *Call {
+	c.relay = f
+	return c
+}
+
+// ErrNoRelay is Relay's error for a call whose caller cannot be asked.
+var ErrNoRelay = errors.New("the caller of this call cannot be asked")
+
+// Relay puts a request of the call's server to whoever made the call (see WithRelay).
+func (c *Call) Relay(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	if c == nil || c.relay == nil {
+		return nil, ErrNoRelay
+	}
+	return c.relay(ctx, method, params)
 }
 
 // TakesLogs reports whether someone takes the log messages of the call's server (WithLog).

@@ -55,6 +55,9 @@ type ServerConfig struct {
 	UseInstructions bool
 	// AllowSampling lets the server ask the host's model for completions.
 	AllowSampling bool
+	// SampleWithCaller puts the server's sampling requests to whoever called the tool the server is serving (a
+	// gateway's caller, through host.Call's Relay) instead of the host's model.
+	SampleWithCaller bool
 	// SamplingMaxTokens caps the completions the server gets; 0 means its own request's maxTokens.
 	SamplingMaxTokens int
 	// ReconnectWait bounds how long a call made while the server reconnects waits for it, within the call's own

@@ -780,3 +780,40 @@ func TestLogRelay(t *testing.T) {
 		mu.Unlock()
 	}
 }
+
+// TestSampleWithCaller: with SampleWithCaller, a server's sampling request goes, unchanged, to whoever made the call
+// the server is serving, and its answer comes back; a call whose caller cannot be asked gets the server's failure.
+func TestSampleWithCaller(t *testing.T) {
+	m := newMemServers()
+	srv := mcp.NewServer(&mcp.Implementation{Name: "sampler", Version: "1"}, nil)
+	srv.AddTool(textTool("ask", func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		res, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 50, SystemPrompt: "Be brief.",
+			Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "Say hi."}}}})
+		if err != nil {
+			return nil, err
+		}
+		return text(res.Model + ": " + res.Content.(*mcp.TextContent).Text), nil
+	}))
+	m.servers["s"] = srv
+	c := connect(t, m, nil, ServerConfig{Name: "s", Prefix: "s", AllowSampling: true, SampleWithCaller: true,
+		ProtocolVersion: "2025-11-25"}) // before 2026-07-28, a server may send requests while it serves a call
+	ask := findTool(t, c.Toolsets()[0], "s_ask")
+
+	var relayed []string
+	call := host.NewCall("c1", "s_ask", "mcp:s", nil, nil).WithRelay(func(_ context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+		relayed = append(relayed, method+" "+string(params))
+		return json.RawMessage(`{"role":"assistant","model":"callers-model","content":{"type":"text","text":"hi"}}`), nil
+	})
+	res, err := ask.Call(bounded(t), json.RawMessage(`{}`), call)
+	if err != nil || res.Text != "callers-model: hi" {
+		t.Fatalf("call: %+v, %v", res, err)
+	}
+	if len(relayed) != 1 || !strings.HasPrefix(relayed[0], "sampling/createMessage ") || !strings.Contains(relayed[0], `"systemPrompt":"Be brief."`) ||
+		!strings.Contains(relayed[0], `"maxTokens":50`) {
+		t.Errorf("relayed %q", relayed)
+	}
+	res, err = ask.Call(bounded(t), json.RawMessage(`{}`), host.NewCall("c2", "s_ask", "mcp:s", nil, nil))
+	if err == nil && !res.IsError {
+		t.Errorf("a call whose caller cannot be asked: %+v", res)
+	}
+}

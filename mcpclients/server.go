@@ -118,7 +118,7 @@ func newServer(cfg ServerConfig, opts *Options) *Server {
 		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { s.requestRefresh() },
 		Capabilities:               &mcp.ClientCapabilities{}, // no roots: agenthost has none to offer
 	}
-	if opts.Sampler != nil {
+	if opts.Sampler != nil || cfg.SampleWithCaller {
 		copts.CreateMessageHandler = s.handleSampling
 	}
 	s.client = mcp.NewClient(&mcp.Implementation{Name: name, Version: version}, copts)
@@ -595,6 +595,41 @@ func (s *Server) interactor(ctx context.Context) host.Interactor {
 	return nil
 }
 
+// sampleWithCaller puts a sampling request to the caller of the call in flight, unchanged. As with log messages
+// (see relayLog), the request names no call: it goes to the caller of the call whose context it runs in, else of the
+// only call in flight; with several in flight, it fails rather than reach the wrong caller.
+func (s *Server) sampleWithCaller(ctx context.Context, params *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
+	call, _ := ctx.Value(callKey{}).(*host.Call)
+	if call == nil {
+		s.callsMu.Lock()
+		if len(s.calls) == 1 {
+			for _, c := range s.calls {
+				call = c.call
+			}
+		}
+		s.callsMu.Unlock()
+	}
+	if call == nil {
+		return nil, fmt.Errorf("sampling = \"caller\" for MCP server %q, but no single call of it is in flight whose caller could answer", s.cfg.Name)
+	}
+	raw, err := json.Marshal(params)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	out, err := call.Relay(ctx, "sampling/createMessage", raw)
+	if err != nil {
+		return nil, fmt.Errorf("sampling with the caller's model: %w", err)
+	}
+	var res mcp.CreateMessageResult
+	if err := json.Unmarshal(out, &res); err != nil {
+		return nil, fmt.Errorf("sampling with the caller's model: its answer: %w", err)
+	}
+	s.logger.Info("sampling request answered by the caller's model", "model", res.Model)
+	return &res, nil
+}
+
 // bound returns a context that ends with ctx or when the server is closed, whichever comes first. The SDK's Close
 // waits for the server's requests in flight, so a handler that waits on the server's behalf (for the user, for the
 // model) runs under it.
@@ -628,6 +663,9 @@ func (s *Server) handleElicitation(ctx context.Context, req *mcp.ElicitRequest) 
 func (s *Server) handleSampling(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 	if !s.cfg.AllowSampling {
 		return nil, fmt.Errorf("sampling is not allowed for MCP server %q (allow_sampling = false in agent.toml)", s.cfg.Name)
+	}
+	if s.cfg.SampleWithCaller {
+		return s.sampleWithCaller(ctx, req.Params)
 	}
 	lreq, err := samplingRequest(req.Params, s.cfg.SamplingMaxTokens)
 	if err != nil {

@@ -112,6 +112,26 @@ func (g *gateway) watch(ctx context.Context, interval time.Duration) {
 	}
 }
 
+// relayToCaller puts an upstream server's request to the caller of the call it serves, unchanged: sampling, with
+// the caller's model, when the caller can sample.
+func relayToCaller(ctx context.Context, session *mcp.ServerSession, c caller, method string, params json.RawMessage) (json.RawMessage, error) {
+	if method != "sampling/createMessage" {
+		return nil, fmt.Errorf("%w: %s is not relayed", host.ErrNoRelay, method)
+	}
+	if p := session.InitializeParams(); p == nil || p.Capabilities == nil || p.Capabilities.Sampling == nil {
+		return nil, fmt.Errorf("%w: the caller does not support sampling", host.ErrNoRelay)
+	}
+	var cp mcp.CreateMessageParams
+	if err := json.Unmarshal(params, &cp); err != nil {
+		return nil, err
+	}
+	res, err := c.CreateMessage(ctx, &cp)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(res)
+}
+
 // sync makes the offered tools those of tools that are enabled. The SDK sends notifications/tools/list_changed to
 // the connected clients when a tool is added, replaced or removed, so only tools whose spec changed are touched.
 func (g *gateway) sync(tools []*host.ManagedTool) {
@@ -243,6 +263,8 @@ func (g *gateway) call(ctx context.Context, name string, req *mcp.CallToolReques
 		call := host.NewCall(id, name, t.Source, relay.report, interactor).WithLog(func(m host.LogMessage) {
 			// The caller's session filters by the level the caller set; a caller gone is no matter.
 			_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: mcp.LoggingLevel(m.Level), Logger: m.Logger, Data: m.Data})
+		}).WithRelay(func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+			return relayToCaller(ctx, req.Session, c, method, params)
 		})
 		start := time.Now()
 		res, approval, err := g.tools.Invoke(ctx, t, args, call, g.timeout)

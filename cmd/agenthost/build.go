@@ -189,6 +189,7 @@ func mcpServers(cfg *config.Config, honourRequired bool, grants mcpauth.Store, l
 			Prefix:            s.PrefixOrName(name),
 			UseInstructions:   s.InstructionsEnabled(),
 			AllowSampling:     s.SamplingAllowed(),
+			SampleWithCaller:  s.Sampling == config.SamplingCaller,
 			SamplingMaxTokens: s.SamplingMaxTokens,
 		})
 	}

@@ -44,6 +44,7 @@ var conformanceGatewayPasses = []string{
 	"tools-call-error",
 	"tools-call-with-progress",
 	"tools-call-with-logging", // the upstream server's log messages, relayed to the caller of the call
+	"tools-call-sampling",     // with sampling = "caller", the upstream server samples with the caller's model
 	"tools-call-elicitation",
 	"json-schema-2020-12",
 	"elicitation-sep1034-defaults",
@@ -63,7 +64,6 @@ var conformanceGatewayPasses = []string{
 
 // conformanceGatewayFails are the scenarios that cannot pass through the gateway, with the reason.
 var conformanceGatewayFails = map[string]string{
-	"tools-call-sampling":      "the upstream server's sampling requests are answered by agenthost's own model, not relayed to the caller",
 	"resources-read-text":      "the gateway re-exports tools and prompts only: no resources",
 	"resources-read-binary":    "the gateway re-exports tools and prompts only: no resources",
 	"resources-templates-read": "the gateway re-exports tools and prompts only: no resources",
@@ -118,6 +118,7 @@ expose_tools = true
 command = %q
 prefix = ""
 required = true
+sampling = "caller"
 `, fixture))
 		cmd := exec.CommandContext(t.Context(), binary, "serve", "--config", config, "--http=127.0.0.1:0")
 		cmd.Dir = dir
