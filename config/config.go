@@ -419,6 +419,9 @@ type Serve struct {
 	// ExposePrompts offers the MCP servers' prompts too in gateway mode, named as their tools are; nil (default)
 	// means true. It matters only with ExposeTools.
 	ExposePrompts *bool
+	// ExposeResources offers the MCP servers' resources and resource templates too in gateway mode; nil (default)
+	// means true. It matters only with ExposeTools.
+	ExposeResources *bool
 	// ProgressInterval is the least time between two progress notifications that carry streamed text:
 	// positive, default 250ms.
 	ProgressInterval Duration
@@ -447,6 +450,11 @@ type ServeOAuth struct {
 	JWKSURL string
 	// RequiredScopes are the scopes every token must carry; default none.
 	RequiredScopes []string
+}
+
+// ResourcesExposed reports whether gateway mode offers the MCP servers' resources (expose_resources, default true).
+func (s Serve) ResourcesExposed() bool {
+	return s.ExposeTools && (s.ExposeResources == nil || *s.ExposeResources)
 }
 
 // PromptsExposed reports whether gateway mode offers the MCP servers' prompts (expose_prompts, default true).

@@ -404,6 +404,7 @@ func (d *decoder) serve(path []string, v any, s *Serve) {
 		"max_body_bytes":    d.int64(&s.MaxBodyBytes),
 		"expose_tools":      d.boolean(&s.ExposeTools),
 		"expose_prompts":    d.boolPtr(&s.ExposePrompts),
+		"expose_resources":  d.boolPtr(&s.ExposeResources),
 		"progress_interval": d.duration(&s.ProgressInterval),
 		"input_timeout":     d.duration(&s.InputTimeout),
 		"max_waiting_calls": d.integer(&s.MaxWaitingCalls),

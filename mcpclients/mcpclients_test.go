@@ -817,3 +817,81 @@ func TestSampleWithCaller(t *testing.T) {
 		t.Errorf("a call whose caller cannot be asked: %+v", res)
 	}
 }
+
+// TestResourcesForGateway: a server's resources and templates are listed, read, subscribed to, and its updates
+// reported; list_changed still works after an unsubscription.
+func TestResourcesForGateway(t *testing.T) {
+	for _, protocol := range []string{"2025-11-25", ""} {
+		t.Run(cmp.Or(protocol, "latest"), func(t *testing.T) { testResourcesForGateway(t, protocol) })
+	}
+}
+
+func testResourcesForGateway(t *testing.T, protocol string) {
+	m := newMemServers()
+	subscribed := make(chan string, 2)
+	srv := mcp.NewServer(&mcp.Implementation{Name: "res", Version: "1"}, &mcp.ServerOptions{
+		SubscribeHandler: func(_ context.Context, req *mcp.SubscribeRequest) error {
+			subscribed <- "+" + req.Params.URI
+			return nil
+		},
+		UnsubscribeHandler: func(_ context.Context, req *mcp.UnsubscribeRequest) error {
+			subscribed <- "-" + req.Params.URI
+			return nil
+		},
+	})
+	read := func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "content of " + req.Params.URI}}}, nil
+	}
+	srv.AddResource(&mcp.Resource{URI: "mem://a", Name: "a"}, read)
+	srv.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "mem://rows/{id}", Name: "row"}, read)
+	m.servers["s"] = srv
+	c := connect(t, m, nil, ServerConfig{Name: "s", ProtocolVersion: protocol})
+	s := c.Servers()[0]
+	resources, templates := s.Resources()
+	if len(resources) != 1 || resources[0].URI != "mem://a" || len(templates) != 1 || templates[0].URITemplate != "mem://rows/{id}" {
+		t.Fatalf("resources %+v, templates %+v", resources, templates)
+	}
+	for _, uri := range []string{"mem://a", "mem://rows/3"} {
+		res, err := s.ReadResource(bounded(t), &mcp.ReadResourceParams{URI: uri})
+		if err != nil || res.Contents[0].Text != "content of "+uri {
+			t.Errorf("read %s: %+v, %v", uri, res, err)
+		}
+	}
+	updated := make(chan string, 1)
+	s.OnResourceUpdated(func(uri string) { updated <- uri })
+	if err := s.Subscribe(bounded(t), "mem://a"); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-subscribed; got != "+mem://a" {
+		t.Errorf("the server saw %q", got)
+	}
+	if err := srv.ResourceUpdated(t.Context(), &mcp.ResourceUpdatedNotificationParams{URI: "mem://a"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case uri := <-updated:
+		if uri != "mem://a" {
+			t.Errorf("updated %q", uri)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the update was not reported")
+	}
+	if err := s.Unsubscribe(bounded(t), "mem://a"); err != nil {
+		t.Errorf("unsubscribe: %v", err)
+	}
+	if protocol != "" { // from 2026-07-28 the subscription stream stays open: see Unsubscribe
+		if got := <-subscribed; got != "-mem://a" {
+			t.Errorf("the server saw %q", got)
+		}
+	}
+	changed := s.ResourcesChanged()
+	srv.AddResource(&mcp.Resource{URI: "mem://b", Name: "b"}, read)
+	select {
+	case <-changed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("ResourcesChanged was not closed after list_changed")
+	}
+	if resources, _ := s.Resources(); len(resources) != 2 {
+		t.Errorf("resources after list_changed: %+v", resources)
+	}
+}

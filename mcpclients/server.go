@@ -46,21 +46,25 @@ type Server struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu             sync.Mutex
-	session        *mcp.ClientSession // nil while down
-	stop           context.CancelFunc // ends the session's connection context
-	cmd            *exec.Cmd          // the current child, for stdio
-	state          State
-	lastErr        error
-	protocol       string
-	instructions   string
-	tools          []host.Tool   // a new slice whenever the list changes (see host.Toolset)
-	changed        chan struct{} // closed, and replaced, when the session comes or goes
-	toolsChanged   host.Signal   // notified when tools is a new list
-	prompts        []*mcp.Prompt // as of the last listing
-	logLevel       string        // the log level asked of the server, "" for none
-	promptsChanged host.Signal   // notified when prompts is a new list
-	refresh        chan struct{}
+	mu               sync.Mutex
+	session          *mcp.ClientSession // nil while down
+	stop             context.CancelFunc // ends the session's connection context
+	cmd              *exec.Cmd          // the current child, for stdio
+	state            State
+	lastErr          error
+	protocol         string
+	instructions     string
+	tools            []host.Tool             // a new slice whenever the list changes (see host.Toolset)
+	changed          chan struct{}           // closed, and replaced, when the session comes or goes
+	toolsChanged     host.Signal             // notified when tools is a new list
+	prompts          []*mcp.Prompt           // as of the last listing
+	logLevel         string                  // the log level asked of the server, "" for none
+	resources        []*mcp.Resource         // as of the last listing
+	templates        []*mcp.ResourceTemplate // as of the last listing
+	resourcesChanged host.Signal             // notified when resources or templates are new lists
+	onUpdated        func(uri string)        // receives notifications/resources/updated
+	promptsChanged   host.Signal             // notified when prompts is a new list
+	refresh          chan struct{}
 
 	callsMu sync.Mutex
 	calls   map[string]inFlight // by progress token
@@ -116,6 +120,7 @@ func newServer(cfg ServerConfig, opts *Options) *Server {
 		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { s.requestRefresh() },
 		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { s.requestRefresh() },
 		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { s.requestRefresh() },
+		ResourceUpdatedHandler:     s.resourceUpdated,
 		Capabilities:               &mcp.ClientCapabilities{}, // no roots: agenthost has none to offer
 	}
 	if opts.Sampler != nil || cfg.SampleWithCaller {
@@ -209,6 +214,10 @@ func (s *Server) connect(ctx context.Context) error {
 	if err != nil {
 		s.logger.Warn("prompts could not be listed", "err", err) // the tools still work
 	}
+	resources, templates, err := s.listResources(ctx, session)
+	if err != nil {
+		s.logger.Warn("resources could not be listed", "err", err)
+	}
 	init := session.InitializeResult()
 	s.mu.Lock()
 	if s.ctx.Err() != nil {
@@ -221,6 +230,7 @@ func (s *Server) connect(ctx context.Context) error {
 		return s.ctx.Err()
 	}
 	s.session, s.stop, s.cmd, s.tools, s.prompts, s.state, s.lastErr = session, stop, cmd, tools, prompts, StateConnected, nil
+	s.resources, s.templates = resources, templates
 	if init != nil {
 		s.protocol, s.instructions = init.ProtocolVersion, init.Instructions
 	}
@@ -228,6 +238,7 @@ func (s *Server) connect(ctx context.Context) error {
 	s.mu.Unlock()
 	s.toolsChanged.Notify()
 	s.promptsChanged.Notify()
+	s.resourcesChanged.Notify()
 	s.logger.Info("MCP server connected", "transport", s.cfg.Transport, "protocol", s.protocol, "tools", len(tools))
 	s.mu.Lock()
 	level := s.logLevel
@@ -354,6 +365,7 @@ func (s *Server) watch(session *mcp.ClientSession) {
 		case <-s.refresh:
 			s.refreshTools(session)
 			s.refreshPrompts(session)
+			s.refreshResources(session)
 		}
 	}
 }

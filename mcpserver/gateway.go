@@ -418,13 +418,16 @@ func callToolResult(res *host.Result) *mcp.CallToolResult {
 	return out
 }
 
-// Close stops what the server runs in the background: the watch of the tool list and of the prompts, and the calls that wait for
-// their callers' answers between requests (they are cancelled). It does not end the sessions of connected clients.
-// It is safe to call more than once.
+// Close stops what the server runs in the background: the watch of the tool list, of the prompts and of the
+// resources, and the calls that wait for their callers' answers between requests (they are cancelled). It does not
+// end the sessions of connected clients. It is safe to call more than once.
 func (s *Server) Close() error {
 	s.gateway.close()
 	if s.prompts != nil {
 		s.prompts.close()
+	}
+	if s.resources != nil {
+		s.resources.close()
 	}
 	s.rounds.close()
 	return nil

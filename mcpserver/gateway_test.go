@@ -686,3 +686,130 @@ func TestGatewayLogRelay(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// fakeResources is a ResourceSource whose resources the test changes.
+type fakeResources struct {
+	name      string
+	mu        sync.Mutex
+	resources []*mcp.Resource
+	templates []*mcp.ResourceTemplate
+	signal    host.Signal
+	updated   func(string)
+	subs      []string
+}
+
+func (f *fakeResources) Name() string { return "mcp:" + f.name }
+func (f *fakeResources) Resources() ([]*mcp.Resource, []*mcp.ResourceTemplate) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.resources, f.templates
+}
+func (f *fakeResources) ResourcesChanged() <-chan struct{} { return f.signal.Changed() }
+func (f *fakeResources) ReadResource(_ context.Context, p *mcp.ReadResourceParams) (*mcp.ReadResourceResult, error) {
+	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: p.URI, MIMEType: "text/plain", Text: f.name + " has " + p.URI}}}, nil
+}
+func (f *fakeResources) Subscribe(_ context.Context, uri string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.subs = append(f.subs, "+"+uri)
+	return nil
+}
+func (f *fakeResources) Unsubscribe(_ context.Context, uri string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.subs = append(f.subs, "-"+uri)
+	return nil
+}
+func (f *fakeResources) OnResourceUpdated(fn func(string)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.updated = fn
+}
+func (f *fakeResources) subscriptions() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.subs)
+}
+
+// TestGatewayResources: the upstream servers' resources are offered under their URIs, a URI an earlier server has
+// under its rewritten one, both read from their servers; templates are offered; subscriptions of several callers
+// reach the server once, and its updates reach the subscribers.
+func TestGatewayResources(t *testing.T) {
+	a := &fakeResources{name: "a", resources: []*mcp.Resource{{URI: "file:///notes.md", Name: "notes"}},
+		templates: []*mcp.ResourceTemplate{{URITemplate: "db://rows/{id}", Name: "row"}}}
+	b := &fakeResources{name: "b", resources: []*mcp.Resource{{URI: "file:///notes.md", Name: "other notes"}, {URI: "mem://x", Name: "x"}}}
+	tm := host.NewToolManager(nil, nil)
+	s, err := New(t.Context(), host.New(testmodel.New(), tm, nil), &Options{ExposeTools: true, Resources: []ResourceSource{a, b}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	updates := make(chan string, 10)
+	opts := &mcp.ClientOptions{ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+		updates <- req.Params.URI
+	}}
+	cs, cs2 := gwConnect(t, s, opts), gwConnect(t, s, opts)
+
+	res, err := cs.ListResources(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var uris []string
+	for _, r := range res.Resources {
+		uris = append(uris, r.URI)
+	}
+	slices.Sort(uris)
+	rewritten := "agenthost://b/file:%2F%2F%2Fnotes.md"
+	if want := []string{rewritten, "file:///notes.md", "mem://x"}; !slices.Equal(uris, want) {
+		t.Fatalf("resources %v, want %v", uris, want)
+	}
+	for uri, want := range map[string]string{"file:///notes.md": "a has file:///notes.md", rewritten: "b has file:///notes.md",
+		"db://rows/7": "a has db://rows/7"} {
+		got, err := cs.ReadResource(t.Context(), &mcp.ReadResourceParams{URI: uri})
+		if err != nil || len(got.Contents) != 1 || got.Contents[0].Text != want || got.Contents[0].URI != uri {
+			t.Errorf("read %s: %+v, %v; want %q under the URI asked for", uri, got, err, want)
+		}
+	}
+	if _, err := cs.ReadResource(t.Context(), &mcp.ReadResourceParams{URI: "file:///nothing"}); err == nil {
+		t.Error("an unknown resource was read")
+	}
+
+	// Two callers subscribe: the server is asked once, and told to stop once both have unsubscribed.
+	for _, c := range []*mcp.ClientSession{cs, cs2} {
+		if err := c.Subscribe(t.Context(), &mcp.SubscribeParams{URI: rewritten}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a.mu.Lock()
+	a.updated("file:///notes.md") // a's own resource: nobody subscribed to it
+	a.mu.Unlock()
+	b.mu.Lock()
+	b.updated("file:///notes.md") // b's, offered under the rewritten URI
+	b.mu.Unlock()
+	for range 2 {
+		select {
+		case uri := <-updates:
+			if uri != rewritten {
+				t.Errorf("resources/updated for %s, want only %s", uri, rewritten)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("a subscriber was not told of the update")
+		}
+	}
+	select {
+	case uri := <-updates:
+		t.Errorf("a third resources/updated, for %s", uri)
+	case <-time.After(50 * time.Millisecond):
+	}
+	for _, c := range []*mcp.ClientSession{cs, cs2} {
+		if err := c.Unsubscribe(t.Context(), &mcp.UnsubscribeParams{URI: rewritten}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := b.subscriptions(), []string{"+file:///notes.md", "-file:///notes.md"}; !slices.Equal(got, want) {
+		t.Errorf("b's subscriptions %q, want %q", got, want)
+	}
+	if got := a.subscriptions(); len(got) != 0 {
+		t.Errorf("a's subscriptions %q, want none", got)
+	}
+}

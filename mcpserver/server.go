@@ -51,6 +51,10 @@ type Options struct {
 	// Prompts are the upstream servers whose prompts gateway mode offers too, named as their tools are; none offers
 	// no prompts. They are ignored without ExposeTools.
 	Prompts []PromptSource
+	// Resources are the upstream servers whose resources and resource templates gateway mode offers too, under
+	// their own URIs (see resources.go for a URI two servers share); none offers no resources. They are ignored
+	// without ExposeTools.
+	Resources []ResourceSource
 	// LogLevel, when set, is told of the level of each logging/setLevel a caller sends in gateway mode, so that the
 	// upstream servers send their log messages; those that come during a forwarded call go to its caller.
 	LogLevel func(ctx context.Context, level string)
@@ -78,14 +82,15 @@ type Options struct {
 
 // Server is the agent as an MCP server.
 type Server struct {
-	orch     *host.Orchestrator
-	opts     Options
-	logger   *slog.Logger
-	toolName string
-	mcp      *mcp.Server
-	gateway  *gateway       // watches the merged tool list; offers the tools too in gateway mode
-	prompts  *promptGateway // the upstream servers' prompts in gateway mode; nil without
-	rounds   *roundTrips    // calls that ask their callers through input requests
+	orch      *host.Orchestrator
+	opts      Options
+	logger    *slog.Logger
+	toolName  string
+	mcp       *mcp.Server
+	gateway   *gateway         // watches the merged tool list; offers the tools too in gateway mode
+	prompts   *promptGateway   // the upstream servers' prompts in gateway mode; nil without
+	resources *resourceGateway // the upstream servers' resources in gateway mode; nil without
+	rounds    *roundTrips      // calls that ask their callers through input requests
 
 	agentTools []string // the tools the agent tool names, guarded by gateway.mu (set only from its sync)
 }
@@ -128,13 +133,22 @@ func New(ctx context.Context, orch *host.Orchestrator, opts *Options) (*Server, 
 	s.rounds = newRoundTrips(s.opts.InputTimeout, s.opts.MaxWaitingCalls, s.opts.Calls, s.opts.Instance, s.logger)
 	sopts := &mcp.ServerOptions{Logger: s.opts.Logger}
 	withPrompts := s.opts.ExposeTools && len(s.opts.Prompts) > 0
+	withResources := s.opts.ExposeTools && len(s.opts.Resources) > 0
+	if withPrompts || withResources {
+		// Declared from the start: the upstream servers' prompts and resources may come after a client initialized.
+		sopts.Capabilities = &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}}
+	}
 	if withPrompts {
-		// Declared from the start: the upstream servers' prompts may come after a client initialized.
-		sopts.Capabilities = &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}, Prompts: &mcp.PromptCapabilities{ListChanged: true}}
+		sopts.Capabilities.Prompts = &mcp.PromptCapabilities{ListChanged: true}
 		// Set before a client can connect: New returns with s.prompts set.
 		sopts.CompletionHandler = func(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
 			return s.prompts.complete(ctx, req)
 		}
+	}
+	if withResources {
+		sopts.Capabilities.Resources = &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true}
+		sopts.SubscribeHandler = func(ctx context.Context, req *mcp.SubscribeRequest) error { return s.resources.subscribe(ctx, req) }
+		sopts.UnsubscribeHandler = func(ctx context.Context, req *mcp.UnsubscribeRequest) error { return s.resources.unsubscribe(ctx, req) }
 	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: s.opts.Name, Version: s.opts.Version}, sopts)
 	if s.opts.ExposeTools && s.opts.LogLevel != nil {
@@ -143,6 +157,9 @@ func New(ctx context.Context, orch *host.Orchestrator, opts *Options) (*Server, 
 	s.gateway = startGateway(ctx, s, tools, s.opts.ToolsPollInterval, s.opts.ExposeTools)
 	if withPrompts {
 		s.prompts = startPrompts(ctx, s.mcp, s.opts.Prompts, s.logger)
+	}
+	if withResources {
+		s.resources = startResources(ctx, s.mcp, s.opts.Resources, s.logger)
 	}
 	return s, nil
 }

@@ -17,10 +17,9 @@ import (
 )
 
 // The official MCP conformance suite, in its server mode, run against `agenthost serve --http` in gateway mode with
-// internal/testservers/conformanceserver behind it. The gateway re-exports tools and prompts only, so the scenarios
-// about resources and completion cannot pass, and some tool scenarios need what agenthost does not relay (see
-// conformanceGatewayFails and BENCHMARKS.md). The suite is also run against the fixture directly: every scenario
-// that fails through the gateway passes there, so each failure is the gateway's and not the fixture's.
+// internal/testservers/conformanceserver behind it: its tools, prompts, completions, resources, log messages and
+// sampling pass through (see BENCHMARKS.md). The suite is also run against the fixture directly, so that a failure
+// through the gateway shows as the gateway's and not the fixture's.
 
 // Outcomes of a scenario, from the statuses of its checks in checks.json.
 const (
@@ -58,18 +57,18 @@ var conformanceGatewayPasses = []string{
 	"prompts-get-embedded-resource",
 	"prompts-get-with-image",
 	"completion-complete", // a prompt's argument, completed by the upstream server
-	// Vacuous: the gateway has no resources, and an empty list is a valid one.
+	// The upstream server's resources and templates, read from it, and subscriptions passed on.
 	"resources-list",
+	"resources-read-text",
+	"resources-read-binary",
+	"resources-templates-read",
+	"resources-subscribe",
+	"resources-unsubscribe",
 }
 
-// conformanceGatewayFails are the scenarios that cannot pass through the gateway, with the reason.
-var conformanceGatewayFails = map[string]string{
-	"resources-read-text":      "the gateway re-exports tools and prompts only: no resources",
-	"resources-read-binary":    "the gateway re-exports tools and prompts only: no resources",
-	"resources-templates-read": "the gateway re-exports tools and prompts only: no resources",
-	"resources-subscribe":      "the gateway re-exports tools and prompts only: no resources",
-	"resources-unsubscribe":    "the gateway re-exports tools and prompts only: no resources",
-}
+// conformanceGatewayFails are the scenarios that cannot pass through the gateway, with the reason: none now but
+// conformanceSSEPolling, which fails without the gateway too.
+var conformanceGatewayFails = map[string]string{}
 
 // conformanceSSEPolling warns with and without the gateway: the test_reconnection tool it calls is one that no
 // server here offers, and the go-sdk's streamable HTTP server sends neither a priming event nor a retry field on a

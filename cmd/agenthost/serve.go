@@ -153,6 +153,11 @@ Flags:`)
 				opts.Prompts = append(opts.Prompts, srv)
 			}
 		}
+		if sc.ResourcesExposed() {
+			for _, srv := range a.mcp.Servers() {
+				opts.Resources = append(opts.Resources, srv)
+			}
+		}
 		if sc.ExposeTools {
 			opts.LogLevel = func(ctx context.Context, level string) {
 				for _, srv := range a.mcp.Servers() {

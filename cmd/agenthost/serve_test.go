@@ -110,6 +110,25 @@ type clientOutput struct {
 			} `json:"content"`
 		} `json:"messages"`
 	} `json:"prompt"`
+	Completion *struct {
+		Values []string `json:"values"`
+	} `json:"completion"`
+	// Resources, ResourceTemplates and Reads are what the resources action listed and read.
+	Resources []struct {
+		URI      string `json:"uri"`
+		MIMEType string `json:"mimeType"`
+	} `json:"resources"`
+	ResourceTemplates []struct {
+		URITemplate string `json:"uriTemplate"`
+	} `json:"resource_templates"`
+	Reads []struct {
+		Contents []struct {
+			URI      string `json:"uri"`
+			MIMEType string `json:"mimeType"`
+			Text     string `json:"text"`
+			Blob     string `json:"blob"`
+		} `json:"contents"`
+	} `json:"reads"`
 	// OAuth is what the client's OAuth support did: the flows it ran, whether it registered a client, the
 	// authorization URL it opened and the scope of the token it got.
 	OAuth *struct {

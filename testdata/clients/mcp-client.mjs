@@ -16,7 +16,9 @@
 //           continues --conversation when it is given
 //   cancel  call --tool with --prompt and abort the call when a progress message contains --cancel-on; then wait
 //           until --await-file holds --await-text, and list the tools again to show the session survived
-//   prompts list the prompts, and get --get-prompt with the arguments --prompt-arg NAME=VALUE
+//   prompts list the prompts, get --get-prompt with the arguments --prompt-arg NAME=VALUE, and, with --complete
+//           ARG=VALUE, complete that argument of --get-prompt
+//   resources  list the resources and resource templates, and read each --read URI
 import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
@@ -50,6 +52,8 @@ const { values: opts } = parseArgs({
     scope: { type: 'string' },
     'get-prompt': { type: 'string' },
     'prompt-arg': { type: 'string', multiple: true, default: [] },
+    complete: { type: 'string' },
+    read: { type: 'string', multiple: true, default: [] },
   },
 });
 
@@ -246,6 +250,17 @@ async function main() {
       if (opts['get-prompt']) {
         out.prompt = await client.getPrompt({ name: opts['get-prompt'], arguments: pairs(opts['prompt-arg'], '=') });
       }
+      if (opts.complete) {
+        const [[name, value]] = Object.entries(pairs([opts.complete], '='));
+        out.completion = (await client.complete({ ref: { type: 'ref/prompt', name: opts['get-prompt'] }, argument: { name, value } })).completion;
+      }
+      break;
+    }
+    case 'resources': {
+      out.resources = (await client.listResources()).resources;
+      out.resource_templates = (await client.listResourceTemplates()).resourceTemplates;
+      out.reads = [];
+      for (const uri of opts.read) out.reads.push(await client.readResource({ uri }));
       break;
     }
     default:
