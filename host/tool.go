@@ -116,6 +116,10 @@ type Result struct {
 	IsError bool
 	// Debug holds tool-specific details for debug info. It must hold no secrets.
 	Debug map[string]any
+	// Original is the result as the tool's source gave it (an MCP server's *mcp.CallToolResult), for a gateway of
+	// the same protocol to pass on unchanged: every content item with its MIME type and whole text or blob. The
+	// orchestrator never reads it; nil when the source keeps none.
+	Original any
 
 	// nested is set on the result of a sub-agent: its Text cites References as "[source k]", k counting from 1,
 	// and its usage adds to the calling run's.

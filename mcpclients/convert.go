@@ -169,6 +169,7 @@ func toolResult(res *mcp.CallToolResult) *host.Result {
 	if r.IsError && r.Text == "" && r.Structured == nil {
 		r.Text = "the tool reported an error"
 	}
+	r.Original = res // for a gateway: the content as the server sent it
 	return r
 }
 

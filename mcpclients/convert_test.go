@@ -407,7 +407,11 @@ func TestToolResult(t *testing.T) {
 			if err := json.Unmarshal([]byte(tt.res), &res); err != nil {
 				t.Fatalf("decode CallToolResult: %v", err)
 			}
-			assertResult(t, toolResult(&res), &tt.want)
+			got := toolResult(&res)
+			assertResult(t, got, &tt.want)
+			if got.Original != &res {
+				t.Errorf("Original = %v, want the server's result, for a gateway", got.Original)
+			}
 		})
 	}
 }

@@ -343,18 +343,23 @@ func (r *progressRelay) report(p host.Progress) {
 	r.to.send(params)
 }
 
-// callToolResult converts a tool's Result back into an MCP result, as close to what an MCP server would have sent as
-// a Result can say: the text, then each medium as image or audio content, then each reference as a resource link
-// or, when it carries content, an embedded text resource; structured content and the error flag as they are.
+// callToolResult converts a tool's Result into an MCP result. An MCP server's result (res.Original) goes back as it
+// came. Any other is made as close to what an MCP server would have sent as a Result can say: the text, then each
+// medium as image or audio content, then each reference as a resource link or, when it carries content, an embedded
+// text resource; structured content and the error flag as they are.
 //
-// A Result made from MCP content (see mcpclients) has a placeholder line in Text for each medium and resource link
-// (see host.Placeholder), such as "[image: image/png, 68 bytes]": the model reads those instead of the data. They
-// are taken out again, since the caller gets the content itself. What a Result does not keep cannot come back: an embedded resource's MIME type
-// (its excerpt is sent as text/plain), text beyond the excerpt, a blob's data (it becomes a link), and the split of
-// several text items (they arrive as one).
+// A Result made from MCP content has a placeholder line in Text for each medium and resource link (see
+// host.Placeholder), such as "[image: image/png, 68 bytes]": the model reads those instead of the data. They are
+// taken out again, since the caller gets the content itself.
 func callToolResult(res *host.Result) *mcp.CallToolResult {
 	if res == nil {
 		res = &host.Result{}
+	}
+	if orig, ok := res.Original.(*mcp.CallToolResult); ok && orig != nil && orig.IsError == res.IsError {
+		// An MCP server's result goes back as it came: every item, its MIME type, its whole text or blob.
+		out := *orig
+		out.Meta = nil // the upstream request's _meta is not the caller's
+		return &out
 	}
 	lines := strings.Split(res.Text, "\n")
 	take := func(match func(string) bool) (string, bool) {

@@ -813,3 +813,29 @@ func TestGatewayResources(t *testing.T) {
 		t.Errorf("a's subscriptions %q, want none", got)
 	}
 }
+
+// TestGatewayOriginalResult: an MCP server's result, kept in host.Result.Original, reaches the caller unchanged.
+func TestGatewayOriginalResult(t *testing.T) {
+	orig := &mcp.CallToolResult{Content: []mcp.Content{
+		&mcp.TextContent{Text: "first"},
+		&mcp.TextContent{Text: "second"},
+		&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "test://doc", MIMEType: "application/json", Text: strings.Repeat(`{"a":1}`, 1000)}},
+		&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "test://bin", MIMEType: "application/octet-stream", Blob: []byte{0, 1, 2}}},
+	}}
+	tool := &gwTool{spec: host.ToolSpec{Name: "orig", Description: "Returns an MCP result."}, fn: func(context.Context, json.RawMessage, *host.Call) (*host.Result, error) {
+		return &host.Result{Text: "first\nsecond\n[what the model reads]", Original: orig}, nil
+	}}
+	src := &gwToolset{}
+	src.set(tool)
+	s := newGateway(t, src, nil, time.Hour)
+	cs := gwConnect(t, s, nil)
+	res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "orig"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := json.Marshal(res.Content)
+	want, _ := json.Marshal(orig.Content)
+	if string(got) != string(want) {
+		t.Errorf("content %s\nwant %s", got, want)
+	}
+}
