@@ -94,6 +94,24 @@ func (s *Signal) Notify() {
 	}
 }
 
+// Follow calls f now, and again each time the channel changed returns is closed, until ctx ends (or at once when
+// changed returns nil: no change will come). It takes each channel before it calls f, so a change while f runs is
+// never missed: f runs again.
+func Follow(ctx context.Context, changed func() <-chan struct{}, f func()) {
+	for {
+		ch := changed()
+		f()
+		if ch == nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-ch:
+		}
+	}
+}
+
 // Instructor is implemented by a Toolset that has instructions for the model (an MCP server's instructions). The
 // orchestrator adds them to the system prompt when the run's options allow it.
 type Instructor interface {

@@ -130,27 +130,16 @@ func (m *ToolManager) Notifies() bool {
 	return true
 }
 
-// Watch calls changed each time a source that implements Notifier says its list changed, until ctx ends; then it
-// returns, once nothing of it runs any more. changed runs on a goroutine of the source's, and may run concurrently
+// Watch calls changed once for each source that implements Notifier as it starts watching it, then each time the
+// source says its list changed, until ctx ends; then it returns, once nothing of it runs any more. The first calls
+// cover a change made before the watch began. changed runs on a goroutine of the source's, and may run concurrently
 // with itself; Tools called after it returns the new list.
 func (m *ToolManager) Watch(ctx context.Context, changed func()) {
 	var wg sync.WaitGroup
 	for _, set := range m.sources() {
-		n, ok := set.(Notifier)
-		if !ok {
-			continue
+		if n, ok := set.(Notifier); ok {
+			wg.Go(func() { Follow(ctx, n.Changed, changed) })
 		}
-		wg.Go(func() {
-			for ch := n.Changed(); ch != nil; {
-				select {
-				case <-ctx.Done():
-					return
-				case <-ch:
-				}
-				ch = n.Changed() // before changed: a change after this closes it
-				changed()
-			}
-		})
 	}
 	wg.Wait()
 }

@@ -179,8 +179,8 @@ func (s *signalSet) watched() bool {
 
 func (s *signalSet) Changed() <-chan struct{} { return s.signal.Changed() }
 
-// TestToolManagerWatch: Watch calls back on each notified change of any source, also of a restricted view's parent,
-// and returns once ctx ends; Notifies says whether every source notifies.
+// TestToolManagerWatch: Watch calls back once per source as it begins, then on each notified change of any source,
+// also of a restricted view's parent, and returns once ctx ends; Notifies says whether every source notifies.
 func TestToolManagerWatch(t *testing.T) {
 	a, b := &signalSet{name: "a"}, &signalSet{name: "b"}
 	tm := NewToolManager([]Toolset{a, b}, nil)
@@ -198,6 +198,13 @@ func TestToolManagerWatch(t *testing.T) {
 		view.Watch(ctx, func() { calls <- struct{}{} })
 		close(returned)
 	}()
+	for i := range 2 { // one call per source as its watch begins
+		select {
+		case <-calls:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("initial call %d did not come", i)
+		}
+	}
 	for i, set := range []*signalSet{a, b, a} {
 		for deadline := time.Now().Add(30 * time.Second); !set.watched(); time.Sleep(time.Millisecond) {
 			if time.Now().After(deadline) {

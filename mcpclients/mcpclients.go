@@ -78,6 +78,10 @@ type Options struct {
 	ClientName, ClientVersion string
 	// MinBackoff and MaxBackoff bound the delay between reconnection attempts; 0 means 500ms and 30s.
 	MinBackoff, MaxBackoff time.Duration
+	// Gateway also lists each server's prompts, resources and resource templates, at each connection and on their
+	// list_changed, for a gateway that offers them (see Server.Prompts and Server.Resources); without it they stay
+	// empty.
+	Gateway bool
 
 	// dial, when set, replaces the configured transport: tests connect in-memory servers with it. It is called for
 	// every connection, reconnections included.

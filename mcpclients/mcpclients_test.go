@@ -693,7 +693,10 @@ func TestPrompts(t *testing.T) {
 	}
 	srv.AddPrompt(&mcp.Prompt{Name: "greet", Arguments: []*mcp.PromptArgument{{Name: "who"}}}, greet)
 	m.servers["s"] = srv
-	c := connect(t, m, nil, ServerConfig{Name: "s", Prefix: "s"})
+	if p := connect(t, m, nil, ServerConfig{Name: "s"}).Servers()[0].Prompts(); p != nil {
+		t.Errorf("prompts listed without a gateway asking: %+v", p)
+	}
+	c := connect(t, m, &Options{Gateway: true}, ServerConfig{Name: "s", Prefix: "s"})
 	s := c.Servers()[0]
 	if p := s.Prompts(); len(p) != 1 || p[0].Name != "greet" || s.Prefix() != "s" {
 		t.Fatalf("prompts %+v, prefix %q", p, s.Prefix())
@@ -725,7 +728,7 @@ func TestPrompts(t *testing.T) {
 			return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{req.Params.Argument.Value + "ou"}}}, nil
 		}})
 	m.servers["t"].AddTool(textTool("x", func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return text("x"), nil }))
-	c2 := connect(t, m, nil, ServerConfig{Name: "t"})
+	c2 := connect(t, m, &Options{Gateway: true}, ServerConfig{Name: "t"})
 	t2 := c2.Servers()[0]
 	if p := t2.Prompts(); p != nil {
 		t.Errorf("prompts of a server without any: %+v", p)
@@ -845,7 +848,7 @@ func testResourcesForGateway(t *testing.T, protocol string) {
 	srv.AddResource(&mcp.Resource{URI: "mem://a", Name: "a"}, read)
 	srv.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "mem://rows/{id}", Name: "row"}, read)
 	m.servers["s"] = srv
-	c := connect(t, m, nil, ServerConfig{Name: "s", ProtocolVersion: protocol})
+	c := connect(t, m, &Options{Gateway: true}, ServerConfig{Name: "s", ProtocolVersion: protocol})
 	s := c.Servers()[0]
 	resources, templates := s.Resources()
 	if len(resources) != 1 || resources[0].URI != "mem://a" || len(templates) != 1 || templates[0].URITemplate != "mem://rows/{id}" {

@@ -11,10 +11,10 @@ import (
 // The server's prompts and log level, for a gateway that offers them to its own callers: listed at each connection and again on
 // notifications/prompts/list_changed, got and completed through the current session. The model never sees them.
 
-// listPrompts returns the server's prompts, or none when it does not declare the capability.
+// listPrompts returns the server's prompts, or none when it does not declare the capability or no gateway asked.
 func (s *Server) listPrompts(ctx context.Context, session *mcp.ClientSession) ([]*mcp.Prompt, error) {
 	init := session.InitializeResult()
-	if init == nil || init.Capabilities == nil || init.Capabilities.Prompts == nil {
+	if !s.opts.Gateway || init == nil || init.Capabilities == nil || init.Capabilities.Prompts == nil {
 		return nil, nil
 	}
 	var prompts []*mcp.Prompt

@@ -11,10 +11,11 @@ import (
 // connection and again on notifications/resources/list_changed; read, subscribed to and unsubscribed from through
 // the current session. The model reaches them through the read_resource tool instead.
 
-// listResources returns the server's resources and templates, or none when it does not declare the capability.
+// listResources returns the server's resources and templates, or none when it does not declare the capability or
+// no gateway asked.
 func (s *Server) listResources(ctx context.Context, session *mcp.ClientSession) ([]*mcp.Resource, []*mcp.ResourceTemplate, error) {
 	init := session.InitializeResult()
-	if init == nil || init.Capabilities == nil || init.Capabilities.Resources == nil {
+	if !s.opts.Gateway || init == nil || init.Capabilities == nil || init.Capabilities.Resources == nil {
 		return nil, nil, nil
 	}
 	var resources []*mcp.Resource

@@ -566,17 +566,23 @@ func (s *Server) relayLog(p *mcp.LoggingMessageParams) {
 	if err != nil {
 		return
 	}
-	var call *host.Call
-	s.callsMu.Lock()
-	if len(s.calls) == 1 {
-		for _, c := range s.calls {
-			call = c.call
-		}
-	}
-	s.callsMu.Unlock()
-	if !call.ReportLog(host.LogMessage{Level: string(p.Level), Logger: p.Logger, Data: data}) {
+	if !s.onlyCall().ReportLog(host.LogMessage{Level: string(p.Level), Logger: p.Logger, Data: data}) {
 		s.logger.Debug("server log message", "level", p.Level, "logger", p.Logger, "data", string(data))
 	}
+}
+
+// onlyCall returns the call in flight when there is exactly one, else nil: what a server sends without naming a
+// call (a log message, a sampling request) may be its.
+func (s *Server) onlyCall() *host.Call {
+	s.callsMu.Lock()
+	defer s.callsMu.Unlock()
+	if len(s.calls) != 1 {
+		return nil
+	}
+	for _, c := range s.calls {
+		return c.call
+	}
+	return nil
 }
 
 // relayProgress relays a progress notification to the call it belongs to.
@@ -613,13 +619,7 @@ func (s *Server) interactor(ctx context.Context) host.Interactor {
 func (s *Server) sampleWithCaller(ctx context.Context, params *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
 	call, _ := ctx.Value(callKey{}).(*host.Call)
 	if call == nil {
-		s.callsMu.Lock()
-		if len(s.calls) == 1 {
-			for _, c := range s.calls {
-				call = c.call
-			}
-		}
-		s.callsMu.Unlock()
+		call = s.onlyCall()
 	}
 	if call == nil {
 		return nil, fmt.Errorf("sampling = \"caller\" for MCP server %q, but no single call of it is in flight whose caller could answer", s.cfg.Name)

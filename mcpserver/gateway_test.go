@@ -725,6 +725,9 @@ func (f *fakeResources) OnResourceUpdated(fn func(string)) {
 	defer f.mu.Unlock()
 	f.updated = fn
 }
+func (f *fakeResources) Complete(_ context.Context, p *mcp.CompleteParams) (*mcp.CompleteResult, error) {
+	return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{f.name + ":" + p.Ref.URI + ":" + p.Argument.Value}}}, nil
+}
 func (f *fakeResources) subscriptions() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -772,6 +775,15 @@ func TestGatewayResources(t *testing.T) {
 	}
 	if _, err := cs.ReadResource(t.Context(), &mcp.ReadResourceParams{URI: "file:///nothing"}); err == nil {
 		t.Error("an unknown resource was read")
+	}
+	comp, err := cs.Complete(t.Context(), &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/resource", URI: "db://rows/{id}"},
+		Argument: mcp.CompleteParamsArgument{Name: "id", Value: "4"}})
+	if err != nil || !slices.Equal(comp.Completion.Values, []string{"a:db://rows/{id}:4"}) {
+		t.Errorf("complete a template's argument: %+v, %v", comp, err)
+	}
+	if _, err := cs.Complete(t.Context(), &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/resource", URI: "db://nope/{x}"},
+		Argument: mcp.CompleteParamsArgument{Name: "x"}}); err == nil {
+		t.Error("an unknown template was completed")
 	}
 
 	// Two callers subscribe: the server is asked once, and told to stop once both have unsubscribed.

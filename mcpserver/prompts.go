@@ -8,6 +8,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agenthost/agenthost/host"
 )
 
 // This file is the prompts of gateway mode: the prompts of the upstream MCP servers, offered under the names their
@@ -51,22 +53,11 @@ type promptGateway struct {
 // startPrompts offers the sources' prompts now, and follows their changes until ctx ends or close is called.
 func startPrompts(ctx context.Context, server *mcp.Server, sources []PromptSource, logger *slog.Logger) *promptGateway {
 	g := &promptGateway{mcp: server, sources: sources, logger: logger, exported: map[string]promptRoute{}, warned: map[string]bool{}}
+	g.sync() // before a client can connect
 	ctx, g.stop = context.WithCancel(ctx)
 	for _, src := range sources {
-		ch := src.PromptsChanged() // before the first sync: a change after it closes ch
-		g.wg.Go(func() {
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case <-ch:
-				}
-				ch = src.PromptsChanged()
-				g.sync()
-			}
-		})
+		g.wg.Go(func() { host.Follow(ctx, src.PromptsChanged, g.sync) })
 	}
-	g.sync()
 	return g
 }
 
@@ -98,38 +89,42 @@ func (g *promptGateway) sync() {
 			want[name] = promptRoute{src: src, prompt: p}
 		}
 	}
+	reconcile(g.exported, want, func(a, b promptRoute) bool { return a.prompt == b.prompt && a.src == b.src }, g.mcp.RemovePrompts,
+		func(name string, r promptRoute) {
+			offered := *r.prompt
+			offered.Name = name
+			g.mcp.AddPrompt(&offered, func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+				params := *req.Params
+				params.Name = r.prompt.Name
+				return r.src.GetPrompt(ctx, &params)
+			})
+		})
+}
+
+// reconcile makes have hold what want holds: the entries that want lacks or holds otherwise (same says whether two
+// are the same) are removed, with remove, and those that have lacks are added, with add.
+func reconcile[R any](have, want map[string]R, same func(a, b R) bool, remove func(...string), add func(string, R)) {
 	var gone []string
-	for name, r := range g.exported {
-		if w, ok := want[name]; !ok || w.prompt != r.prompt || w.src != r.src {
-			gone = append(gone, name)
-			delete(g.exported, name)
+	for key, r := range have {
+		if w, ok := want[key]; !ok || !same(w, r) {
+			gone = append(gone, key)
+			delete(have, key)
 		}
 	}
 	if len(gone) > 0 {
-		g.mcp.RemovePrompts(gone...)
+		remove(gone...)
 	}
-	for name, r := range want {
-		if _, ok := g.exported[name]; ok {
-			continue
+	for key, r := range want {
+		if _, ok := have[key]; !ok {
+			add(key, r)
+			have[key] = r
 		}
-		offered := *r.prompt
-		offered.Name = name
-		g.mcp.AddPrompt(&offered, func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-			params := *req.Params
-			params.Name = r.prompt.Name
-			return r.src.GetPrompt(ctx, &params)
-		})
-		g.exported[name] = r
 	}
 }
 
-// complete answers completion/complete for a prompt's argument by asking the server that has the prompt. The
-// gateway offers no resources, so a resource reference is unknown.
+// complete answers completion/complete for a prompt's argument by asking the server that has the prompt.
 func (g *promptGateway) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
 	ref := req.Params.Ref
-	if ref == nil || ref.Type != "ref/prompt" {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "completion is offered for prompt arguments only"}
-	}
 	g.mu.Lock()
 	r, ok := g.exported[ref.Name]
 	g.mu.Unlock()

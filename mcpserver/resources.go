@@ -10,6 +10,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agenthost/agenthost/host"
 )
 
 // This file is the resources of gateway mode: the resources and resource templates of the upstream MCP servers,
@@ -30,6 +32,8 @@ type ResourceSource interface {
 	Unsubscribe(ctx context.Context, uri string) error
 	// OnResourceUpdated makes f receive the URI of each resource the server says was updated.
 	OnResourceUpdated(f func(uri string))
+	// Complete completes an argument of a resource template, named by its URI template as the source has it.
+	Complete(ctx context.Context, params *mcp.CompleteParams) (*mcp.CompleteResult, error)
 }
 
 // rewrittenScheme is the scheme of the URIs the gateway makes for resources whose URIs collide.
@@ -71,23 +75,12 @@ func startResources(ctx context.Context, server *mcp.Server, sources []ResourceS
 	g := &resourceGateway{mcp: server, sources: sources, logger: logger, exported: map[string]resourceRoute{},
 		templates: map[string]resourceRoute{}, byOrigin: map[ResourceSource]map[string]string{}, subs: map[string]int{},
 		warned: map[string]bool{}}
+	g.sync() // before a client can connect
 	ctx, g.stop = context.WithCancel(ctx)
 	for _, src := range sources {
 		src.OnResourceUpdated(func(uri string) { g.updated(ctx, src, uri) })
-		ch := src.ResourcesChanged() // before the first sync: a change after it closes ch
-		g.wg.Go(func() {
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case <-ch:
-				}
-				ch = src.ResourcesChanged()
-				g.sync()
-			}
-		})
+		g.wg.Go(func() { host.Follow(ctx, src.ResourcesChanged, g.sync) })
 	}
-	g.sync()
 	return g
 }
 
@@ -129,43 +122,17 @@ func (g *resourceGateway) sync() {
 	}
 	g.byOrigin = byOrigin
 
-	var gone []string
-	for uri, r := range g.exported {
-		if w, ok := want[uri]; !ok || w.resource != r.resource || w.src != r.src {
-			gone = append(gone, uri)
-			delete(g.exported, uri)
-		}
+	same := func(a, b resourceRoute) bool {
+		return a.resource == b.resource && a.template == b.template && a.src == b.src
 	}
-	if len(gone) > 0 {
-		g.mcp.RemoveResources(gone...)
-	}
-	for uri, r := range want {
-		if _, ok := g.exported[uri]; ok {
-			continue
-		}
+	reconcile(g.exported, want, same, g.mcp.RemoveResources, func(uri string, r resourceRoute) {
 		offered := *r.resource
 		offered.URI = uri
 		g.mcp.AddResource(&offered, g.read(r))
-		g.exported[uri] = r
-	}
-
-	var goneTemplates []string
-	for tmpl, r := range g.templates {
-		if w, ok := wantTemplates[tmpl]; !ok || w.template != r.template || w.src != r.src {
-			goneTemplates = append(goneTemplates, tmpl)
-			delete(g.templates, tmpl)
-		}
-	}
-	if len(goneTemplates) > 0 {
-		g.mcp.RemoveResourceTemplates(goneTemplates...)
-	}
-	for tmpl, r := range wantTemplates {
-		if _, ok := g.templates[tmpl]; ok {
-			continue
-		}
+	})
+	reconcile(g.templates, wantTemplates, same, g.mcp.RemoveResourceTemplates, func(_ string, r resourceRoute) {
 		g.mcp.AddResourceTemplate(r.template, g.read(r))
-		g.templates[tmpl] = r
-	}
+	})
 }
 
 // read returns the handler that reads an offered resource, or a resource of an offered template, from its source.
@@ -201,6 +168,17 @@ func (g *resourceGateway) route(uri string) (ResourceSource, string, error) {
 		return r.src, r.uri, nil
 	}
 	return nil, "", &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown resource %q", uri)}
+}
+
+// complete answers completion/complete for an argument of a resource template by asking the server that has it.
+func (g *resourceGateway) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+	g.mu.Lock()
+	r, ok := g.templates[req.Params.Ref.URI]
+	g.mu.Unlock()
+	if !ok {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown resource template %q", req.Params.Ref.URI)}
+	}
+	return r.src.Complete(ctx, req.Params)
 }
 
 // subscribe passes a caller's subscription on to the source, once for all callers of a URI.

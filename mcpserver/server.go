@@ -24,6 +24,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agenthost/agenthost/host"
@@ -138,12 +139,11 @@ func New(ctx context.Context, orch *host.Orchestrator, opts *Options) (*Server, 
 		// Declared from the start: the upstream servers' prompts and resources may come after a client initialized.
 		sopts.Capabilities = &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}}
 	}
+	if withPrompts || withResources {
+		sopts.CompletionHandler = s.complete
+	}
 	if withPrompts {
 		sopts.Capabilities.Prompts = &mcp.PromptCapabilities{ListChanged: true}
-		// Set before a client can connect: New returns with s.prompts set.
-		sopts.CompletionHandler = func(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
-			return s.prompts.complete(ctx, req)
-		}
 	}
 	if withResources {
 		sopts.Capabilities.Resources = &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true}
@@ -162,6 +162,19 @@ func New(ctx context.Context, orch *host.Orchestrator, opts *Options) (*Server, 
 		s.resources = startResources(ctx, s.mcp, s.opts.Resources, s.logger)
 	}
 	return s, nil
+}
+
+// complete routes completion/complete to the server that has the prompt or resource template. It runs once New has
+// returned, with s.prompts and s.resources set.
+func (s *Server) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+	ref := req.Params.Ref
+	switch {
+	case ref != nil && ref.Type == "ref/prompt" && s.prompts != nil:
+		return s.prompts.complete(ctx, req)
+	case ref != nil && ref.Type == "ref/resource" && s.resources != nil:
+		return s.resources.complete(ctx, req)
+	}
+	return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "completion is offered for the arguments of the prompts and resource templates offered"}
 }
 
 // forwardLogLevel passes the level of a caller's logging/setLevel on to LogLevel once the SDK has taken it.

@@ -243,7 +243,8 @@ func build(ctx context.Context, cfg *config.Config, modelFlag string, logger *sl
 	var mcpErr, a2aErr error
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		a.mcp, mcpErr = mcpclients.Connect(ctx, mcpServers(cfg, allRequired, grants, logger), &mcpclients.Options{Logger: logger, Sampler: a.model, ClientName: "agenthost", ClientVersion: version})
+		a.mcp, mcpErr = mcpclients.Connect(ctx, mcpServers(cfg, allRequired, grants, logger), &mcpclients.Options{Logger: logger, Sampler: a.model,
+			ClientName: "agenthost", ClientVersion: version, Gateway: mode == forRunning && (cfg.Serve.PromptsExposed() || cfg.Serve.ResourcesExposed())})
 	})
 	wg.Go(func() {
 		a.peers, a2aErr = a2a.Connect(ctx, wiring.Peers(cfg, allRequired), &a2a.Options{Logger: logger})

@@ -211,9 +211,17 @@ func validServerName(name string) bool {
 // of its environment or headers.
 func describeServer(t config.ServerTable) string {
 	if t.URL != "" {
-		return orDefault(t.Transport, config.TransportHTTP) + ": " + redactURL(t.URL)
+		return orDefault(t.Transport, config.TransportHTTP) + ": " + serverTarget(t)
 	}
-	return "stdio: " + truncate(strings.Join(append([]string{t.Command}, t.Args...), " "), 60)
+	return "stdio: " + serverTarget(t)
+}
+
+// serverTarget is where a server is: its command line, shortened, or its URL without query or user info.
+func serverTarget(t config.ServerTable) string {
+	if t.URL != "" {
+		return redactURL(t.URL)
+	}
+	return truncate(strings.Join(append([]string{t.Command}, t.Args...), " "), 60)
 }
 
 // redactURL drops a URL's query and user info, where keys sometimes are.
@@ -308,8 +316,7 @@ func cmdMCPList(ctx context.Context, args []string, io *stdio) error {
 	fmt.Fprintln(tw, "SERVER\tTRANSPORT\tTARGET\tSTATE\tTOOLS\tERROR")
 	for _, st := range client.Status() {
 		s := cfg.MCP.Servers[st.Name]
-		target := describeServer(config.ServerTable{Command: s.Command, Args: s.Args, URL: s.URL})
-		_, target, _ = strings.Cut(target, ": ")
+		target := serverTarget(config.ServerTable{Command: s.Command, Args: s.Args, URL: s.URL})
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", st.Name, st.Transport, target, st.State, st.Tools, orDefault(truncate(st.Error, 80), "-"))
 	}
 	return tw.Flush()
