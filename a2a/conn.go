@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+
+	"github.com/agenthost/agenthost/telemetry"
 )
 
 // maxResponseBytes bounds a JSON-RPC response read from a peer.
@@ -23,6 +25,7 @@ type conn struct {
 	ep      endpoint
 	headers map[string]string
 	nextID  atomic.Int64
+	tel     *telemetry.Telemetry // nil: untraced
 }
 
 // methods are the method names of one version.
@@ -117,8 +120,13 @@ func (c *conn) decodeResult(raw json.RawMessage) (*streamResponse, error) {
 
 // stream sends m with the streaming method and hands each event to on, until on says stop, the stream ends, or
 // ctx ends. An error before any event (a JSON-RPC error, an HTTP error) is returned as such.
-func (c *conn) stream(ctx context.Context, m message, on func(*streamResponse) bool) error {
+func (c *conn) stream(ctx context.Context, m message, on func(*streamResponse) bool) (err error) {
 	method := c.methods().stream
+	if c.tel != nil {
+		var end func(error)
+		ctx, end = c.tel.StartA2AClient(ctx, method, c.ep.Version.String(), c.ep.URL)
+		defer func() { end(err) }()
+	}
 	resp, err := c.post(ctx, method, c.sendParams(m), true)
 	if err != nil {
 		return err
@@ -167,7 +175,12 @@ func (c *conn) stream(ctx context.Context, m message, on func(*streamResponse) b
 }
 
 // call makes one JSON-RPC call and returns its result, or the peer's error as an *rpcError.
-func (c *conn) call(ctx context.Context, method string, params any) (json.RawMessage, error) {
+func (c *conn) call(ctx context.Context, method string, params any) (_ json.RawMessage, err error) {
+	if c.tel != nil {
+		var end func(error)
+		ctx, end = c.tel.StartA2AClient(ctx, method, c.ep.Version.String(), c.ep.URL)
+		defer func() { end(err) }()
+	}
 	resp, err := c.post(ctx, method, params, false)
 	if err != nil {
 		return nil, err
@@ -216,6 +229,7 @@ func (c *conn) post(ctx context.Context, method string, params any, stream bool)
 		return nil, fmt.Errorf("%s: %w", method, err)
 	}
 	setHeaders(req, c.headers, c.ep.Version)
+	c.tel.InjectHTTP(ctx, req.Header)
 	req.Header.Set("Content-Type", "application/json")
 	if stream {
 		req.Header.Set("Accept", "text/event-stream")

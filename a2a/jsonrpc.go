@@ -32,6 +32,9 @@ type rpcError struct {
 	Data    json.RawMessage `json:"data,omitempty"`
 }
 
+// RPCCode implements telemetry.RPCError.
+func (e *rpcError) RPCCode() int { return e.Code }
+
 func (e *rpcError) Error() string {
 	if name := errorName(e.Code); name != "" {
 		return fmt.Sprintf("%s (%d): %s", name, e.Code, e.Message)

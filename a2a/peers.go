@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/telemetry"
 )
 
 const (
@@ -54,6 +55,8 @@ type Options struct {
 	Logger *slog.Logger
 	// HTTPClient makes the requests; nil means a client of its own. Tests put an in-memory transport here.
 	HTTPClient *http.Client
+	// Telemetry traces each call and sends its trace context; nil traces nothing.
+	Telemetry *telemetry.Telemetry
 	// ResolveTimeout bounds fetching a card; 0 means 30s.
 	ResolveTimeout time.Duration
 	// MinBackoff and MaxBackoff bound the delay between attempts to resolve a peer that was down; 0 means 500ms and
@@ -275,7 +278,7 @@ func (p *Peer) resolveOnce(ctx context.Context) error {
 	if p.state == StateClosed {
 		return errors.New("closed")
 	}
-	p.card, p.conn = card, &conn{http: p.http, ep: *ep, headers: p.cfg.Headers}
+	p.card, p.conn = card, &conn{http: p.http, ep: *ep, headers: p.cfg.Headers, tel: p.opts.Telemetry}
 	p.tools = []host.Tool{&peerTool{peer: p, spec: p.spec(card)}}
 	defer p.toolsChanged.Notify() // under p.mu, which a watcher waits for in Tools
 	p.state, p.lastErr = StateReady, nil

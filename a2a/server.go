@@ -17,6 +17,7 @@ import (
 
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/internal/httpedge"
+	"github.com/agenthost/agenthost/telemetry"
 )
 
 // Skill is a skill the agent card lists.
@@ -70,6 +71,8 @@ type ServerOptions struct {
 	Durable bool
 	// Logger receives the server's log lines; nil discards them.
 	Logger *slog.Logger
+	// Telemetry traces each call, in the trace its caller sends, and the runs of its tasks; nil traces nothing.
+	Telemetry *telemetry.Telemetry
 
 	// now and newID replace the clock and the id source in tests.
 	now   func() time.Time
@@ -194,6 +197,17 @@ func (s *Server) serveRPC(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := &rpcCall{s: s, w: w, r: r, req: req, v: v}
+	if tel := s.opts.Telemetry; tel != nil {
+		ctx, end := tel.StartA2AServer(r.Context(), r.Header, req.Method, v.String())
+		c.r = r.WithContext(ctx)
+		defer func() {
+			if c.failed != nil {
+				end(c.failed)
+			} else {
+				end(nil)
+			}
+		}()
+	}
 	c.serve()
 }
 
@@ -204,6 +218,8 @@ type rpcCall struct {
 	r   *http.Request
 	req *rpcRequest
 	v   version
+	// failed is the error the call was answered with, for its span.
+	failed *rpcError
 }
 
 func (c *rpcCall) serve() {
@@ -233,6 +249,7 @@ func (c *rpcCall) serve() {
 		err = newError(codeMethodNotFound, "method %q not found in A2A %s", m, c.v)
 	}
 	if err != nil {
+		c.failed = err
 		writeError(c.w, c.req.ID, err.forVersion(c.v))
 		return
 	}
@@ -489,7 +506,8 @@ func (s *Server) accept(ctx context.Context, m message, endOnly bool) (*serverTa
 		return nil, nil, err
 	}
 	sub := s.listen(st, endOnly)
-	ctx, cancel := context.WithCancelCause(s.ctx)
+	// The run outlives the request, but stays in its trace.
+	ctx, cancel := context.WithCancelCause(telemetry.Carry(ctx, s.ctx))
 	st.cancel = cancel
 	s.wg.Go(func() {
 		defer close(st.done)

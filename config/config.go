@@ -28,6 +28,7 @@ type Config struct {
 	AgentOrder []string
 	State      State
 	Serve      Serve
+	Telemetry  Telemetry
 }
 
 // Agent is the [agent] table: who the agent is and how its loop runs.
@@ -347,6 +348,34 @@ type A2APeer struct {
 	// peers) when the peer does not stream: positive, default 1s.
 	PollInterval Duration
 }
+
+// Telemetry is the [telemetry] table: OpenTelemetry traces and metrics. What it leaves empty comes from the
+// standard OTEL_* environment variables.
+type Telemetry struct {
+	// Exporter is "otlp" or "none"; "" reads OTEL_TRACES_EXPORTER, and means "none" without it.
+	Exporter string
+	// Protocol is "http/protobuf" or "grpc"; "" reads OTEL_EXPORTER_OTLP_PROTOCOL, and means "http/protobuf"
+	// without it.
+	Protocol string
+	// Endpoint is the collector's base URL; "" reads OTEL_EXPORTER_OTLP_ENDPOINT, and means
+	// http://localhost:4318 (4317 for gRPC) without it.
+	Endpoint string
+	// Headers are sent with every export (an API key, say), besides OTEL_EXPORTER_OTLP_HEADERS.
+	Headers map[string]string
+	// ServiceName names the service, over OTEL_SERVICE_NAME; without either it is "agenthost".
+	ServiceName string
+	// CaptureContent records prompts, answers, messages, tool arguments and tool results on the spans. Off by
+	// default: they may hold what users would not want in a tracing backend.
+	CaptureContent bool
+}
+
+// The values of Telemetry.Exporter and Telemetry.Protocol.
+const (
+	ExporterNone = "none"
+	ExporterOTLP = "otlp"
+	ProtocolHTTP = "http/protobuf"
+	ProtocolGRPC = "grpc"
+)
 
 // State is the [state] table: where conversations, served A2A tasks and runs waiting for input are kept.
 type State struct {

@@ -234,6 +234,16 @@ func (d *decoder) config(c *Config, tree map[string]any) {
 			})
 		},
 		"serve": func(p []string, v any) { d.serve(p, v, &c.Serve) },
+		"telemetry": func(p []string, v any) {
+			d.table(p, v, map[string]fieldFunc{
+				"exporter":        d.str(&c.Telemetry.Exporter),
+				"protocol":        d.str(&c.Telemetry.Protocol),
+				"endpoint":        d.str(&c.Telemetry.Endpoint),
+				"headers":         d.strMap(&c.Telemetry.Headers),
+				"service_name":    d.str(&c.Telemetry.ServiceName),
+				"capture_content": d.boolean(&c.Telemetry.CaptureContent),
+			})
+		},
 	})
 }
 

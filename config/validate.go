@@ -104,7 +104,21 @@ func (c *Config) check() issues {
 		is.add([]string{"state", "executor_id"}, "must match %s (got %q)", executorIDPattern, id)
 	}
 	checkServe(&is, &c.Serve)
+	checkTelemetry(&is, &c.Telemetry)
 	return is
+}
+
+func checkTelemetry(is *issues, t *Telemetry) {
+	p := func(key string) []string { return []string{"telemetry", key} }
+	checkEnum(is, p("exporter"), t.Exporter, []string{"", ExporterNone, ExporterOTLP})
+	checkEnum(is, p("protocol"), t.Protocol, []string{"", ProtocolHTTP, ProtocolGRPC})
+	if t.Endpoint != "" {
+		checkURL(is, p("endpoint"), t.Endpoint)
+	}
+	checkHeaders(is, p("headers"), t.Headers)
+	if strings.ContainsAny(t.ServiceName, "\r\n\x00") {
+		is.add(p("service_name"), "must not contain line breaks or NUL")
+	}
 }
 
 // Web search backends, in the order messages list them.

@@ -28,6 +28,7 @@ import (
 
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/store"
+	"github.com/agenthost/agenthost/telemetry"
 )
 
 // Options configures an Engine. Exactly one of SQLitePath and PostgresURL is set.
@@ -373,6 +374,7 @@ func (e *Engine) workflow(wctx dbos.Context, in input) (output, error) {
 	defer cancel(nil)
 	var dest *Resumed
 	if lr != nil {
+		ctx = telemetry.Carry(lr.ctx, ctx) // the run stays in its caller's trace
 		defer context.AfterFunc(lr.ctx, func() { cancel(context.Cause(lr.ctx)) })()
 		dest = &Resumed{
 			Interactor: lr.interactor,

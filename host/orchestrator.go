@@ -64,6 +64,10 @@ type Options struct {
 	Conversations ConversationStore
 	// Logger receives the run's log lines; nil discards them.
 	Logger *slog.Logger
+	// Name and Description name the agent to an Observer.
+	Name, Description string
+	// Observer watches each run, model call and tool call; nil watches nothing.
+	Observer Observer
 }
 
 // Orchestrator runs the tool-calling loop. It is safe for concurrent use: each Run is independent, except that runs
@@ -168,7 +172,15 @@ func (o *Orchestrator) Run(ctx context.Context, req *Request) iter.Seq2[*Event, 
 				cancel() // the run unwinds promptly; its remaining events are dropped
 			}
 		}
+		var observed func(*Answer, error)
+		if obs := o.opts.Observer; obs != nil {
+			ctx, observed = obs.StartRun(ctx, &RunStart{Agent: o.opts.Name, Description: o.opts.Description,
+				ConversationID: req.ConversationID, Prompt: req.Prompt, Model: r.model()})
+		}
 		ans, err := r.run(ctx)
+		if observed != nil {
+			observed(ans, err)
+		}
 		if stopped {
 			return
 		}
@@ -369,7 +381,7 @@ func (r *run) loop(ctx context.Context, tools []*ManagedTool) (*Answer, error) {
 		} else {
 			r.stream = newCiteStream(r.citeSources, r.citationStyle())
 			resp, err = stepJSON(ctx, r.steps, fmt.Sprintf("iteration %d: model call", i), func(ctx context.Context) (*llm.Response, error) {
-				return r.model().Generate(ctx, req, func(d llm.Delta) {
+				return r.generate(ctx, i, req, func(d llm.Delta) {
 					if out := r.stream.write(d.Text); out != "" {
 						r.emit(&Event{Kind: EventTextDelta, Iteration: i, Text: out})
 					}
@@ -436,6 +448,19 @@ func (r *run) model() llm.Model {
 	return r.o.model
 }
 
+// generate calls the run's model, observed when the orchestrator has an Observer.
+func (r *run) generate(ctx context.Context, iter int, req *llm.Request, onDelta func(llm.Delta)) (*llm.Response, error) {
+	m := r.model()
+	obs := r.o.opts.Observer
+	if obs == nil {
+		return m.Generate(ctx, req, onDelta)
+	}
+	ctx, end := obs.StartModelCall(ctx, &ModelCallStart{Agent: r.o.opts.Name, ConversationID: r.convID, Iteration: iter, Model: m, Request: req})
+	resp, err := m.Generate(ctx, req, onDelta)
+	end(resp, err)
+	return resp, err
+}
+
 // overModelLimits returns why calling the model n more times would break the run's limits, or "".
 func (r *run) overModelLimits(n int) string {
 	l := r.o.opts.Limits
@@ -488,7 +513,7 @@ func (r *run) generateForced(ctx context.Context, iter int, base *llm.Request, f
 		waits[i] = goJSON(ctx, r.steps, name, func(ctx context.Context) (*llm.Response, error) {
 			req := *base
 			req.ToolChoice = llm.ToolChoice{Mode: llm.ToolChoiceFunction, Name: t.Spec.Name}
-			resp, err := r.model().Generate(ctx, &req, nil)
+			resp, err := r.generate(ctx, iter, &req, nil)
 			if err != nil {
 				// The first failure is the cause; the others only saw its cancellation.
 				cancel(fmt.Errorf("forced call of %s: %w", t.Spec.Name, err))

@@ -55,6 +55,8 @@ type ToolManagerOptions struct {
 	Policies map[string]ToolPolicy
 	// Logger receives warnings about sources that fail to list and tools dropped for their names. Nil discards.
 	Logger *slog.Logger
+	// Observer watches each tool call; nil watches nothing.
+	Observer Observer
 }
 
 // ToolManager merges the tools of several sources under the admin's policy and runs them safely.
@@ -63,6 +65,7 @@ type ToolManager struct {
 	sets     []Toolset
 	policies map[string]ToolPolicy
 	logger   *slog.Logger
+	observer Observer
 
 	// parent and only make a restricted view (Restrict): the parent's tools named in only.
 	parent *ToolManager
@@ -99,13 +102,13 @@ func NewToolManager(sets []Toolset, opts *ToolManagerOptions) *ToolManager {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &ToolManager{sets: slices.Clone(sets), policies: opts.Policies, logger: logger, warned: map[string]bool{}}
+	return &ToolManager{sets: slices.Clone(sets), policies: opts.Policies, logger: logger, observer: opts.Observer, warned: map[string]bool{}}
 }
 
 // Restrict returns a ToolManager offering only the tools of m named in names, under m's policies, in m's order: the
 // tools a sub-agent may use. Names that match no tool are ignored, so a source that comes later adds its tools then.
 func (m *ToolManager) Restrict(names []string) *ToolManager {
-	return &ToolManager{sets: m.sets, policies: m.policies, logger: m.logger, warned: map[string]bool{}, parent: m, only: slices.Clone(names)}
+	return &ToolManager{sets: m.sets, policies: m.policies, logger: m.logger, observer: m.observer, warned: map[string]bool{}, parent: m, only: slices.Clone(names)}
 }
 
 // Toolsets returns the sources, in order.
@@ -402,6 +405,15 @@ func (m *ToolManager) approve(ctx context.Context, t *ManagedTool, args json.Raw
 
 // run calls the tool under timeout with a panic turned into an error, which is logged with its stack.
 func (m *ToolManager) run(ctx context.Context, t *ManagedTool, args json.RawMessage, call *Call, timeout time.Duration) (res *Result, err error) {
+	if m.observer != nil {
+		var end func(*Result, error)
+		start := &ToolCallStart{Tool: t.Spec.Name, Source: t.Source, Description: t.Spec.Description, Arguments: args}
+		if call != nil {
+			start.CallID, start.ConversationID = call.ID, call.ConversationID
+		}
+		ctx, end = m.observer.StartToolCall(ctx, start)
+		defer func() { end(res, err) }() // deferred first, so it runs last: after a panic was turned into err
+	}
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)

@@ -127,3 +127,20 @@ type Delta struct {
 type Model interface {
 	Generate(ctx context.Context, req *Request, onDelta func(Delta)) (*Response, error)
 }
+
+// Info describes a model, for telemetry.
+type Info struct {
+	// Provider names who serves the model, as the OpenTelemetry GenAI conventions name providers: "openai" for
+	// the Chat Completions API.
+	Provider string
+	// Name is the model's name as requests give it.
+	Name string
+	// Address and Port are where its API is reached; empty for a model in the process.
+	Address string
+	Port    int
+}
+
+// Describer is a Model that says what it is.
+type Describer interface {
+	Describe() Info
+}

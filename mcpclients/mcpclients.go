@@ -14,6 +14,7 @@ import (
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/llm"
 	"github.com/agenthost/agenthost/mcpauth"
+	"github.com/agenthost/agenthost/telemetry"
 )
 
 // Transports.
@@ -74,6 +75,8 @@ type Options struct {
 	Logger *slog.Logger
 	// Sampler answers the servers' sampling requests; nil refuses them.
 	Sampler llm.Model
+	// Telemetry traces each request to a server and sends it the trace context in _meta; nil traces nothing.
+	Telemetry *telemetry.Telemetry
 	// ClientName and ClientVersion identify agenthost to the servers; empty means "agenthost" and "dev".
 	ClientName, ClientVersion string
 	// MinBackoff and MaxBackoff bound the delay between reconnection attempts; 0 means 500ms and 30s.

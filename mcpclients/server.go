@@ -18,6 +18,7 @@ import (
 
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/mcpauth"
+	"github.com/agenthost/agenthost/telemetry"
 )
 
 const (
@@ -127,6 +128,13 @@ func newServer(cfg ServerConfig, opts *Options) *Server {
 		copts.CreateMessageHandler = s.handleSampling
 	}
 	s.client = mcp.NewClient(&mcp.Implementation{Name: name, Version: version}, copts)
+	if opts.Telemetry != nil {
+		transport := telemetry.TransportTCP
+		if cfg.Transport == TransportStdio {
+			transport = telemetry.TransportPipe
+		}
+		s.client.AddSendingMiddleware(opts.Telemetry.MCPClient(transport))
+	}
 	return s
 }
 

@@ -28,6 +28,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/telemetry"
 )
 
 // Options configures a Server. A nil *Options means all defaults.
@@ -43,6 +44,9 @@ type Options struct {
 	ProgressInterval time.Duration
 	// Logger receives the server's log lines; nil discards them.
 	Logger *slog.Logger
+	// Telemetry traces each request, in the trace its caller sends (in _meta, or the HTTP headers); nil traces
+	// nothing.
+	Telemetry *telemetry.Telemetry
 	// Sampling says when a call runs on the caller's own model through sampling; the zero value never does.
 	Sampling Sampling
 	// ExposeTools turns on gateway mode: every merged tool that the policy leaves enabled is offered too, under its
@@ -151,6 +155,9 @@ func New(ctx context.Context, orch *host.Orchestrator, opts *Options) (*Server, 
 		sopts.UnsubscribeHandler = func(ctx context.Context, req *mcp.UnsubscribeRequest) error { return s.resources.unsubscribe(ctx, req) }
 	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: s.opts.Name, Version: s.opts.Version}, sopts)
+	if s.opts.Telemetry != nil {
+		s.mcp.AddReceivingMiddleware(s.opts.Telemetry.MCPServer()) // first: outermost, so its span covers the rest
+	}
 	if s.opts.ExposeTools && s.opts.LogLevel != nil {
 		s.mcp.AddReceivingMiddleware(s.forwardLogLevel)
 	}

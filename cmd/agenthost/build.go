@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
@@ -26,6 +27,7 @@ import (
 	"github.com/agenthost/agenthost/mcpclients"
 	"github.com/agenthost/agenthost/mcpserver"
 	"github.com/agenthost/agenthost/store"
+	"github.com/agenthost/agenthost/telemetry"
 )
 
 // errFlagHelp is returned when -h was asked for: the usage was printed and the exit code is 0.
@@ -96,6 +98,8 @@ type app struct {
 	state *store.DB
 	// grantsCloser closes what grantStore opened for the OAuth grants.
 	grantsCloser io.Closer
+	// tel traces and measures the runs, when [telemetry] or OTEL_* turn it on; nil otherwise.
+	tel *telemetry.Telemetry
 }
 
 // grantStore returns where the OAuth grants to MCP servers are kept, or nil when no server may need one. A command
@@ -151,7 +155,18 @@ func (a *app) close() {
 			a.logger.Warn("closing the state database", "err", err)
 		}
 	}
+	if a.tel != nil {
+		// Last, so that the spans of the shutdown are flushed too.
+		ctx, cancel := context.WithTimeout(context.Background(), telemetryFlushTimeout)
+		defer cancel()
+		if err := a.tel.Shutdown(ctx); err != nil {
+			a.logger.Warn("telemetry: flushing spans and metrics", "err", err)
+		}
+	}
 }
+
+// telemetryFlushTimeout bounds flushing telemetry at exit: a collector that is down must not hold the exit.
+const telemetryFlushTimeout = 5 * time.Second
 
 // mcpServers converts the configured MCP servers, in file order. With honourRequired false, no server is required.
 // The servers that may need OAuth are authorized with the grants in grants (nil when none does).
@@ -223,11 +238,16 @@ func build(ctx context.Context, cfg *config.Config, modelFlag string, logger *sl
 	opts := wiring.HostOptions(cfg, logger)
 	var err error
 	if mode == forRunning {
+		if a.tel, err = telemetry.Setup(ctx, wiring.Telemetry(cfg, version, os.Getenv)); err != nil {
+			return nil, fmt.Errorf("%w: %s: telemetry: %w", errUsage, configName(cfg), err)
+		}
+		opts.Observer = a.tel.Observer()
 		if opts.Conversations, a.state, err = wiring.OpenState(ctx, cfg, os.Getenv, logger); err != nil {
+			a.close()
 			return nil, fmt.Errorf("%s: %w", configName(cfg), err)
 		}
 	}
-	if a.model, a.provider, err = newModel(cfg, modelFlag, notices, logger); err != nil {
+	if a.model, a.provider, err = newModel(cfg, modelFlag, notices, logger, a.tel); err != nil {
 		a.close()
 		return nil, err
 	}
@@ -243,11 +263,11 @@ func build(ctx context.Context, cfg *config.Config, modelFlag string, logger *sl
 	var mcpErr, a2aErr error
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		a.mcp, mcpErr = mcpclients.Connect(ctx, mcpServers(cfg, allRequired, grants, logger), &mcpclients.Options{Logger: logger, Sampler: a.model,
+		a.mcp, mcpErr = mcpclients.Connect(ctx, mcpServers(cfg, allRequired, grants, logger), &mcpclients.Options{Logger: logger, Sampler: a.model, Telemetry: a.tel,
 			ClientName: "agenthost", ClientVersion: version, Gateway: mode == forRunning && (cfg.Serve.PromptsExposed() || cfg.Serve.ResourcesExposed())})
 	})
 	wg.Go(func() {
-		a.peers, a2aErr = a2a.Connect(ctx, wiring.Peers(cfg, allRequired), &a2a.Options{Logger: logger})
+		a.peers, a2aErr = a2a.Connect(ctx, wiring.Peers(cfg, allRequired), &a2a.Options{Logger: logger, Telemetry: a.tel})
 	})
 	wg.Wait()
 	if err := errors.Join(mcpErr, a2aErr); err != nil {
@@ -259,7 +279,7 @@ func build(ctx context.Context, cfg *config.Config, modelFlag string, logger *sl
 	sets = append(sets, a.peers.Toolsets()...)
 	agents := &host.SubAgents{}
 	sets = append(sets, agents)
-	a.tools = host.NewToolManager(sets, &host.ToolManagerOptions{Policies: wiring.Policies(cfg.Tools), Logger: logger})
+	a.tools = host.NewToolManager(sets, &host.ToolManagerOptions{Policies: wiring.Policies(cfg.Tools), Logger: logger, Observer: opts.Observer})
 	for _, name := range cfg.AgentOrder {
 		sa := cfg.Agents[name]
 		model, err := a.subAgentModel(sa, logger)
@@ -267,7 +287,9 @@ func build(ctx context.Context, cfg *config.Config, modelFlag string, logger *sl
 			a.close()
 			return nil, fmt.Errorf("%w: %s: agents.%s.model: %w", errUsage, configName(cfg), name, err)
 		}
-		agents.Add(name, sa.Description, host.New(model, a.tools.Restrict(sa.Tools), wiring.SubAgentOptions(cfg, sa, logger)))
+		sopts := wiring.SubAgentOptions(cfg, sa, logger)
+		sopts.Name, sopts.Description, sopts.Observer = name, sa.Description, opts.Observer
+		agents.Add(name, sa.Description, host.New(model, a.tools.Restrict(sa.Tools), sopts))
 	}
 	a.orch = host.New(a.model, a.tools, opts)
 	return a, nil
@@ -285,7 +307,16 @@ func (a *app) subAgentModel(sa config.SubAgent, logger *slog.Logger) (llm.Model,
 	if m.APIKeyEnv != "" {
 		key = os.Getenv(m.APIKeyEnv)
 	}
-	return openai.New(wiring.OpenAIOptions(m, key, logger))
+	return openai.New(openAIOptions(m, key, logger, a.tel))
+}
+
+// openAIOptions are the model's options, sending the trace context with each request when tel is on.
+func openAIOptions(m config.Model, key string, logger *slog.Logger, tel *telemetry.Telemetry) *openai.Options {
+	o := wiring.OpenAIOptions(m, key, logger)
+	if tel != nil {
+		o.Headers = tel.InjectHTTP
+	}
+	return o
 }
 
 func configName(cfg *config.Config) string {
@@ -297,7 +328,7 @@ func configName(cfg *config.Config) string {
 
 // newModel builds the configured model. modelFlag "test" selects the offline test model; any other value replaces
 // the configured model name.
-func newModel(cfg *config.Config, modelFlag string, notices io.Writer, logger *slog.Logger) (llm.Model, string, error) {
+func newModel(cfg *config.Config, modelFlag string, notices io.Writer, logger *slog.Logger, tel *telemetry.Telemetry) (llm.Model, string, error) {
 	m := cfg.Model
 	provider := m.ResolveProvider(os.LookupEnv)
 	if modelFlag == "test" {
@@ -325,7 +356,7 @@ func newModel(cfg *config.Config, modelFlag string, notices io.Writer, logger *s
 		if m.APIKeyEnv != "" {
 			key = os.Getenv(m.APIKeyEnv)
 		}
-		om, err := openai.New(wiring.OpenAIOptions(m, key, logger))
+		om, err := openai.New(openAIOptions(m, key, logger, tel))
 		if err != nil {
 			return nil, "", fmt.Errorf("%w: %w", errUsage, err)
 		}

@@ -145,6 +145,7 @@ Flags:`)
 	var serve []func(context.Context) error
 	if !a2aAddr.set || httpAddr.set {
 		opts := wiring.ServerOptions(a.cfg, version, sampling(a.cfg, a.provider, c.model), a.logger)
+		opts.Telemetry = a.tel
 		if engine != nil && wiring.Durable(a.cfg, "mcp") {
 			opts.Run = engine.Run
 		}
@@ -199,6 +200,7 @@ Flags:`)
 			url = "http://" + a2aLn.Addr().String() + "/"
 		}
 		opts := wiring.A2AServerOptions(a.cfg, version, url, access, a.logger)
+		opts.Telemetry = a.tel
 		if a.state != nil {
 			opts.Tasks = wiring.TaskStore(a.state)
 			if opts.Owner, err = wiring.ExecutorID(a.cfg); err != nil {

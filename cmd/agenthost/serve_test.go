@@ -223,7 +223,9 @@ func tsClient(t *testing.T, wantOK bool, args ...string) clientOutput {
 
 // testEnv is the test's environment without a model API key, so that a developer's key never reaches a test.
 func testEnv() []string {
-	return slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "OPENAI_API_KEY=") })
+	return slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		return strings.HasPrefix(kv, "OPENAI_API_KEY=") || strings.HasPrefix(kv, "OTEL_")
+	})
 }
 
 // stdioArgs are mcp-client.mjs's arguments to start `agenthost serve --config config` over stdio as Claude Desktop

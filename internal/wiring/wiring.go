@@ -28,6 +28,7 @@ import (
 	"github.com/agenthost/agenthost/llm/openai"
 	"github.com/agenthost/agenthost/mcpserver"
 	"github.com/agenthost/agenthost/store"
+	"github.com/agenthost/agenthost/telemetry"
 )
 
 // StateOptions returns the options of the store [state] names, the Postgres connection string read with getenv.
@@ -107,7 +108,16 @@ func HostOptions(cfg *config.Config, logger *slog.Logger) *host.Options {
 		ContextTokens: cfg.Model.ContextTokens,
 		Conversations: host.NewMemoryStore(&host.MemoryStoreOptions{MaxConversations: cfg.Agent.MaxConversations, IdleTTL: cfg.Agent.ConversationTTL.Duration}),
 		Logger:        logger,
+		Name:          cfg.Agent.Name,
+		Description:   cfg.Agent.Description,
 	}
+}
+
+// Telemetry returns the telemetry settings of cfg, with what it leaves empty read by getenv.
+func Telemetry(cfg *config.Config, version string, getenv func(string) string) telemetry.Config {
+	t := cfg.Telemetry
+	return telemetry.Config{Exporter: t.Exporter, Protocol: t.Protocol, Endpoint: t.Endpoint, Headers: t.Headers,
+		ServiceName: t.ServiceName, ServiceVersion: version, CaptureContent: t.CaptureContent, Getenv: getenv}
 }
 
 // SubAgentOptions returns the orchestrator's options of the sub-agent a: the agent's settings, with the sub-agent's

@@ -20,6 +20,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"time"
 
 	sdk "github.com/openai/openai-go/v3"
@@ -70,11 +71,14 @@ type Options struct {
 	HTTPClient *http.Client
 	// Logger receives retries and protocol oddities. nil discards them.
 	Logger *slog.Logger
+	// Headers, when set, adds headers to each request from the call's context: trace context, for one.
+	Headers func(ctx context.Context, h http.Header)
 }
 
 // Model is an llm.Model over a Chat Completions API. It is safe for concurrent use.
 type Model struct {
 	name string
+	info llm.Info
 	// client sends the requests: the SDK's transport, middleware and errors. The body is written by this package
 	// (request.go) and the event stream read by it (sse.go): the SDK's own types would be encoded and decoded by
 	// reflection on every call and every chunk, and only a few of their fields are ever used.
@@ -113,6 +117,7 @@ func New(opts *Options) (*Model, error) {
 
 	m := &Model{
 		name:                opts.Model,
+		info:                llm.Info{Provider: "openai", Name: opts.Model, Address: u.Hostname(), Port: port(u)},
 		logger:              opts.Logger,
 		timeout:             max(opts.RequestTimeout, 0),
 		idle:                opts.IdleTimeout,
@@ -155,6 +160,12 @@ func New(opts *Options) (*Model, error) {
 		option.WithMaxRetries(0), // retries are ours: the SDK cannot tell a chunk already forwarded
 		option.WithMiddleware(m.checkResponse),
 	}
+	if h := opts.Headers; h != nil {
+		reqOpts = append(reqOpts, option.WithMiddleware(func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+			h(req.Context(), req.Header)
+			return next(req)
+		}))
+	}
 	if opts.APIKey != "" {
 		reqOpts = append(reqOpts, option.WithHeader("Authorization", "Bearer "+opts.APIKey))
 	}
@@ -166,6 +177,20 @@ func New(opts *Options) (*Model, error) {
 
 // Name returns the model name requests are sent with.
 func (m *Model) Name() string { return m.name }
+
+// Describe implements llm.Describer.
+func (m *Model) Describe() llm.Info { return m.info }
+
+// port is u's port, or the scheme's.
+func port(u *url.URL) int {
+	if p, err := strconv.Atoi(u.Port()); err == nil {
+		return p
+	}
+	if u.Scheme == "https" {
+		return 443
+	}
+	return 80
+}
 
 // Generate sends req as one streamed chat completion and returns the assembled answer. Text deltas reach onDelta
 // as they arrive. Failures before the first chunk are retried as Options.MaxRetries says; once a chunk has

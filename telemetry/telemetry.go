@@ -1,0 +1,271 @@
+// Package telemetry traces and measures agenthost with OpenTelemetry: spans for runs, model calls and tool calls
+// after the GenAI semantic conventions (as a host.Observer), spans for MCP requests after the MCP conventions (as
+// go-sdk middleware), spans for A2A calls, W3C trace context in and out of every edge, and the GenAI metrics.
+//
+// A nil *Telemetry is off: the edges check for nil and add nothing, so telemetry that is not configured costs
+// nothing.
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/metric"
+	noopmetric "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/propagation"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	"go.opentelemetry.io/otel/trace"
+	nooptrace "go.opentelemetry.io/otel/trace/noop"
+)
+
+// instrumentation names the tracer and meter.
+const instrumentation = "github.com/agenthost/agenthost/telemetry"
+
+// Exporters and protocols that Config accepts.
+const (
+	ExporterNone = "none"
+	ExporterOTLP = "otlp"
+
+	ProtocolHTTP = "http/protobuf"
+	ProtocolGRPC = "grpc"
+)
+
+// Config says where telemetry goes. What it leaves empty comes from the standard OTEL_* variables.
+type Config struct {
+	// Exporter is "otlp" or "none"; "" reads OTEL_TRACES_EXPORTER, and means "none" without it.
+	// OTEL_SDK_DISABLED=true turns telemetry off whatever this says.
+	Exporter string
+	// Protocol is "http/protobuf" or "grpc"; "" reads OTEL_EXPORTER_OTLP_PROTOCOL, and means "http/protobuf"
+	// without it.
+	Protocol string
+	// Endpoint is the collector's base URL: http://localhost:4318 for OTLP/HTTP (traces go to /v1/traces, metrics
+	// to /v1/metrics), http://localhost:4317 for gRPC. "" leaves it to OTEL_EXPORTER_OTLP_ENDPOINT and its
+	// per-signal variants, and then to those defaults.
+	Endpoint string
+	// Headers are sent with every export, besides OTEL_EXPORTER_OTLP_HEADERS.
+	Headers map[string]string
+	// ServiceName names the service, over OTEL_SERVICE_NAME; without either it is "agenthost". The resource's
+	// other attributes come from OTEL_RESOURCE_ATTRIBUTES.
+	ServiceName    string
+	ServiceVersion string
+	// CaptureContent records prompts, answers, messages, tool arguments and tool results on the spans.
+	CaptureContent bool
+	// Getenv reads the environment; nil means no variables.
+	Getenv func(string) string
+}
+
+// Telemetry makes the spans and records the metrics. A nil *Telemetry is off.
+type Telemetry struct {
+	tracer  trace.Tracer
+	prop    propagation.TextMapPropagator
+	capture bool
+	m       instruments
+	// shutdown flushes and stops what Setup started; nil for New.
+	shutdown func(context.Context) error
+}
+
+// Options configures New.
+type Options struct {
+	// CaptureContent records prompts, answers, messages, tool arguments and tool results on the spans.
+	CaptureContent bool
+	// Propagator reads and writes trace context at the edges; nil means W3C trace context and baggage.
+	Propagator propagation.TextMapPropagator
+}
+
+// New returns a Telemetry over the given providers. A nil provider is a no-op one.
+func New(tp trace.TracerProvider, mp metric.MeterProvider, opts *Options) *Telemetry {
+	if opts == nil {
+		opts = &Options{}
+	}
+	t := &Telemetry{capture: opts.CaptureContent, prop: opts.Propagator}
+	if t.prop == nil {
+		t.prop = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
+	}
+	if tp == nil {
+		tp = nooptrace.NewTracerProvider()
+	}
+	t.tracer = tp.Tracer(instrumentation)
+	t.m = newInstruments(mp)
+	return t
+}
+
+// Enabled resolves cfg's exporter against the environment: whether Setup would export anything.
+func (cfg *Config) Enabled() (bool, error) {
+	getenv := cfg.env()
+	if strings.EqualFold(strings.TrimSpace(getenv("OTEL_SDK_DISABLED")), "true") {
+		return false, nil
+	}
+	exporter := cfg.Exporter
+	if exporter == "" {
+		exporter = strings.TrimSpace(getenv("OTEL_TRACES_EXPORTER"))
+	}
+	switch exporter {
+	case "", ExporterNone:
+		return false, nil
+	case ExporterOTLP:
+		return true, nil
+	}
+	return false, fmt.Errorf("telemetry exporter %q is not supported: use %q or %q", exporter, ExporterOTLP, ExporterNone)
+}
+
+func (cfg *Config) env() func(string) string {
+	if cfg.Getenv != nil {
+		return cfg.Getenv
+	}
+	return func(string) string { return "" }
+}
+
+// protocol resolves the OTLP protocol.
+func (cfg *Config) protocol() (string, error) {
+	p := cfg.Protocol
+	if p == "" {
+		p = strings.TrimSpace(cfg.env()("OTEL_EXPORTER_OTLP_PROTOCOL"))
+	}
+	switch p {
+	case "", ProtocolHTTP:
+		return ProtocolHTTP, nil
+	case ProtocolGRPC:
+		return ProtocolGRPC, nil
+	}
+	return "", fmt.Errorf("OTLP protocol %q is not supported: use %q or %q", p, ProtocolHTTP, ProtocolGRPC)
+}
+
+// Setup starts exporting as cfg says. It returns nil, and no error, when telemetry is off. The exporters connect
+// lazily: a collector that is down loses spans, and is reported by the SDK's error handler, but never fails a run.
+// The Telemetry must be shut down, which flushes what is buffered.
+func Setup(ctx context.Context, cfg Config) (*Telemetry, error) {
+	on, err := cfg.Enabled()
+	if err != nil || !on {
+		return nil, err
+	}
+	proto, err := cfg.protocol()
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Endpoint != "" {
+		if u, err := url.Parse(cfg.Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("telemetry endpoint %q is not an http(s) URL", cfg.Endpoint)
+		}
+	}
+	// Later detectors override earlier ones: the default name, then OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES,
+	// then the configuration.
+	rattrs := []attribute.KeyValue{}
+	if cfg.ServiceName != "" {
+		rattrs = append(rattrs, semconv.ServiceName(cfg.ServiceName))
+	}
+	if cfg.ServiceVersion != "" {
+		rattrs = append(rattrs, semconv.ServiceVersion(cfg.ServiceVersion))
+	}
+	res, err := resource.New(ctx, resource.WithTelemetrySDK(), resource.WithAttributes(semconv.ServiceName("agenthost")),
+		resource.WithFromEnv(), resource.WithAttributes(rattrs...))
+	if err != nil {
+		return nil, fmt.Errorf("telemetry resource: %w", err)
+	}
+
+	spans, metrics, err := exporters(ctx, proto, cfg.Endpoint, cfg.Headers)
+	if err != nil {
+		return nil, err
+	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(spans), sdktrace.WithResource(res))
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewPeriodicReader(metrics)), sdkmetric.WithResource(res))
+	t := New(tp, mp, &Options{CaptureContent: cfg.CaptureContent})
+	t.shutdown = func(ctx context.Context) error {
+		return errors.Join(tp.Shutdown(ctx), mp.Shutdown(ctx))
+	}
+	return t, nil
+}
+
+// exporters returns the OTLP span and metric exporters.
+func exporters(ctx context.Context, proto, endpoint string, headers map[string]string) (sdktrace.SpanExporter, sdkmetric.Exporter, error) {
+	base := strings.TrimRight(endpoint, "/")
+	if proto == ProtocolGRPC {
+		var topts []otlptracegrpc.Option
+		var mopts []otlpmetricgrpc.Option
+		if base != "" {
+			topts = append(topts, otlptracegrpc.WithEndpointURL(base))
+			mopts = append(mopts, otlpmetricgrpc.WithEndpointURL(base))
+		}
+		if len(headers) > 0 {
+			topts = append(topts, otlptracegrpc.WithHeaders(headers))
+			mopts = append(mopts, otlpmetricgrpc.WithHeaders(headers))
+		}
+		spans, err := otlptracegrpc.New(ctx, topts...)
+		if err != nil {
+			return nil, nil, fmt.Errorf("OTLP/gRPC span exporter: %w", err)
+		}
+		metrics, err := otlpmetricgrpc.New(ctx, mopts...)
+		if err != nil {
+			return nil, nil, fmt.Errorf("OTLP/gRPC metric exporter: %w", err)
+		}
+		return spans, metrics, nil
+	}
+	var topts []otlptracehttp.Option
+	var mopts []otlpmetrichttp.Option
+	if base != "" {
+		topts = append(topts, otlptracehttp.WithEndpointURL(base+"/v1/traces"))
+		mopts = append(mopts, otlpmetrichttp.WithEndpointURL(base+"/v1/metrics"))
+	}
+	if len(headers) > 0 {
+		topts = append(topts, otlptracehttp.WithHeaders(headers))
+		mopts = append(mopts, otlpmetrichttp.WithHeaders(headers))
+	}
+	spans, err := otlptracehttp.New(ctx, topts...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("OTLP/HTTP span exporter: %w", err)
+	}
+	metrics, err := otlpmetrichttp.New(ctx, mopts...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("OTLP/HTTP metric exporter: %w", err)
+	}
+	return spans, metrics, nil
+}
+
+// Shutdown flushes the spans and metrics still buffered and stops the exporters. It does nothing for a nil
+// Telemetry or one made by New.
+func (t *Telemetry) Shutdown(ctx context.Context) error {
+	if t == nil || t.shutdown == nil {
+		return nil
+	}
+	return t.shutdown(ctx)
+}
+
+// InjectHTTP writes the trace context of ctx into h: for outgoing HTTP requests (model, A2A). A nil Telemetry
+// writes nothing.
+func (t *Telemetry) InjectHTTP(ctx context.Context, h http.Header) {
+	if t == nil {
+		return
+	}
+	t.prop.Inject(ctx, propagation.HeaderCarrier(h))
+}
+
+// ExtractHTTP returns ctx with the trace context that h carries (traceparent), if any.
+func (t *Telemetry) ExtractHTTP(ctx context.Context, h http.Header) context.Context {
+	if t == nil || h == nil {
+		return ctx
+	}
+	return t.prop.Extract(ctx, propagation.HeaderCarrier(h))
+}
+
+// Carry returns to with the span of from: for work that outlives the request that started it (an A2A task, a
+// durable run), so that its spans stay in the request's trace.
+func Carry(from, to context.Context) context.Context {
+	if sc := trace.SpanContextFromContext(from); !sc.IsValid() {
+		return to
+	}
+	return trace.ContextWithSpan(to, trace.SpanFromContext(from))
+}
+
+// noopMeter stands in when New is given no MeterProvider.
+var noopMeter = noopmetric.NewMeterProvider().Meter(instrumentation)

@@ -1,0 +1,434 @@
+package telemetry_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+
+	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/llm"
+	"github.com/agenthost/agenthost/telemetry"
+)
+
+// scripted is a model that answers with its turns in order and describes itself.
+type scripted struct {
+	mu    sync.Mutex
+	turns []llm.Message
+}
+
+func (m *scripted) Describe() llm.Info {
+	return llm.Info{Provider: "openai", Name: "m1", Address: "model.test", Port: 443}
+}
+
+func (m *scripted) Generate(_ context.Context, _ *llm.Request, _ func(llm.Delta)) (*llm.Response, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.turns) == 0 {
+		return nil, errors.New("script exhausted")
+	}
+	msg := m.turns[0]
+	m.turns = m.turns[1:]
+	finish := llm.FinishStop
+	if len(msg.ToolCalls) > 0 {
+		finish = llm.FinishToolCalls
+	}
+	return &llm.Response{Message: msg, FinishReason: finish, Model: "m1-2026", Usage: llm.Usage{Requests: 1, PromptTokens: 10, CompletionTokens: 3, TotalTokens: 13}}, nil
+}
+
+type tool struct {
+	name   string
+	result *host.Result
+	seen   *trace.SpanContext
+}
+
+func (t tool) Spec() host.ToolSpec { return host.ToolSpec{Name: t.name, Description: "a test tool"} }
+func (t tool) Call(ctx context.Context, _ json.RawMessage, _ *host.Call) (*host.Result, error) {
+	*t.seen = trace.SpanContextFromContext(ctx)
+	return t.result, nil
+}
+
+type toolset []host.Tool
+
+func (s toolset) Name() string                               { return "test" }
+func (s toolset) Tools(context.Context) ([]host.Tool, error) { return s, nil }
+
+// providers returns a tracer provider recording into the returned recorder, and a meter provider read by the
+// returned reader.
+func providers(t *testing.T) (*sdktrace.TracerProvider, *tracetest.SpanRecorder, *sdkmetric.MeterProvider, *sdkmetric.ManualReader) {
+	sr := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()); _ = mp.Shutdown(context.Background()) })
+	return tp, sr, mp, reader
+}
+
+func attrMap(kvs []attribute.KeyValue) map[string]attribute.Value {
+	m := map[string]attribute.Value{}
+	for _, kv := range kvs {
+		m[string(kv.Key)] = kv.Value
+	}
+	return m
+}
+
+// runOnce runs one orchestrator run whose model calls two tools, ok and bad (which reports an error), then answers.
+func runOnce(t *testing.T, capture bool) ([]sdktrace.ReadOnlySpan, metricdata.ResourceMetrics, [2]trace.SpanContext) {
+	tp, sr, mp, reader := providers(t)
+	tel := telemetry.New(tp, mp, &telemetry.Options{CaptureContent: capture})
+	var seen [2]trace.SpanContext
+	set := toolset{
+		tool{name: "ok", result: &host.Result{Text: "fine"}, seen: &seen[0]},
+		tool{name: "bad", result: &host.Result{Text: "it broke\nbadly", IsError: true}, seen: &seen[1]},
+	}
+	model := &scripted{turns: []llm.Message{
+		{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "c1", Name: "ok", Arguments: `{"q":"secret argument"}`}, {ID: "c2", Name: "bad", Arguments: `{}`}}},
+		{Role: llm.RoleAssistant, Content: "The answer."},
+	}}
+	tm := host.NewToolManager([]host.Toolset{set}, &host.ToolManagerOptions{Observer: tel.Observer()})
+	orch := host.New(model, tm, &host.Options{Name: "agent1", Description: "tests", Observer: tel.Observer()})
+	ans, err := orch.Ask(context.Background(), &host.Request{Prompt: "secret prompt"}, nil)
+	if err != nil || ans.StoppedBy != host.StopAnswered {
+		t.Fatalf("run: %v, %+v", err, ans)
+	}
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	return sr.Ended(), rm, seen
+}
+
+func TestObserver(t *testing.T) {
+	spans, rm, seen := runOnce(t, false)
+	byName := map[string]sdktrace.ReadOnlySpan{}
+	for _, s := range spans {
+		if s.Name() != "chat m1" {
+			byName[s.Name()] = s
+		}
+	}
+	run, ok := byName["invoke_agent agent1"]
+	if !ok || len(spans) != 5 {
+		t.Fatalf("spans: want invoke_agent, two chat, two execute_tool; got %d: %v", len(spans), byName)
+	}
+	a := attrMap(run.Attributes())
+	if a["gen_ai.agent.name"].AsString() != "agent1" || a["gen_ai.provider.name"].AsString() != "openai" ||
+		a["gen_ai.request.model"].AsString() != "m1" || a["gen_ai.usage.input_tokens"].AsInt64() != 20 ||
+		a["agenthost.stop_reason"].AsString() != "answered" || a["gen_ai.conversation.id"].AsString() == "" {
+		t.Errorf("invoke_agent attributes: %v", a)
+	}
+	for _, s := range spans {
+		if s.Name() == "chat m1" {
+			a := attrMap(s.Attributes())
+			if s.Parent().SpanID() != run.SpanContext().SpanID() || s.SpanKind() != trace.SpanKindClient ||
+				a["gen_ai.response.model"].AsString() != "m1-2026" || a["server.address"].AsString() != "model.test" ||
+				a["server.port"].AsInt64() != 443 || a["gen_ai.usage.output_tokens"].AsInt64() != 3 {
+				t.Errorf("chat span: parent %v, kind %v, attributes %v", s.Parent().SpanID(), s.SpanKind(), a)
+			}
+			if _, ok := a["gen_ai.input.messages"]; ok {
+				t.Errorf("the chat span records the messages without CaptureContent")
+			}
+		}
+	}
+	okSpan, badSpan := byName["execute_tool ok"], byName["execute_tool bad"]
+	if okSpan == nil || badSpan == nil {
+		t.Fatalf("no execute_tool spans: %v", byName)
+	}
+	if a := attrMap(okSpan.Attributes()); a["gen_ai.tool.call.id"].AsString() != "c1" || a["agenthost.tool.source"].AsString() != "test" ||
+		okSpan.Status().Code.String() != "Unset" || okSpan.Parent().SpanID() != run.SpanContext().SpanID() {
+		t.Errorf("execute_tool ok: %v, status %v", a, okSpan.Status())
+	}
+	if _, ok := attrMap(okSpan.Attributes())["gen_ai.tool.call.arguments"]; ok {
+		t.Errorf("execute_tool records the arguments without CaptureContent")
+	}
+	if a := attrMap(badSpan.Attributes()); a["error.type"].AsString() != "tool_error" || badSpan.Status().Description != "it broke" {
+		t.Errorf("execute_tool bad: %v, status %v", a, badSpan.Status())
+	}
+	// The tools ran under their spans.
+	if seen[0].SpanID() != okSpan.SpanContext().SpanID() || seen[1].SpanID() != badSpan.SpanContext().SpanID() {
+		t.Errorf("the tools saw spans %v and %v, want their execute_tool spans", seen[0].SpanID(), seen[1].SpanID())
+	}
+
+	metrics := map[string]metricdata.Aggregation{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			metrics[m.Name] = m.Data
+		}
+	}
+	tokens, ok := metrics["gen_ai.client.token.usage"].(metricdata.Histogram[int64])
+	if !ok {
+		t.Fatalf("no token usage histogram: %v", metrics)
+	}
+	sums := map[string]int64{}
+	for _, dp := range tokens.DataPoints {
+		tt, _ := dp.Attributes.Value("gen_ai.token.type")
+		sums[tt.AsString()] += dp.Sum
+	}
+	if sums["input"] != 20 || sums["output"] != 6 {
+		t.Errorf("token usage = %v, want input 20, output 6", sums)
+	}
+	calls, ok := metrics["agenthost.tool.calls"].(metricdata.Sum[int64])
+	if !ok || len(calls.DataPoints) != 2 {
+		t.Fatalf("tool calls: %+v", metrics["agenthost.tool.calls"])
+	}
+	for _, dp := range calls.DataPoints {
+		name, _ := dp.Attributes.Value("gen_ai.tool.name")
+		et, hasErr := dp.Attributes.Value("error.type")
+		if dp.Value != 1 || (name.AsString() == "bad") != (hasErr && et.AsString() == "tool_error") {
+			t.Errorf("tool calls data point %v = %d", dp.Attributes.ToSlice(), dp.Value)
+		}
+	}
+	runs, ok := metrics["agenthost.runs.active"].(metricdata.Sum[int64])
+	if !ok || len(runs.DataPoints) != 1 || runs.DataPoints[0].Value != 0 {
+		t.Errorf("runs in flight after the run: %+v", metrics["agenthost.runs.active"])
+	}
+	if _, ok := metrics["gen_ai.client.operation.duration"].(metricdata.Histogram[float64]); !ok {
+		t.Errorf("no operation duration histogram")
+	}
+}
+
+func TestObserverCaptureContent(t *testing.T) {
+	spans, _, _ := runOnce(t, true)
+	var found int
+	for _, s := range spans {
+		a := attrMap(s.Attributes())
+		switch s.Name() {
+		case "invoke_agent agent1":
+			if !strings.Contains(a["gen_ai.input.messages"].AsString(), "secret prompt") || !strings.Contains(a["gen_ai.output.messages"].AsString(), "The answer.") {
+				t.Errorf("invoke_agent content: %v", a)
+			}
+			found++
+		case "execute_tool ok":
+			if a["gen_ai.tool.call.arguments"].AsString() != `{"q":"secret argument"}` || a["gen_ai.tool.call.result"].AsString() != "fine" {
+				t.Errorf("execute_tool content: %v", a)
+			}
+			found++
+		case "chat m1":
+			var msgs []struct {
+				Role  string `json:"role"`
+				Parts []struct {
+					Type    string `json:"type"`
+					Content string `json:"content"`
+				} `json:"parts"`
+			}
+			if err := json.Unmarshal([]byte(a["gen_ai.input.messages"].AsString()), &msgs); err != nil || len(msgs) == 0 {
+				t.Errorf("chat input messages: %v %s", err, a["gen_ai.input.messages"].AsString())
+			}
+			if a["gen_ai.output.messages"].AsString() == "" || a["gen_ai.tool.definitions"].AsString() == "" {
+				t.Errorf("chat content: %v", a)
+			}
+			found++
+		}
+	}
+	if found != 4 {
+		t.Errorf("found %d spans with content, want 4", found)
+	}
+}
+
+// TestMCP connects a go-sdk client and server in memory, with the middleware on both: the server's span is the
+// child of the client's, in the caller's trace, and the tool runs under the server's span.
+func TestMCP(t *testing.T) {
+	tp, sr, mp, _ := providers(t)
+	tel := telemetry.New(tp, mp, nil)
+	server := mcp.NewServer(&mcp.Implementation{Name: "s", Version: "1"}, nil)
+	var seen trace.SpanContext
+	mcp.AddTool(server, &mcp.Tool{Name: "echo"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		seen = trace.SpanContextFromContext(ctx)
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "hi"}}, IsError: true}, nil, nil
+	})
+	server.AddReceivingMiddleware(tel.MCPServer())
+	client := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil)
+	client.AddSendingMiddleware(tel.MCPClient(telemetry.TransportPipe))
+	ct, st := mcp.NewInMemoryTransports()
+	ctx := context.Background()
+	ss, err := server.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	cs, err := client.Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+
+	// Outside any trace, the client traces nothing; the server still traces what it serves.
+	if _, err := cs.ListTools(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range sr.Ended() {
+		if s.SpanKind() == trace.SpanKindClient {
+			t.Errorf("a client span outside any trace: %q", s.Name())
+		}
+	}
+
+	ctx, parent := tp.Tracer("test").Start(ctx, "caller")
+	meta := map[string]any{"progressToken": "p1"}
+	params := &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{}, Meta: meta}
+	if _, err := cs.CallTool(ctx, params); err != nil {
+		t.Fatal(err)
+	}
+	parent.End()
+	if _, ok := meta["traceparent"]; ok {
+		t.Errorf("the trace context was written into the caller's _meta: %v", meta)
+	}
+	var clientSpan, serverSpan sdktrace.ReadOnlySpan
+	for _, s := range sr.Ended() {
+		if s.Name() == "tools/call echo" && s.SpanKind() == trace.SpanKindClient {
+			clientSpan = s
+		}
+		if s.Name() == "tools/call echo" && s.SpanKind() == trace.SpanKindServer {
+			serverSpan = s
+		}
+	}
+	if clientSpan == nil || serverSpan == nil {
+		t.Fatalf("spans: client %v, server %v", clientSpan, serverSpan)
+	}
+	if clientSpan.Parent().SpanID() != parent.SpanContext().SpanID() || serverSpan.Parent().SpanID() != clientSpan.SpanContext().SpanID() ||
+		serverSpan.SpanContext().TraceID() != parent.SpanContext().TraceID() {
+		t.Errorf("links: client's parent %v (want %v), server's parent %v (want %v)", clientSpan.Parent().SpanID(), parent.SpanContext().SpanID(),
+			serverSpan.Parent().SpanID(), clientSpan.SpanContext().SpanID())
+	}
+	if seen.SpanID() != serverSpan.SpanContext().SpanID() {
+		t.Errorf("the tool ran under span %v, want the server span %v", seen.SpanID(), serverSpan.SpanContext().SpanID())
+	}
+	for _, s := range []sdktrace.ReadOnlySpan{clientSpan, serverSpan} {
+		a := attrMap(s.Attributes())
+		if a["mcp.method.name"].AsString() != "tools/call" || a["gen_ai.tool.name"].AsString() != "echo" || a["error.type"].AsString() != "tool_error" ||
+			a["network.transport"].AsString() != "pipe" || a["mcp.protocol.version"].AsString() == "" {
+			t.Errorf("%v span attributes: %v", s.SpanKind(), a)
+		}
+	}
+
+	// A JSON-RPC error is recorded with its code.
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "nope"}); err == nil {
+		t.Fatal("calling an unknown tool succeeded")
+	}
+	for _, s := range sr.Ended() {
+		if s.Name() == "tools/call nope" && s.SpanKind() == trace.SpanKindClient {
+			if a := attrMap(s.Attributes()); a["rpc.response.status_code"].AsString() == "" || a["error.type"].AsString() != a["rpc.response.status_code"].AsString() {
+				t.Errorf("failed call's span: %v", a)
+			}
+		}
+	}
+}
+
+func TestEnabled(t *testing.T) {
+	for _, tc := range []struct {
+		exporter string
+		env      map[string]string
+		want     bool
+		err      string
+	}{
+		{want: false},
+		{exporter: "none", env: map[string]string{"OTEL_TRACES_EXPORTER": "otlp"}, want: false},
+		{env: map[string]string{"OTEL_TRACES_EXPORTER": "otlp"}, want: true},
+		{exporter: "otlp", want: true},
+		{exporter: "otlp", env: map[string]string{"OTEL_SDK_DISABLED": "true"}, want: false},
+		{env: map[string]string{"OTEL_TRACES_EXPORTER": "zipkin"}, err: `"zipkin" is not supported`},
+	} {
+		cfg := telemetry.Config{Exporter: tc.exporter, Getenv: func(k string) string { return tc.env[k] }}
+		got, err := cfg.Enabled()
+		if got != tc.want || (err == nil) != (tc.err == "") || (err != nil && !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("exporter %q, env %v: %v, %v; want %v, %q", tc.exporter, tc.env, got, err, tc.want, tc.err)
+		}
+	}
+	if _, err := telemetry.Setup(context.Background(), telemetry.Config{Exporter: "otlp", Protocol: "thrift"}); err == nil || !strings.Contains(err.Error(), "thrift") {
+		t.Errorf("an unknown protocol: %v", err)
+	}
+	if tel, err := telemetry.Setup(context.Background(), telemetry.Config{}); tel != nil || err != nil {
+		t.Errorf("Setup with telemetry off = %v, %v; want nil, nil", tel, err)
+	}
+}
+
+// traceService is an OTLP/gRPC trace receiver.
+type traceService struct {
+	coltracepb.UnimplementedTraceServiceServer
+	mu    sync.Mutex
+	names []string
+	auth  []string
+}
+
+func (s *traceService) Export(ctx context.Context, req *coltracepb.ExportTraceServiceRequest) (*coltracepb.ExportTraceServiceResponse, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, rs := range req.GetResourceSpans() {
+		for _, ss := range rs.GetScopeSpans() {
+			for _, sp := range ss.GetSpans() {
+				s.names = append(s.names, sp.GetName())
+			}
+		}
+	}
+	return &coltracepb.ExportTraceServiceResponse{}, nil
+}
+
+// metricService is an OTLP/gRPC metrics receiver that drops what it gets.
+type metricService struct {
+	colmetricpb.UnimplementedMetricsServiceServer
+}
+
+func (metricService) Export(context.Context, *colmetricpb.ExportMetricsServiceRequest) (*colmetricpb.ExportMetricsServiceResponse, error) {
+	return &colmetricpb.ExportMetricsServiceResponse{}, nil
+}
+
+// TestSetupGRPC exports a run's spans over OTLP/gRPC to a receiver, with the configured headers.
+func TestSetupGRPC(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var headers []string
+	srv := grpc.NewServer(grpc.UnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		headers = append(headers, metadataValue(ctx, "x-key"))
+		return h(ctx, req)
+	}))
+	svc := &traceService{}
+	coltracepb.RegisterTraceServiceServer(srv, svc)
+	colmetricpb.RegisterMetricsServiceServer(srv, metricService{})
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Stop()
+
+	tel, err := telemetry.Setup(context.Background(), telemetry.Config{Exporter: "otlp", Protocol: "grpc", Endpoint: "http://" + ln.Addr().String(),
+		Headers: map[string]string{"x-key": "v"}, Getenv: func(string) string { return "" }})
+	if err != nil || tel == nil {
+		t.Fatalf("Setup: %v, %v", tel, err)
+	}
+	model := &scripted{turns: []llm.Message{{Role: llm.RoleAssistant, Content: "hello"}}}
+	orch := host.New(model, host.NewToolManager(nil, nil), &host.Options{Name: "g", Observer: tel.Observer()})
+	if _, err := orch.Ask(context.Background(), &host.Request{Prompt: "hi"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := tel.Shutdown(context.Background()); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	svc.mu.Lock()
+	defer svc.mu.Unlock()
+	if strings.Join(svc.names, ",") != "chat m1,invoke_agent g" {
+		t.Errorf("spans received over gRPC: %v", svc.names)
+	}
+	if len(headers) == 0 || headers[0] != "v" {
+		t.Errorf("x-key headers: %v", headers)
+	}
+}
+
+func metadataValue(ctx context.Context, key string) string {
+	md, _ := metadata.FromIncomingContext(ctx)
+	if v := md.Get(key); len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
