@@ -164,6 +164,14 @@ examples = ["What changed in Go 1.26?"]
 id = "summarize"
 name = "Summarize"
 description = "Summarizes a text."
+
+[telemetry]
+exporter = "otlp"
+protocol = "grpc"
+endpoint = "http://collector:4317"
+headers = { api-key = "k" }
+service_name = "helper-agent"
+capture_content = true
 `
 	got, err := Parse("/etc/agenthost/agent.toml", []byte(src), envOf(nil))
 	if err != nil {
@@ -243,6 +251,8 @@ description = "Summarizes a text."
 			MaxBodyBytes:   1 << 20, ExposeTools: true, ProgressInterval: Duration{time.Second},
 			InputTimeout: Duration{2 * time.Minute}, MaxWaitingCalls: 20,
 		},
+		Telemetry: Telemetry{Exporter: "otlp", Protocol: "grpc", Endpoint: "http://collector:4317", Headers: map[string]string{"api-key": "k"},
+			ServiceName: "helper-agent", CaptureContent: true},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Parse =\n%#v\nwant\n%#v", got, want)
@@ -420,6 +430,11 @@ agent.toml:2: serve.oauth.required_scopes[0]: must be a scope: printable, withou
 			`agent.toml:2: serve.auth_token_env: conflicts with [serve.oauth]: requests carry either the issuer's tokens or a static one; keep one
 agent.toml:4: serve.oauth.issuer: must be an https URL (http only on a loopback host) with no query or fragment, such as "https://login.example.com/" (got "http://idp.example.com")
 agent.toml:6: serve.oauth.jwks_url: must be an https URL (http only on a loopback host) with no query or fragment (got "https://idp.example.com/keys?x=1")`},
+		{"telemetry values", "[telemetry]\nexporter = \"jaeger\"\nprotocol = \"http\"\nendpoint = \"localhost:4318\"\nheaders = { \"a b\" = \"x\" }\n", nil,
+			`agent.toml:2: telemetry.exporter: must be one of "otlp", "none" (got "jaeger")
+agent.toml:3: telemetry.protocol: must be one of "http/protobuf", "grpc" (got "http")
+agent.toml:4: telemetry.endpoint: must be an http or https URL (got "localhost:4318")
+agent.toml:5: telemetry.headers."a b": not a valid HTTP header name`},
 		{"serve oauth unknown key", "[serve.oauth]\nissuer = \"http://127.0.0.1:9\"\naudience = \"a\"\nscopes = []\n", nil,
 			`agent.toml:4: serve.oauth.scopes: unknown key`},
 		{"peer needs url", "[a2a.peers.p]\ndescription = \"d\"\n", nil,
@@ -971,6 +986,17 @@ func TestExampleSkill(t *testing.T) {
 	}
 }
 
+// TestExampleTelemetry checks that the commented [telemetry] example loads once it is uncommented.
+func TestExampleTelemetry(t *testing.T) {
+	c, err := Parse("agent.toml", []byte(uncommentExample(t, "[telemetry]")), envOf(map[string]string{"COLLECTOR_KEY": "k"}))
+	if err != nil {
+		t.Fatalf("agent.toml with [telemetry] uncommented:\n%v", err)
+	}
+	if c.Telemetry.Exporter != ExporterOTLP || c.Telemetry.Endpoint == "" || c.Telemetry.Headers["api-key"] != "k" {
+		t.Errorf("telemetry = %+v", c.Telemetry)
+	}
+}
+
 // TestExampleServeOAuth checks that the commented [serve.oauth] example loads once it is uncommented.
 func TestExampleServeOAuth(t *testing.T) {
 	c, err := Parse("agent.toml", []byte(uncommentExample(t, "[serve.oauth]")), envOf(nil))
@@ -995,6 +1021,7 @@ func TestExampleFileDocumentsEveryKey(t *testing.T) {
 		reflect.TypeFor[ToolPolicy](), reflect.TypeFor[MCPServer](), reflect.TypeFor[A2APeer](), reflect.TypeFor[Serve](),
 		reflect.TypeFor[Skill](), reflect.TypeFor[FetchURL](), reflect.TypeFor[WebSearch](), reflect.TypeFor[Files](),
 		reflect.TypeFor[DocSearch](), reflect.TypeFor[Calculate](), reflect.TypeFor[SubAgent](), reflect.TypeFor[ServeOAuth](),
+		reflect.TypeFor[Telemetry](),
 	} {
 		for f := range typ.Fields() {
 			key := snake(f.Name)

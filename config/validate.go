@@ -110,8 +110,12 @@ func (c *Config) check() issues {
 
 func checkTelemetry(is *issues, t *Telemetry) {
 	p := func(key string) []string { return []string{"telemetry", key} }
-	checkEnum(is, p("exporter"), t.Exporter, []string{"", ExporterNone, ExporterOTLP})
-	checkEnum(is, p("protocol"), t.Protocol, []string{"", ProtocolHTTP, ProtocolGRPC})
+	if t.Exporter != "" { // "": as the environment says
+		checkEnum(is, p("exporter"), t.Exporter, []string{ExporterOTLP, ExporterNone})
+	}
+	if t.Protocol != "" {
+		checkEnum(is, p("protocol"), t.Protocol, []string{ProtocolHTTP, ProtocolGRPC})
+	}
 	if t.Endpoint != "" {
 		checkURL(is, p("endpoint"), t.Endpoint)
 	}

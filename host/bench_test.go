@@ -8,52 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agenthost/agenthost/llm"
+	"github.com/agenthost/agenthost/llm/testmodel"
 )
-
-// benchModel is an in-process model with no latency: it calls tools for a number of rounds, then answers. Its
-// responses are made once, so the benchmark measures the orchestrator, not the model.
-type benchModel struct {
-	rounds []*llm.Response
-	answer *llm.Response
-	deltas []llm.Delta
-}
-
-func newBenchModel(rounds, calls, tools int) *benchModel {
-	usage := llm.Usage{Requests: 1, PromptTokens: 1000, CompletionTokens: 50, TotalTokens: 1050}
-	m := &benchModel{}
-	for r := range rounds {
-		tc := make([]llm.ToolCall, calls)
-		for i := range tc {
-			tc[i] = llm.ToolCall{ID: fmt.Sprintf("call_%d_%d", r, i), Name: fmt.Sprintf("tool_%02d", (r*calls+i)%tools), Arguments: fmt.Sprintf(`{"query":"q%d","limit":%d}`, i, r)}
-		}
-		m.rounds = append(m.rounds, &llm.Response{Message: llm.Message{Role: llm.RoleAssistant, ToolCalls: tc}, Usage: usage, FinishReason: llm.FinishToolCalls})
-	}
-	text := "All done [source 1], see also [source 2]."
-	m.answer = &llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Content: text}, Usage: usage, FinishReason: llm.FinishStop}
-	for i := 0; i < len(text); i += 8 {
-		m.deltas = append(m.deltas, llm.Delta{Text: text[i:min(i+8, len(text))]})
-	}
-	return m
-}
-
-func (m *benchModel) Generate(_ context.Context, req *llm.Request, onDelta func(llm.Delta)) (*llm.Response, error) {
-	round := 0
-	for _, msg := range req.Messages {
-		if msg.Role == llm.RoleAssistant && len(msg.ToolCalls) > 0 {
-			round++
-		}
-	}
-	if round < len(m.rounds) {
-		return m.rounds[round], nil
-	}
-	if onDelta != nil {
-		for _, d := range m.deltas {
-			onDelta(d)
-		}
-	}
-	return m.answer, nil
-}
 
 // BenchmarkOrchestratorOverhead measures the loop's own cost: 50 tools offered, 10 tool calls per round, 3 rounds
 // and an answer (4 iterations), with a model and tools that take no time.
@@ -73,7 +29,7 @@ func BenchmarkOrchestratorOverhead(b *testing.B) {
 	// With a bound of 1, the figures show the loop alone.
 	for _, kept := range []int{1000, 1} {
 		b.Run(fmt.Sprintf("history=%d", kept), func(b *testing.B) {
-			o := New(newBenchModel(rounds, 10, 50), NewToolManager([]Toolset{&staticSet{name: "bench", tools: tools}}, nil),
+			o := New(testmodel.NewRounds(rounds, 10, 50), NewToolManager([]Toolset{&staticSet{name: "bench", tools: tools}}, nil),
 				&Options{Conversations: NewMemoryStore(&MemoryStoreOptions{MaxConversations: kept})})
 			ctx := context.Background()
 			b.ReportAllocs()

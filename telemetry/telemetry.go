@@ -142,10 +142,19 @@ func (cfg *Config) protocol() (string, error) {
 	return "", fmt.Errorf("OTLP protocol %q is not supported: use %q or %q", p, ProtocolHTTP, ProtocolGRPC)
 }
 
-// Setup starts exporting as cfg says. It returns nil, and no error, when telemetry is off. The exporters connect
-// lazily: a collector that is down loses spans, and is reported by the SDK's error handler, but never fails a run.
-// The Telemetry must be shut down, which flushes what is buffered.
-func Setup(ctx context.Context, cfg Config) (*Telemetry, error) {
+// Resolved is where telemetry goes once the configuration and the environment are read.
+type Resolved struct {
+	// Protocol is "http/protobuf" or "grpc".
+	Protocol string
+	// Endpoint is where spans go: a base URL (HTTP: spans to <Endpoint>/v1/traces, unless it came from
+	// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, which is the full URL), without user info, query or fragment.
+	Endpoint string
+	// Service is the service name the resource gets.
+	Service string
+}
+
+// Resolve reads cfg and the environment as Setup does. It returns nil, and no error, when telemetry is off.
+func (cfg *Config) Resolve() (*Resolved, error) {
 	on, err := cfg.Enabled()
 	if err != nil || !on {
 		return nil, err
@@ -154,11 +163,49 @@ func Setup(ctx context.Context, cfg Config) (*Telemetry, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Endpoint != "" {
-		if u, err := url.Parse(cfg.Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, fmt.Errorf("telemetry endpoint %q is not an http(s) URL", cfg.Endpoint)
+	getenv := cfg.env()
+	r := &Resolved{Protocol: proto, Service: "agenthost"}
+	if s := getenv("OTEL_SERVICE_NAME"); s != "" {
+		r.Service = s
+	}
+	if cfg.ServiceName != "" {
+		r.Service = cfg.ServiceName
+	}
+	endpoint := cfg.Endpoint
+	for _, v := range []string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"} {
+		if endpoint == "" {
+			endpoint = getenv(v)
 		}
 	}
+	if endpoint == "" {
+		endpoint = defaultEndpoint(proto)
+	}
+	u, err := url.Parse(endpoint)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("telemetry endpoint %q is not an http(s) URL", endpoint)
+	}
+	u.User, u.RawQuery, u.Fragment = nil, "", ""
+	r.Endpoint = u.String()
+	return r, nil
+}
+
+// defaultEndpoint is the specification's default collector: plain http on localhost.
+func defaultEndpoint(proto string) string {
+	if proto == ProtocolGRPC {
+		return "http://localhost:4317"
+	}
+	return "http://localhost:4318"
+}
+
+// Setup starts exporting as cfg says. It returns nil, and no error, when telemetry is off. The exporters connect
+// lazily: a collector that is down loses spans, and is reported by the SDK's error handler, but never fails a run.
+// The Telemetry must be shut down, which flushes what is buffered.
+func Setup(ctx context.Context, cfg Config) (*Telemetry, error) {
+	r, err := cfg.Resolve()
+	if err != nil || r == nil {
+		return nil, err
+	}
+	proto := r.Protocol
 	// Later detectors override earlier ones: the default name, then OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES,
 	// then the configuration.
 	rattrs := []attribute.KeyValue{}
@@ -174,7 +221,20 @@ func Setup(ctx context.Context, cfg Config) (*Telemetry, error) {
 		return nil, fmt.Errorf("telemetry resource: %w", err)
 	}
 
-	spans, metrics, err := exporters(ctx, proto, cfg.Endpoint, cfg.Headers)
+	// The Go exporters default to https://localhost; the specification's default, which collectors listen on, is
+	// plain http. A signal whose endpoint no variable names gets it.
+	getenv := cfg.env()
+	traceBase, metricBase := cfg.Endpoint, cfg.Endpoint
+	if cfg.Endpoint == "" {
+		local := defaultEndpoint(proto)
+		if getenv("OTEL_EXPORTER_OTLP_ENDPOINT") == "" && getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") == "" {
+			traceBase = local
+		}
+		if getenv("OTEL_EXPORTER_OTLP_ENDPOINT") == "" && getenv("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT") == "" {
+			metricBase = local
+		}
+	}
+	spans, metrics, err := exporters(ctx, proto, traceBase, metricBase, cfg.Headers)
 	if err != nil {
 		return nil, err
 	}
@@ -187,15 +247,18 @@ func Setup(ctx context.Context, cfg Config) (*Telemetry, error) {
 	return t, nil
 }
 
-// exporters returns the OTLP span and metric exporters.
-func exporters(ctx context.Context, proto, endpoint string, headers map[string]string) (sdktrace.SpanExporter, sdkmetric.Exporter, error) {
-	base := strings.TrimRight(endpoint, "/")
+// exporters returns the OTLP span and metric exporters, sending to the collector at traceBase and metricBase
+// ("" leaves it to the OTEL_* variables).
+func exporters(ctx context.Context, proto, traceBase, metricBase string, headers map[string]string) (sdktrace.SpanExporter, sdkmetric.Exporter, error) {
+	traceBase, metricBase = strings.TrimRight(traceBase, "/"), strings.TrimRight(metricBase, "/")
 	if proto == ProtocolGRPC {
 		var topts []otlptracegrpc.Option
 		var mopts []otlpmetricgrpc.Option
-		if base != "" {
-			topts = append(topts, otlptracegrpc.WithEndpointURL(base))
-			mopts = append(mopts, otlpmetricgrpc.WithEndpointURL(base))
+		if traceBase != "" {
+			topts = append(topts, otlptracegrpc.WithEndpointURL(traceBase))
+		}
+		if metricBase != "" {
+			mopts = append(mopts, otlpmetricgrpc.WithEndpointURL(metricBase))
 		}
 		if len(headers) > 0 {
 			topts = append(topts, otlptracegrpc.WithHeaders(headers))
@@ -213,9 +276,11 @@ func exporters(ctx context.Context, proto, endpoint string, headers map[string]s
 	}
 	var topts []otlptracehttp.Option
 	var mopts []otlpmetrichttp.Option
-	if base != "" {
-		topts = append(topts, otlptracehttp.WithEndpointURL(base+"/v1/traces"))
-		mopts = append(mopts, otlpmetrichttp.WithEndpointURL(base+"/v1/metrics"))
+	if traceBase != "" {
+		topts = append(topts, otlptracehttp.WithEndpointURL(traceBase+"/v1/traces"))
+	}
+	if metricBase != "" {
+		mopts = append(mopts, otlpmetrichttp.WithEndpointURL(metricBase+"/v1/metrics"))
 	}
 	if len(headers) > 0 {
 		topts = append(topts, otlptracehttp.WithHeaders(headers))

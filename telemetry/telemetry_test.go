@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -22,6 +23,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/internal/otlpsink"
 	"github.com/agenthost/agenthost/llm"
 	"github.com/agenthost/agenthost/telemetry"
 )
@@ -431,4 +433,70 @@ func metadataValue(ctx context.Context, key string) string {
 		return v[0]
 	}
 	return ""
+}
+
+// runTraced runs one answer-only run observed by tel, then shuts tel down, which flushes its spans.
+func runTraced(t *testing.T, tel *telemetry.Telemetry) {
+	t.Helper()
+	model := &scripted{turns: []llm.Message{{Role: llm.RoleAssistant, Content: "hello"}}}
+	orch := host.New(model, host.NewToolManager(nil, nil), &host.Options{Name: "env", Observer: tel.Observer()})
+	if _, err := orch.Ask(context.Background(), &host.Request{Prompt: "hi"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := tel.Shutdown(context.Background()); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+}
+
+// TestSetupFromEnvironment turns telemetry on with the standard variables alone.
+func TestSetupFromEnvironment(t *testing.T) {
+	sink := otlpsink.New()
+	defer sink.Close()
+	t.Setenv("OTEL_TRACES_EXPORTER", "otlp")
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", sink.URL)
+	t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", "x-from-env=yes")
+	t.Setenv("OTEL_SERVICE_NAME", "from-env")
+	t.Setenv("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment.name=test")
+	tel, err := telemetry.Setup(context.Background(), telemetry.Config{Getenv: os.Getenv})
+	if err != nil || tel == nil {
+		t.Fatalf("Setup: %v, %v", tel, err)
+	}
+	runTraced(t, tel)
+	spans := sink.Spans()
+	if len(spans) != 2 || spans[0].Service != "from-env" {
+		t.Errorf("spans: %+v", spans)
+	}
+	if h := sink.Headers(); len(h) == 0 || h[0].Get("X-From-Env") != "yes" {
+		t.Errorf("export headers: %v", h)
+	}
+	// The configuration's service name wins over the variable.
+	sink2 := otlpsink.New()
+	defer sink2.Close()
+	tel, err = telemetry.Setup(context.Background(), telemetry.Config{Exporter: "otlp", Endpoint: sink2.URL, ServiceName: "from-config", Getenv: os.Getenv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runTraced(t, tel)
+	if spans := sink2.Spans(); len(spans) != 2 || spans[0].Service != "from-config" {
+		t.Errorf("spans with service_name set: %+v", spans)
+	}
+}
+
+// TestSetupDefaultEndpoint checks that without an endpoint the spans go to http://localhost:4318, as the
+// specification says, and not over TLS, as the Go exporters would.
+func TestSetupDefaultEndpoint(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:4318")
+	if err != nil {
+		t.Fatalf("this test needs port 4318 of 127.0.0.1, the OTLP/HTTP default: %v", err)
+	}
+	sink := otlpsink.NewOn(ln)
+	defer sink.Close()
+	tel, err := telemetry.Setup(context.Background(), telemetry.Config{Exporter: "otlp", Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runTraced(t, tel)
+	if spans := sink.Spans(); len(spans) != 2 {
+		t.Errorf("spans at the default endpoint: %+v", spans)
+	}
 }

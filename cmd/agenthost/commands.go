@@ -8,12 +8,15 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/url"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"text/tabwriter"
+	"time"
 
 	"github.com/agenthost/agenthost/a2a"
 	"github.com/agenthost/agenthost/config"
@@ -357,6 +360,7 @@ func cmdCheck(ctx context.Context, args []string, io *stdio) error {
 		}
 	}
 	oauthErr := checkServeOAuth(ctx, io, a)
+	telErr := checkTelemetry(ctx, io, a.cfg)
 	st := checkState(ctx, a.cfg, a.logger)
 	tw := tabwriter.NewWriter(io.out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "STATE\tWHERE\tSTATUS\tCONVERSATIONS")
@@ -371,6 +375,9 @@ func cmdCheck(ctx context.Context, args []string, io *stdio) error {
 	}
 	if oauthErr != nil {
 		errs = append(errs, oauthErr)
+	}
+	if telErr != nil {
+		errs = append(errs, telErr)
 	}
 	if len(failed) > 0 {
 		errs = append(errs, fmt.Errorf("MCP servers not reachable: %s", strings.Join(failed, ", ")))
@@ -410,6 +417,41 @@ func checkServeOAuth(ctx context.Context, io *stdio, a *app) error {
 		return err
 	}
 	return failure
+}
+
+// checkTelemetry prints where telemetry goes, from [telemetry] and the OTEL_* variables, and whether the collector
+// accepts connections; nothing when telemetry is off. It returns why telemetry could not start, if it could not. A
+// collector that is down is reported but is no error: runs do not depend on it.
+func checkTelemetry(ctx context.Context, io *stdio, cfg *config.Config) error {
+	tc := wiring.Telemetry(cfg, version, os.Getenv)
+	r, err := tc.Resolve()
+	if err != nil {
+		return fmt.Errorf("telemetry: %w", err)
+	}
+	if r == nil {
+		return nil
+	}
+	status := "reachable"
+	u, _ := url.Parse(r.Endpoint)
+	addr := u.Host
+	if u.Port() == "" {
+		addr = net.JoinHostPort(u.Hostname(), map[string]string{"http": "80", "https": "443"}[u.Scheme])
+	}
+	dctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	if c, err := (&net.Dialer{}).DialContext(dctx, "tcp", addr); err != nil {
+		status = "unreachable: " + truncate(err.Error(), 80)
+	} else {
+		c.Close()
+	}
+	content := "no"
+	if tc.CaptureContent {
+		content = "yes"
+	}
+	tw := tabwriter.NewWriter(io.out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TELEMETRY\tPROTOCOL\tENDPOINT\tSERVICE\tCONTENT\tSTATUS")
+	fmt.Fprintf(tw, "otlp\t%s\t%s\t%s\t%s\t%s\n", r.Protocol, r.Endpoint, r.Service, content, status)
+	return tw.Flush()
 }
 
 // printAgents prints the sub-agents with their models and tools, and warns of the tools they name that no source

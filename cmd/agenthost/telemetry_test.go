@@ -230,3 +230,59 @@ func dumpSpans(spans []otlpsink.Span) string {
 	}
 	return b.String()
 }
+
+// TestTelemetryCheck: `agenthost check` says where telemetry goes, from [telemetry] or the OTEL_* variables, and
+// whether the collector listens, without the export headers and without exporting anything itself.
+func TestTelemetryCheck(t *testing.T) {
+	sink := otlpsink.New()
+	t.Cleanup(sink.Close)
+	dir := t.TempDir()
+	cfg := writeFile(t, dir, "agent.toml", "[model]\nprovider = \"test\"\n"+telemetryConfig(sink, "checked")+"capture_content = true\n")
+	r := agenthost(t, dir, "", nil, "check", "--config", cfg)
+	if r.code != 0 || !strings.Contains(r.stdout, "TELEMETRY") {
+		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	line := lineWith(r.stdout, sink.URL)
+	for _, want := range []string{"otlp", "http/protobuf", "checked", "yes", "reachable"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("the telemetry line %q lacks %q", line, want)
+		}
+	}
+	if strings.Contains(r.stdout, "k1") {
+		t.Errorf("check printed an export header's value:\n%s", r.stdout)
+	}
+
+	// Telemetry from the environment alone, to a collector that is down: reported, not an error.
+	closed := otlpsink.New()
+	closedURL := closed.URL
+	closed.Close()
+	plain := writeFile(t, dir, "plain.toml", "[model]\nprovider = \"test\"\n")
+	r = agenthost(t, dir, "", []string{"OTEL_TRACES_EXPORTER=otlp", "OTEL_EXPORTER_OTLP_PROTOCOL=grpc", "OTEL_EXPORTER_OTLP_ENDPOINT=" + closedURL, "OTEL_SERVICE_NAME=env-svc"},
+		"check", "--config", plain)
+	line = lineWith(r.stdout, closedURL)
+	if r.code != 0 || !strings.Contains(line, "grpc") || !strings.Contains(line, "env-svc") || !strings.Contains(line, "unreachable") {
+		t.Errorf("exit %d, telemetry line %q\n%s", r.code, line, r.stderr)
+	}
+	// Off: no table.
+	r = agenthost(t, dir, "", nil, "check", "--config", plain)
+	if r.code != 0 || strings.Contains(r.stdout, "TELEMETRY") {
+		t.Errorf("check with telemetry off: exit %d\n%s", r.code, r.stdout)
+	}
+	// A bad variable fails the check.
+	r = agenthost(t, dir, "", []string{"OTEL_TRACES_EXPORTER=zipkin"}, "check", "--config", plain)
+	if r.code == 0 || !strings.Contains(r.stderr, `"zipkin" is not supported`) {
+		t.Errorf("check with OTEL_TRACES_EXPORTER=zipkin: exit %d\n%s", r.code, r.stderr)
+	}
+	if n := len(sink.Spans()); n != 0 {
+		t.Errorf("check exported %d spans", n)
+	}
+}
+
+func lineWith(text, s string) string {
+	for line := range strings.Lines(text) {
+		if strings.Contains(line, s) {
+			return line
+		}
+	}
+	return ""
+}

@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"encoding/hex"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -42,10 +43,18 @@ type Sink struct {
 	headers []http.Header
 }
 
-// New starts a receiver on 127.0.0.1. Close it when done.
-func New() *Sink {
+// New starts a receiver on a free port of 127.0.0.1. Close it when done.
+func New() *Sink { return NewOn(nil) }
+
+// NewOn starts a receiver on ln, or on a free port of 127.0.0.1 when ln is nil. Close it when done.
+func NewOn(ln net.Listener) *Sink {
 	s := &Sink{metrics: map[string]map[string]bool{}}
-	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
+	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
+	if ln != nil {
+		s.Listener.Close()
+		s.Listener = ln
+	}
+	s.Start()
 	return s
 }
 

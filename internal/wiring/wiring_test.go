@@ -11,6 +11,7 @@ import (
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/llm/openai"
 	"github.com/agenthost/agenthost/mcpserver"
+	"github.com/agenthost/agenthost/telemetry"
 )
 
 // testConfig sets every key the mapping reads to a value other than its default.
@@ -63,6 +64,14 @@ expose_tools = true
 progress_interval = "1s"
 input_timeout = "2m"
 max_waiting_calls = 5
+
+[telemetry]
+exporter = "otlp"
+protocol = "grpc"
+endpoint = "http://127.0.0.1:4317"
+headers = { api-key = "k" }
+service_name = "helper-svc"
+capture_content = true
 `
 
 func TestMapping(t *testing.T) {
@@ -92,7 +101,7 @@ func TestMapping(t *testing.T) {
 	if want := (&host.Options{
 		Instructions: "Be brief.", MaxIterations: 7, MaxToolCalls: 3, ToolTimeout: 40 * time.Second, Temperature: &temp,
 		MaxTokens: 300, CitationStyle: host.CitationStyle("sup"), Limits: host.Limits{Requests: 9, TotalTokens: 5000, ToolCalls: 11},
-		ContextTokens: 9000,
+		ContextTokens: 9000, Name: "helper", Description: "Helps.",
 	}); !reflect.DeepEqual(h, want) {
 		t.Errorf("HostOptions = %+v\nwant %+v", h, want)
 	}
@@ -109,6 +118,17 @@ func TestMapping(t *testing.T) {
 		MaxWaitingCalls: 5,
 	}); !reflect.DeepEqual(got, want) {
 		t.Errorf("ServerOptions = %+v\nwant %+v", got, want)
+	}
+
+	env := func(k string) string { return "env:" + k }
+	tel := Telemetry(cfg, "v2", env)
+	if tel.Getenv == nil || tel.Getenv("X") != "env:X" {
+		t.Errorf("Telemetry's Getenv does not read the environment given")
+	}
+	tel.Getenv = nil
+	if want := (telemetry.Config{Exporter: "otlp", Protocol: "grpc", Endpoint: "http://127.0.0.1:4317", Headers: map[string]string{"api-key": "k"},
+		ServiceName: "helper-svc", ServiceVersion: "v2", CaptureContent: true}); !reflect.DeepEqual(tel, want) {
+		t.Errorf("Telemetry = %+v\nwant %+v", tel, want)
 	}
 
 	got := HTTPOptions(cfg.Serve, Access{Token: "tok"}, "127.0.0.1:1", nil)
