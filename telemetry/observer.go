@@ -241,7 +241,7 @@ func errorType(err error) string {
 	case errors.Is(err, context.Canceled):
 		return errorCancelled
 	}
-	return string(semconv.ErrorTypeOther.Value.AsString())
+	return semconv.ErrorTypeOther.Value.AsString()
 }
 
 func spanName(op, target string) string {

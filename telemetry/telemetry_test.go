@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
@@ -498,5 +500,54 @@ func TestSetupDefaultEndpoint(t *testing.T) {
 	runTraced(t, tel)
 	if spans := sink.Spans(); len(spans) != 2 {
 		t.Errorf("spans at the default endpoint: %+v", spans)
+	}
+}
+
+// headerTransport adds a traceparent header to every request.
+type headerTransport struct{ traceparent string }
+
+func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Traceparent", h.traceparent)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestMCPServerHTTPHeader: over streamable HTTP, a request without trace context in _meta is parented by the
+// traceparent header of its HTTP request, as a client without MCP-level propagation sends it.
+func TestMCPServerHTTPHeader(t *testing.T) {
+	tp, sr, mp, _ := providers(t)
+	tel := telemetry.New(tp, mp, nil)
+	server := mcp.NewServer(&mcp.Implementation{Name: "s", Version: "1"}, nil)
+	mcp.AddTool(server, &mcp.Tool{Name: "echo"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "hi"}}}, nil, nil
+	})
+	server.AddReceivingMiddleware(tel.MCPServer())
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil))
+	defer ts.Close()
+	const traceID, spanID = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+	client := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil)
+	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: ts.URL,
+		HTTPClient: &http.Client{Transport: headerTransport{"00-" + traceID + "-" + spanID + "-01"}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{}}); err != nil {
+		t.Fatal(err)
+	}
+	var found bool
+	for _, s := range sr.Ended() {
+		if s.Name() == "tools/call echo" {
+			found = true
+			if s.SpanContext().TraceID().String() != traceID || s.Parent().SpanID().String() != spanID || !s.Parent().IsRemote() {
+				t.Errorf("server span: trace %s, parent %s (remote %v); want %s, %s", s.SpanContext().TraceID(), s.Parent().SpanID(), s.Parent().IsRemote(), traceID, spanID)
+			}
+			if a := attrMap(s.Attributes()); a["network.transport"].AsString() != "tcp" || a["mcp.session.id"].AsString() == "" {
+				t.Errorf("server span attributes: %v", a)
+			}
+		}
+	}
+	if !found {
+		t.Error("no server span for tools/call")
 	}
 }
