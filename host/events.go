@@ -55,6 +55,8 @@ const (
 	StopUsageLimit     StopReason = "usage_limit"
 	StopCancelled      StopReason = "cancelled"
 	StopNoOutput       StopReason = "no_output"
+	// StopInvalidOutput: the answers did not match the output schema, retries included.
+	StopInvalidOutput StopReason = "invalid_output"
 	StopError          StopReason = "error"
 )
 
@@ -67,8 +69,12 @@ type NumberedReference struct {
 
 // Answer is the outcome of a run.
 type Answer struct {
-	// Text is the final answer with citations rendered in the configured style (and its list of sources).
+	// Text is the final answer with citations rendered in the configured style (and its list of sources); with an
+	// output schema, Output as indented JSON.
 	Text string `json:"answer"`
+	// Output is the structured answer, a JSON value that matched the run's output schema, with its citations
+	// rendered in its strings; nil without an output schema.
+	Output json.RawMessage `json:"output,omitempty"`
 	// References are the documents the answer cites, numbered as in Text.
 	References     []NumberedReference `json:"references"`
 	ConversationID string              `json:"conversation_id"`

@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -68,6 +69,17 @@ type Options struct {
 	Name, Description string
 	// Observer watches each run, model call and tool call; nil watches nothing.
 	Observer Observer
+	// OutputSchema, when set, is the JSON Schema every run's answer must match, unless the request gives its own:
+	// the answer is then a JSON value (Answer.Output). CompileSchema checks it and the requests' schemas.
+	OutputSchema json.RawMessage
+	// CompileSchema compiles output schemas; nil makes a run with an output schema fail.
+	CompileSchema CompileFunc
+	// OutputMode is how the model is asked for a structured answer; "" means OutputTool. Runs on the request's own
+	// model (Request.Model) always use OutputTool.
+	OutputMode OutputMode
+	// OutputRetries is how many answers that do not match the output schema go back to the model, with what does
+	// not match, before the run stops with StopInvalidOutput; 0 means DefaultOutputRetries, negative none.
+	OutputRetries int
 }
 
 // Orchestrator runs the tool-calling loop. It is safe for concurrent use: each Run is independent, except that runs
@@ -103,6 +115,12 @@ func New(model llm.Model, tools *ToolManager, opts *Options) *Orchestrator {
 	if o.opts.CitationStyle == "" {
 		o.opts.CitationStyle = CitationMarkdown
 	}
+	switch {
+	case o.opts.OutputRetries == 0:
+		o.opts.OutputRetries = DefaultOutputRetries
+	case o.opts.OutputRetries < 0:
+		o.opts.OutputRetries = 0
+	}
 	o.conversations = o.opts.Conversations
 	if o.conversations == nil {
 		o.conversations = NewMemoryStore(nil)
@@ -136,6 +154,8 @@ type Request struct {
 	Model llm.Model
 	// Steps runs the run's steps; nil means DirectSteps. A durable runner makes the run resumable after a crash.
 	Steps StepRunner
+	// OutputSchema, when set, is the JSON Schema this run's answer must match, instead of Options.OutputSchema.
+	OutputSchema json.RawMessage
 	// Tag is opaque to the orchestrator: it names the front end's own object behind the run (an A2A task), for a
 	// durable runner, which hands it back to the front end when it resumes the run after a crash.
 	Tag string
@@ -232,6 +252,7 @@ type run struct {
 	infos     []IterationInfo
 	calls     []ToolCallInfo
 	truncated map[string]bool // tool call ids whose results were shortened to fit the context budget
+	output    *output         // the answer's schema; nil for a plain answer
 }
 
 func (r *run) run(ctx context.Context) (*Answer, error) {
@@ -241,6 +262,10 @@ func (r *run) run(ctx context.Context) (*Answer, error) {
 	}
 	tools := o.tools.currentTools(ctx)
 	if err := checkSelection(tools, r.req.Selection); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+	}
+	var err error
+	if r.output, err = r.newOutput(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
 	}
 	conv, done, err := o.open(ctx, r.req, r.steps)
@@ -351,7 +376,7 @@ func (r *run) loop(ctx context.Context, tools []*ManagedTool) (*Answer, error) {
 			}
 		}
 		if off == nil {
-			off = newOffer(tools, r.req.Selection)
+			off = r.output.offer(newOffer(tools, r.req.Selection))
 		}
 		info := IterationInfo{Iteration: i, Mode: "auto", ToolsOffered: len(off.tools)}
 		forced := i == 0 && len(off.forced) > 0 && i != last
@@ -407,9 +432,12 @@ func (r *run) loop(ctx context.Context, tools []*ManagedTool) (*Answer, error) {
 		}
 		toolCalls := resp.Message.ToolCalls
 		if info.Mode == "final" && len(toolCalls) > 0 {
-			// No tools were offered; a model that calls one anyway is not obeyed.
-			info.Note = fmt.Sprintf("ignored %d tool calls on the final iteration", len(toolCalls))
-			toolCalls = nil
+			// No tools were offered, but final_answer; a model that calls another anyway is not obeyed.
+			kept := slices.DeleteFunc(slices.Clone(toolCalls), func(c llm.ToolCall) bool { return r.output == nil || r.output.tool == nil || c.Name != OutputToolName })
+			if n := len(toolCalls) - len(kept); n > 0 {
+				info.Note = fmt.Sprintf("ignored %d tool calls on the final iteration", n)
+			}
+			toolCalls = kept
 		}
 		info.ToolCalls = len(toolCalls)
 		if len(toolCalls) == 0 {
@@ -421,13 +449,40 @@ func (r *run) loop(ctx context.Context, tools []*ManagedTool) (*Answer, error) {
 				r.infos[len(r.infos)-1].Note = "the model produced no output"
 				return r.stop(StopNoOutput, "The model produced no output."), nil
 			}
-			return r.answer(text), nil
+			if r.output == nil {
+				return r.answer(text), nil
+			}
+			value, problem := r.output.fromText(text)
+			if problem == nil {
+				return r.structured(value), nil
+			}
+			// The answer goes back to the model with what is wrong with it.
+			r.infos[len(r.infos)-1].Note = "the answer does not match the output schema: " + problem.Error()
+			if why := r.output.retry(o.opts.OutputRetries, problem); why != "" {
+				return r.stop(StopInvalidOutput, "The run stopped: "+why+"."), nil
+			}
+			r.messages = append(r.messages, llm.Message{Role: llm.RoleAssistant, Content: text},
+				llm.Message{Role: llm.RoleUser, Content: r.output.feedback(problem)})
+			continue
 		}
 
+		before := len(r.calls)
 		taker, err := r.round(ctx, i, off, resp.Message, toolCalls)
 		r.infos = append(r.infos, info)
 		if err != nil {
 			return nil, err
+		}
+		if r.output != nil && r.output.tool != nil {
+			if taker != nil && taker.tool == r.output.tool {
+				return r.structured(taker.result.Structured), nil
+			}
+			for _, c := range r.calls[before:] {
+				if c.Name == OutputToolName && !c.OK && !c.Duplicate {
+					if why := r.output.retry(o.opts.OutputRetries, errors.New(c.Error)); why != "" {
+						return r.stop(StopInvalidOutput, "The run stopped: "+why+"."), nil
+					}
+				}
+			}
 		}
 		if taker != nil {
 			return r.tookControl(taker), nil
@@ -489,6 +544,15 @@ func (r *run) request(off *offer, final bool, info *IterationInfo) *llm.Request 
 	if !final && len(off.specs) > 0 {
 		req.Tools = off.specs
 		req.ToolChoice = llm.ToolChoice{Mode: llm.ToolChoiceAuto}
+	}
+	if out := r.output; out != nil {
+		switch {
+		case out.mode == OutputNative:
+			req.Output = &llm.OutputFormat{Name: "answer", Schema: out.params}
+		case final: // the last iteration offers final_answer alone, and asks for it
+			req.Tools = []llm.ToolSpec{{Name: out.tool.Spec.Name, Description: out.tool.Spec.Description, Parameters: out.params}}
+			req.ToolChoice = llm.ToolChoice{Mode: llm.ToolChoiceFunction, Name: OutputToolName}
+		}
 	}
 	msgs, dropped, cut := fitBudget(system, r.past, r.messages, r.budget(req.Tools))
 	req.Messages = msgs

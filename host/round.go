@@ -439,6 +439,11 @@ func (r *run) systemPrompt(off *offer) string {
 			}
 		}
 	}
+	if r.output != nil {
+		if p := r.output.prompt(); p != "" {
+			parts = append(parts, p)
+		}
+	}
 	parts = append(parts, citationRule)
 	return strings.Join(parts, "\n\n")
 }

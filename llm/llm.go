@@ -75,6 +75,20 @@ type Request struct {
 	MaxTokens int
 	// Extra holds provider-specific body fields, passed through as they are.
 	Extra map[string]any
+	// Output, when set, asks for an answer that is a JSON value matching a schema (OpenAI's response_format of
+	// type json_schema). The model may still call tools instead.
+	Output *OutputFormat
+}
+
+// OutputFormat is the shape a model's answer must take.
+type OutputFormat struct {
+	// Name names the schema: letters, digits, "_" and "-", at most 64.
+	Name string
+	// Schema is the JSON Schema of the answer.
+	Schema json.RawMessage
+	// Strict asks the provider to enforce the schema while generating, which constrains the schemas it accepts
+	// (OpenAI's strict mode: every property required, no additional properties).
+	Strict bool
 }
 
 // FinishReason is why the model stopped generating.

@@ -223,6 +223,18 @@ func TestRequestBody(t *testing.T) {
 			want: map[string]string{"temperature": `0.3`, "max_tokens": `256`, "max_completion_tokens": ""},
 		},
 		{
+			name: "an output schema as response_format",
+			req: &llm.Request{Messages: conversation[:2], Tools: tools, Output: &llm.OutputFormat{Name: "answer",
+				Schema: json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`)}},
+			want: map[string]string{"response_format": `{"type":"json_schema","json_schema":{"name":"answer",
+				"schema":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]},"strict":false}}`, "tool_choice": `"auto"`},
+		},
+		{
+			name: "no output schema: no response_format",
+			req:  &llm.Request{Messages: conversation[:2]},
+			want: map[string]string{"response_format": ""},
+		},
+		{
 			name: "temperature zero is sent",
 			req:  &llm.Request{Messages: conversation[:2], Temperature: &zero},
 			want: map[string]string{"temperature": `0`},

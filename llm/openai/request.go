@@ -12,15 +12,25 @@ import (
 // types, whose encoder walks every optional field by reflection on each call: only the fields below are ever sent.
 type (
 	requestBody struct {
-		Model               string        `json:"model"`
-		Messages            []message     `json:"messages"`
-		Tools               []tool        `json:"tools,omitempty"`
-		ToolChoice          any           `json:"tool_choice,omitempty"` // a mode string or a namedToolChoice
-		Temperature         *float64      `json:"temperature,omitempty"`
-		MaxTokens           int           `json:"max_tokens,omitempty"`
-		MaxCompletionTokens int           `json:"max_completion_tokens,omitempty"`
-		Stream              bool          `json:"stream"`
-		StreamOptions       streamOptions `json:"stream_options"`
+		Model               string          `json:"model"`
+		Messages            []message       `json:"messages"`
+		Tools               []tool          `json:"tools,omitempty"`
+		ToolChoice          any             `json:"tool_choice,omitempty"` // a mode string or a namedToolChoice
+		Temperature         *float64        `json:"temperature,omitempty"`
+		MaxTokens           int             `json:"max_tokens,omitempty"`
+		MaxCompletionTokens int             `json:"max_completion_tokens,omitempty"`
+		ResponseFormat      *responseFormat `json:"response_format,omitempty"`
+		Stream              bool            `json:"stream"`
+		StreamOptions       streamOptions   `json:"stream_options"`
+	}
+	responseFormat struct {
+		Type       string     `json:"type"`
+		JSONSchema jsonSchema `json:"json_schema"`
+	}
+	jsonSchema struct {
+		Name   string          `json:"name"`
+		Schema json.RawMessage `json:"schema"`
+		Strict bool            `json:"strict"`
 	}
 	streamOptions struct {
 		IncludeUsage bool `json:"include_usage"`
@@ -89,6 +99,9 @@ func (m *Model) body(req *llm.Request) ([]byte, error) {
 			return nil, err
 		}
 		b.ToolChoice = choice
+	}
+	if o := req.Output; o != nil {
+		b.ResponseFormat = &responseFormat{Type: "json_schema", JSONSchema: jsonSchema{Name: o.Name, Schema: o.Schema, Strict: o.Strict}}
 	}
 	if req.MaxTokens > 0 {
 		if m.maxCompletionTokens {

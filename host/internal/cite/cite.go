@@ -479,3 +479,27 @@ func openerAt(text string) string {
 	}
 	return text[:1]
 }
+
+// Strings renders the citations of several texts against one set of sources, numbering the documents across them
+// in order of first citation, without lists of sources: the strings of a structured answer. It is not safe for
+// concurrent use.
+type Strings struct {
+	style Style
+	idx   *index
+	refs  []Ref
+}
+
+// NewStrings returns a Strings for sources in style.
+func NewStrings(sources []Source, style Style) *Strings {
+	return &Strings{style: normalStyle(style), idx: newIndex(sources)}
+}
+
+// Render renders the citations of text, continuing the numbering of the texts rendered before.
+func (s *Strings) Render(text string) string {
+	body, _, refs := renderBody(text, s.idx, s.style)
+	s.refs = refs
+	return body
+}
+
+// Refs returns the documents cited so far, in reference-number order.
+func (s *Strings) Refs() []Ref { return s.refs }
