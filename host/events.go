@@ -57,7 +57,7 @@ const (
 	StopNoOutput       StopReason = "no_output"
 	// StopInvalidOutput: the answers did not match the output schema, retries included.
 	StopInvalidOutput StopReason = "invalid_output"
-	StopError          StopReason = "error"
+	StopError         StopReason = "error"
 )
 
 // NumberedReference is a reference as the answer cites it: Number is the k of "[k]".
