@@ -6,6 +6,7 @@
 package config
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 )
@@ -54,6 +55,20 @@ type Agent struct {
 	MaxConversations int
 	// ConversationTTL is the idle time after which a conversation is dropped: positive, default 1h.
 	ConversationTTL Duration
+	// Output, from [agent.output], gives the JSON Schema every answer must match; nil for answers in prose.
+	Output *Output
+	// OutputRetries is how many answers that do not match the output schema go back to the model before the run
+	// stops: 0..10, default 2.
+	OutputRetries int
+}
+
+// Output is the [agent.output] table: the shape of the agent's answers.
+type Output struct {
+	// Schema is the JSON Schema, written inline as a TOML table.
+	Schema json.RawMessage
+	// SchemaFile is a file holding the JSON Schema; Parse makes a relative path relative to the configuration
+	// file's directory. Exactly one of Schema and SchemaFile is set.
+	SchemaFile string
 }
 
 // Model is the [model] table: the chat model the loop calls.
@@ -81,6 +96,9 @@ type Model struct {
 	// Script is the JSON-lines script of provider "scripted". Parse makes a relative path relative to the
 	// configuration file's directory.
 	Script string
+	// StructuredOutput says whether the API takes an output schema as response_format json_schema; without it, a
+	// structured answer is asked for through a final_answer tool. nil means true for OpenAI's own API only.
+	StructuredOutput *bool
 }
 
 // Limits is the [limits] table: usage bounds per run. Zero means unlimited.
@@ -553,6 +571,7 @@ func Default() *Config {
 			CitationStyle:    CitationMarkdown,
 			MaxConversations: 1000,
 			ConversationTTL:  Duration{time.Hour},
+			OutputRetries:    2,
 		},
 		Model: Model{
 			Provider:       ProviderAuto,

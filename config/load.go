@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -87,6 +88,9 @@ func Parse(name string, data []byte, env func(string) (string, bool)) (*Config, 
 		}
 		if sp := cfg.State.Path; sp != "" && !filepath.IsAbs(sp) {
 			cfg.State.Path = filepath.Join(dir, sp)
+		}
+		if o := cfg.Agent.Output; o != nil && o.SchemaFile != "" && !filepath.IsAbs(o.SchemaFile) {
+			o.SchemaFile = filepath.Join(dir, o.SchemaFile)
 		}
 	}
 	for n, s := range cfg.MCP.Servers {
@@ -319,21 +323,49 @@ func (d *decoder) agent(path []string, v any, a *Agent) {
 		"citation_style":    d.str(&a.CitationStyle),
 		"max_conversations": d.integer(&a.MaxConversations),
 		"conversation_ttl":  d.duration(&a.ConversationTTL),
+		"output_retries":    d.integer(&a.OutputRetries),
+		"output": func(p []string, v any) {
+			o := &Output{}
+			d.table(p, v, map[string]fieldFunc{
+				"schema":      d.jsonTable(&o.Schema),
+				"schema_file": d.str(&o.SchemaFile),
+			})
+			a.Output = o
+		},
 	})
+}
+
+// jsonTable decodes a table taken as it is, as JSON: a JSON Schema written in TOML. Its strings are not expanded
+// (a pattern may hold "$").
+func (d *decoder) jsonTable(dst *json.RawMessage) fieldFunc {
+	return func(path []string, v any) {
+		m, ok := v.(map[string]any)
+		if !ok {
+			d.fail(path, "must be a table (got %s)", describe(v))
+			return
+		}
+		b, err := json.Marshal(m)
+		if err != nil {
+			d.fail(path, "cannot be written as JSON: %v", err)
+			return
+		}
+		*dst = b
+	}
 }
 
 func (d *decoder) model(path []string, v any, m *Model) {
 	d.table(path, v, map[string]fieldFunc{
-		"provider":        d.str(&m.Provider),
-		"model":           d.str(&m.Model),
-		"base_url":        d.str(&m.BaseURL),
-		"api_key_env":     d.str(&m.APIKeyEnv),
-		"request_timeout": d.duration(&m.RequestTimeout),
-		"idle_timeout":    d.duration(&m.IdleTimeout),
-		"max_retries":     d.integer(&m.MaxRetries),
-		"max_tokens":      d.integer(&m.MaxTokens),
-		"context_tokens":  d.integer(&m.ContextTokens),
-		"script":          d.str(&m.Script),
+		"provider":          d.str(&m.Provider),
+		"model":             d.str(&m.Model),
+		"base_url":          d.str(&m.BaseURL),
+		"api_key_env":       d.str(&m.APIKeyEnv),
+		"request_timeout":   d.duration(&m.RequestTimeout),
+		"idle_timeout":      d.duration(&m.IdleTimeout),
+		"max_retries":       d.integer(&m.MaxRetries),
+		"max_tokens":        d.integer(&m.MaxTokens),
+		"context_tokens":    d.integer(&m.ContextTokens),
+		"script":            d.str(&m.Script),
+		"structured_output": d.boolPtr(&m.StructuredOutput),
 	})
 }
 

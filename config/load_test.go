@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -27,6 +28,12 @@ temperature = 0.5
 citation_style = "sup"
 max_conversations = 7
 conversation_ttl = "10m"
+output_retries = 4
+
+[agent.output.schema]
+type = "object"
+required = ["city"]
+properties.city = { type = "string", pattern = "^[A-Z]" }
 
 [model]
 provider = "openai"
@@ -38,6 +45,7 @@ idle_timeout = "5s"
 max_retries = 0
 max_tokens = 2048
 context_tokens = 32000
+structured_output = false
 
 [limits]
 requests = 3
@@ -182,12 +190,13 @@ capture_content = true
 		Agent: Agent{
 			Name: "helper", Description: "Helps.", Instructions: "Be brief.\n", MaxIterations: 20, MaxToolCalls: 5,
 			ToolTimeout: Duration{30 * time.Second}, Temperature: ptr(0.5), CitationStyle: "sup",
-			MaxConversations: 7, ConversationTTL: Duration{10 * time.Minute},
+			MaxConversations: 7, ConversationTTL: Duration{10 * time.Minute}, OutputRetries: 4,
+			Output: &Output{Schema: json.RawMessage(`{"properties":{"city":{"pattern":"^[A-Z]","type":"string"}},"required":["city"],"type":"object"}`)},
 		},
 		Model: Model{
 			Provider: "openai", Model: "gpt-4o-mini", BaseURL: "http://localhost:8080/v1", APIKeyEnv: "MY_KEY",
 			RequestTimeout: Duration{time.Minute}, IdleTimeout: Duration{5 * time.Second}, MaxRetries: 0,
-			MaxTokens: 2048, ContextTokens: 32000,
+			MaxTokens: 2048, ContextTokens: 32000, StructuredOutput: ptr(false),
 		},
 		Limits: Limits{Requests: 3, TotalTokens: 100000, ToolCalls: 9},
 		Builtin: Builtin{
@@ -430,6 +439,11 @@ agent.toml:2: serve.oauth.required_scopes[0]: must be a scope: printable, withou
 			`agent.toml:2: serve.auth_token_env: conflicts with [serve.oauth]: requests carry either the issuer's tokens or a static one; keep one
 agent.toml:4: serve.oauth.issuer: must be an https URL (http only on a loopback host) with no query or fragment, such as "https://login.example.com/" (got "http://idp.example.com")
 agent.toml:6: serve.oauth.jwks_url: must be an https URL (http only on a loopback host) with no query or fragment (got "https://idp.example.com/keys?x=1")`},
+		{"output schema twice", "[agent.output]\nschema_file = \"a.json\"\nschema = { type = \"object\" }\n", nil,
+			`agent.toml:2: agent.output.schema_file: conflicts with schema: give the schema inline or in a file, not both`},
+		{"output without a schema", "[agent]\noutput_retries = 11\n[agent.output]\n", nil,
+			`agent.toml:2: agent.output_retries: must be between 0 and 10 (got 11)
+agent.toml:3: agent.output: needs schema (a TOML table) or schema_file`},
 		{"telemetry values", "[telemetry]\nexporter = \"jaeger\"\nprotocol = \"http\"\nendpoint = \"localhost:4318\"\nheaders = { \"a b\" = \"x\" }\n", nil,
 			`agent.toml:2: telemetry.exporter: must be one of "otlp", "none" (got "jaeger")
 agent.toml:3: telemetry.protocol: must be one of "http/protobuf", "grpc" (got "http")
@@ -983,6 +997,20 @@ func TestExampleSkill(t *testing.T) {
 	}
 	if len(c.Serve.Skills) != 1 || c.Serve.Skills[0].ID != "research" || len(c.Serve.Skills[0].Tags) == 0 {
 		t.Errorf("skills = %+v", c.Serve.Skills)
+	}
+}
+
+// TestExampleOutput checks that the commented [agent.output] example loads once it is uncommented (without its
+// schema_file line, which excludes the inline schema).
+func TestExampleOutput(t *testing.T) {
+	src := strings.Replace(uncommentExample(t, "[agent.output]"), "schema_file = \"answer.schema.json\"\n", "", 1)
+	c, err := Parse("agent.toml", []byte(src), envOf(nil))
+	if err != nil {
+		t.Fatalf("agent.toml with [agent.output] uncommented:\n%v", err)
+	}
+	var schema map[string]any
+	if c.Agent.Output == nil || json.Unmarshal(c.Agent.Output.Schema, &schema) != nil || schema["type"] != "object" {
+		t.Errorf("output = %+v", c.Agent.Output)
 	}
 }
 

@@ -289,6 +289,16 @@ func checkAgent(is *issues, a *Agent) {
 	checkRange(is, p("max_iterations"), a.MaxIterations, 1, 100)
 	checkRange(is, p("max_tool_calls"), a.MaxToolCalls, 1, 100)
 	checkPositive(is, p("tool_timeout"), a.ToolTimeout)
+	checkRange(is, p("output_retries"), a.OutputRetries, 0, 10)
+	if o := a.Output; o != nil {
+		op := []string{"agent", "output"}
+		switch {
+		case len(o.Schema) > 0 && o.SchemaFile != "":
+			is.add(append(op, "schema_file"), "conflicts with schema: give the schema inline or in a file, not both")
+		case len(o.Schema) == 0 && o.SchemaFile == "":
+			is.add(op, "needs schema (a TOML table) or schema_file")
+		}
+	}
 	if t := a.Temperature; t != nil && !(*t >= 0 && *t <= 2) {
 		is.add(p("temperature"), "must be between 0 and 2 (got %v)", *t)
 	}

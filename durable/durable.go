@@ -110,6 +110,8 @@ type input struct {
 	ToolChoices       []string `json:"tool_choices,omitempty"`
 	DisabledTools     []string `json:"disabled_tools,omitempty"`
 	Tag               string   `json:"tag,omitempty"`
+	// OutputSchema is the request's own output schema, kept as text.
+	OutputSchema string `json:"output_schema,omitempty"`
 }
 
 // output is a run's workflow output.
@@ -344,7 +346,7 @@ func (e *Engine) Run(ctx context.Context, req *host.Request) iter.Seq2[*host.Eve
 			e.mu.Unlock()
 		}()
 		in := input{Prompt: req.Prompt, ConversationID: req.ConversationID, StartConversation: req.StartConversation,
-			ToolChoices: req.ToolChoices, DisabledTools: req.DisabledTools, Tag: req.Tag}
+			ToolChoices: req.ToolChoices, DisabledTools: req.DisabledTools, Tag: req.Tag, OutputSchema: string(req.OutputSchema)}
 		if _, err := dbos.RunWorkflow(e.dctx, e.workflow, in, dbos.WithWorkflowID(id)); err != nil {
 			yield(nil, fmt.Errorf("starting a durable run: %w", err))
 			return
@@ -393,6 +395,9 @@ func (e *Engine) workflow(wctx dbos.Context, in input) (output, error) {
 		Prompt: in.Prompt, ConversationID: in.ConversationID, StartConversation: in.StartConversation,
 		Selection:  host.Selection{ToolChoices: in.ToolChoices, DisabledTools: in.DisabledTools},
 		Interactor: dest.Interactor, Steps: steps{wctx}, Tag: in.Tag,
+	}
+	if in.OutputSchema != "" {
+		req.OutputSchema = json.RawMessage(in.OutputSchema)
 	}
 	var ans *host.Answer
 	var runErr error

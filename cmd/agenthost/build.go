@@ -251,6 +251,13 @@ func build(ctx context.Context, cfg *config.Config, modelFlag string, logger *sl
 		a.close()
 		return nil, err
 	}
+	if opts.OutputSchema, err = wiring.OutputSchema(cfg); err != nil {
+		a.close()
+		return nil, fmt.Errorf("%w: %s: %w", errUsage, configName(cfg), err)
+	}
+	if a.provider != config.ProviderOpenAI {
+		opts.OutputMode = host.OutputTool // only an API can take a response format
+	}
 	if a.builtins, err = builtin.New(cfg.Builtin.Tools, wiring.BuiltinOptions(cfg, version, logger)); err != nil {
 		a.close()
 		return nil, fmt.Errorf("%w: %s: builtin.tools: %w", errUsage, configName(cfg), err)

@@ -43,6 +43,7 @@ func cmdRun(ctx context.Context, args []string, io *stdio) error {
 	conversation := fs.String("conversation", "", "continue the conversation with this `id` (printed by earlier runs, listed by agenthost state)")
 	fs.Var(&tools, "tool", "restrict the run to this tool and force it on the first iteration (repeatable)")
 	fs.Var(&disabled, "disable", "do not offer this tool (repeatable)")
+	outputSchema := fs.String("output-schema", "", "answer with a JSON value matching the JSON Schema in this `file` (instead of [agent.output]'s)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage: agenthost run [flags] PROMPT\n\nWith no PROMPT, the prompt is read from stdin.\n\nFlags:")
 		fs.PrintDefaults()
@@ -62,6 +63,14 @@ func cmdRun(ctx context.Context, args []string, io *stdio) error {
 	if strings.TrimSpace(prompt) == "" {
 		return fmt.Errorf("%w: no prompt: pass it as an argument or on stdin", errUsage)
 	}
+	var schema json.RawMessage
+	if *outputSchema != "" {
+		b, err := os.ReadFile(*outputSchema)
+		if err != nil {
+			return fmt.Errorf("%w: -output-schema: %w", errUsage, err)
+		}
+		schema = b
+	}
 	a, err := c.app(ctx, fs, io.err, io.err, forRunning)
 	if err != nil {
 		return err
@@ -71,7 +80,7 @@ func cmdRun(ctx context.Context, args []string, io *stdio) error {
 		return fmt.Errorf("%w: %w", errUsage, errSamplingOnlyServe)
 	}
 
-	req := &host.Request{Prompt: prompt, ConversationID: *conversation, Selection: host.Selection{ToolChoices: tools, DisabledTools: disabled}}
+	req := &host.Request{Prompt: prompt, ConversationID: *conversation, Selection: host.Selection{ToolChoices: tools, DisabledTools: disabled}, OutputSchema: schema}
 	if !promptFromStdin && isTerminal(io.in) && isTerminal(io.err) {
 		req.Interactor = &terminal{in: bufio.NewReader(io.in), out: io.err}
 	}

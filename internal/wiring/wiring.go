@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/agenthost/agenthost/a2a"
@@ -24,6 +25,7 @@ import (
 	"github.com/agenthost/agenthost/durable"
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/internal/httpedge"
+	"github.com/agenthost/agenthost/internal/schemacheck"
 	"github.com/agenthost/agenthost/jwtauth"
 	"github.com/agenthost/agenthost/llm/openai"
 	"github.com/agenthost/agenthost/mcpserver"
@@ -110,7 +112,53 @@ func HostOptions(cfg *config.Config, logger *slog.Logger) *host.Options {
 		Logger:        logger,
 		Name:          cfg.Agent.Name,
 		Description:   cfg.Agent.Description,
+		CompileSchema: schemacheck.Compile,
+		OutputMode:    OutputMode(cfg.Model),
+		OutputRetries: outputRetries(cfg.Agent.OutputRetries),
 	}
+}
+
+// outputRetries maps [agent] output_retries, where 0 means none, onto host.Options.OutputRetries, where it means
+// the default.
+func outputRetries(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
+}
+
+// OutputMode is how structured answers are asked of m: response_format json_schema where [model]
+// structured_output says so, by default on OpenAI's own API; a final_answer tool elsewhere.
+func OutputMode(m config.Model) host.OutputMode {
+	native := m.BaseURL == "" || strings.HasPrefix(m.BaseURL, openai.DefaultBaseURL)
+	if m.StructuredOutput != nil {
+		native = *m.StructuredOutput
+	}
+	if native {
+		return host.OutputNative
+	}
+	return host.OutputTool
+}
+
+// OutputSchema returns the output schema of [agent.output], read from its file when it is in one, and checked:
+// nil when there is none.
+func OutputSchema(cfg *config.Config) (json.RawMessage, error) {
+	o := cfg.Agent.Output
+	if o == nil {
+		return nil, nil
+	}
+	schema, key := o.Schema, "agent.output.schema"
+	if o.SchemaFile != "" {
+		b, err := os.ReadFile(o.SchemaFile)
+		if err != nil {
+			return nil, fmt.Errorf("agent.output.schema_file: %w", err)
+		}
+		schema, key = b, "agent.output.schema_file"
+	}
+	if _, err := schemacheck.Compile(schema); err != nil {
+		return nil, fmt.Errorf("%s: not a usable JSON Schema: %w", key, err)
+	}
+	return schema, nil
 }
 
 // Telemetry returns the telemetry settings of cfg, with what it leaves empty read by getenv.

@@ -1,8 +1,11 @@
 package wiring
 
 import (
+	"encoding/json"
+	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -97,11 +100,15 @@ func TestMapping(t *testing.T) {
 		t.Fatal("no conversation store")
 	}
 	h.Conversations = nil
+	if h.CompileSchema == nil {
+		t.Error("HostOptions has no schema compiler")
+	}
+	h.CompileSchema = nil
 	temp := 0.5
 	if want := (&host.Options{
 		Instructions: "Be brief.", MaxIterations: 7, MaxToolCalls: 3, ToolTimeout: 40 * time.Second, Temperature: &temp,
 		MaxTokens: 300, CitationStyle: host.CitationStyle("sup"), Limits: host.Limits{Requests: 9, TotalTokens: 5000, ToolCalls: 11},
-		ContextTokens: 9000, Name: "helper", Description: "Helps.",
+		ContextTokens: 9000, Name: "helper", Description: "Helps.", OutputMode: host.OutputTool, OutputRetries: 2,
 	}); !reflect.DeepEqual(h, want) {
 		t.Errorf("HostOptions = %+v\nwant %+v", h, want)
 	}
@@ -137,6 +144,46 @@ func TestMapping(t *testing.T) {
 		AllowedOrigins: []string{"https://app.example.com"}, MaxBodyBytes: 2048,
 	}); !reflect.DeepEqual(got, want) {
 		t.Errorf("HTTPOptions = %+v\nwant %+v", got, want)
+	}
+}
+
+func TestOutputMapping(t *testing.T) {
+	yes, no := true, false
+	for _, tc := range []struct {
+		m    config.Model
+		want host.OutputMode
+	}{
+		{config.Model{}, host.OutputNative},
+		{config.Model{BaseURL: "https://api.openai.com/v1"}, host.OutputNative},
+		{config.Model{BaseURL: "http://localhost:11434/v1"}, host.OutputTool},
+		{config.Model{BaseURL: "http://localhost:11434/v1", StructuredOutput: &yes}, host.OutputNative},
+		{config.Model{StructuredOutput: &no}, host.OutputTool},
+	} {
+		if got := OutputMode(tc.m); got != tc.want {
+			t.Errorf("OutputMode(%+v) = %s, want %s", tc.m, got, tc.want)
+		}
+	}
+	if got := outputRetries(0); got != -1 {
+		t.Errorf("output_retries = 0 gave %d, want -1 (none)", got)
+	}
+
+	dir := t.TempDir()
+	file := filepath.Join(dir, "s.json")
+	if err := os.WriteFile(file, []byte(`{"type":"object","required":["a"]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	cfg.Agent.Output = &config.Output{SchemaFile: file}
+	if s, err := OutputSchema(cfg); err != nil || !strings.Contains(string(s), `"required"`) {
+		t.Errorf("OutputSchema from a file = %s, %v", s, err)
+	}
+	cfg.Agent.Output = &config.Output{Schema: json.RawMessage(`{"type":"nonsense"}`)}
+	if _, err := OutputSchema(cfg); err == nil || !strings.HasPrefix(err.Error(), "agent.output.schema: not a usable JSON Schema") {
+		t.Errorf("a bad inline schema: %v", err)
+	}
+	cfg.Agent.Output = &config.Output{SchemaFile: filepath.Join(dir, "missing.json")}
+	if _, err := OutputSchema(cfg); err == nil || !strings.HasPrefix(err.Error(), "agent.output.schema_file:") {
+		t.Errorf("a missing schema file: %v", err)
 	}
 }
 

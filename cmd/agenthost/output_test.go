@@ -1,0 +1,132 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/internal/fakellm"
+)
+
+const docSchema = `{
+  "type": "object",
+  "properties": {
+    "greeting": {"type": "string", "minLength": 1},
+    "certainty": {"type": "number", "minimum": 0, "maximum": 1}
+  },
+  "required": ["greeting", "certainty"],
+  "additionalProperties": false
+}`
+
+// TestRunOutputSchema: `agenthost run --output-schema` against the OpenAI wire, in both modes: through final_answer
+// (a compatible API), and as response_format json_schema ([model] structured_output = true). A first answer that
+// does not validate goes back to the model with the validator's errors; the second is the answer, with its citation
+// rendered and its reference beside it.
+func TestRunOutputSchema(t *testing.T) {
+	for _, mode := range []string{"tool", "native"} {
+		t.Run(mode, func(t *testing.T) {
+			llm := fakellm.New()
+			t.Cleanup(llm.Close)
+			dir := t.TempDir()
+			cfg := agentConfig(t, dir, "a", llm.URL, `"current_time"`, "")
+			if mode == "native" {
+				cfg = writeFile(t, dir, "a.toml", strings.Replace(readFile(t, cfg), "max_retries = 0\n", "max_retries = 0\nstructured_output = true\n", 1))
+			}
+			schema := writeFile(t, dir, "schema.json", docSchema)
+			bad, good := `{"greeting": "", "certainty": 2}`, `{"greeting": "The document says hello [source 1].", "certainty": 0.9}`
+			cite := fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "c1", Name: "fx_cite", Arguments: `{}`}}}
+			if mode == "tool" {
+				llm.Enqueue(cite,
+					fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "c2", Name: host.OutputToolName, Arguments: bad}}},
+					fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "c3", Name: host.OutputToolName, Arguments: good}}})
+			} else {
+				llm.Enqueue(cite, fakellm.Turn{Text: bad}, fakellm.Turn{Text: good})
+			}
+			r := agenthost(t, dir, "", []string{"TEST_KEY=sk"}, "run", "--json", "--config", cfg, "--output-schema", schema, "What does the document say?")
+			if r.code != 0 {
+				t.Fatalf("exit %d: %s", r.code, r.stderr)
+			}
+			var ans host.Answer
+			if err := json.Unmarshal([]byte(r.stdout), &ans); err != nil {
+				t.Fatalf("%v\n%s", err, r.stdout)
+			}
+			var out struct {
+				Greeting  string  `json:"greeting"`
+				Certainty float64 `json:"certainty"`
+			}
+			if err := json.Unmarshal(ans.Output, &out); err != nil || out.Greeting != "The document says hello [1]." || out.Certainty != 0.9 {
+				t.Errorf("output = %s (%v)", ans.Output, err)
+			}
+			if want := []host.NumberedReference{{Number: 1, Title: "The test document", URI: fixtureDocURI}}; !slices.Equal(ans.References, want) {
+				t.Errorf("references = %+v, want %+v", ans.References, want)
+			}
+			reqs := llm.Requests()
+			if len(reqs) != 3 {
+				t.Fatalf("%d model requests, want 3", len(reqs))
+			}
+			_, hasFormat := reqs[0].Fields["response_format"]
+			offersTool := slices.ContainsFunc(reqs[0].Tools, func(tl fakellm.Tool) bool { return tl.Function.Name == host.OutputToolName })
+			if hasFormat != (mode == "native") || offersTool != (mode == "tool") {
+				t.Errorf("response_format sent: %v, final_answer offered: %v", hasFormat, offersTool)
+			}
+			// The validator's errors reached the model: the empty greeting and the certainty above 1.
+			var told string
+			if mode == "tool" {
+				told = toolMessage(reqs[2], "c2")
+			} else {
+				told = reqs[2].Messages[len(reqs[2].Messages)-1].Content
+			}
+			for _, want := range []string{"at /greeting:", "at /certainty:"} {
+				if !strings.Contains(told, want) {
+					t.Errorf("the model was told %q, which lacks %q", told, want)
+				}
+			}
+		})
+	}
+}
+
+// TestRunOutputSchemaErrors: a schema that is not one is a usage error, before anything runs.
+func TestRunOutputSchemaErrors(t *testing.T) {
+	llm := fakellm.New()
+	t.Cleanup(llm.Close)
+	dir := t.TempDir()
+	cfg := agentConfig(t, dir, "a", llm.URL, `"current_time"`, "")
+	bad := writeFile(t, dir, "bad.json", `{"type": "nonsense"}`)
+	r := agenthost(t, dir, "", []string{"TEST_KEY=sk"}, "run", "--config", cfg, "--output-schema", bad, "Hi")
+	if r.code != 2 || !strings.Contains(r.stderr, "output schema") {
+		t.Errorf("a bad schema: exit %d, %s", r.code, r.stderr)
+	}
+	r = agenthost(t, dir, "", []string{"TEST_KEY=sk"}, "run", "--config", cfg, "--output-schema", "missing.json", "Hi")
+	if r.code != 2 || !strings.Contains(r.stderr, "-output-schema") {
+		t.Errorf("a missing file: exit %d, %s", r.code, r.stderr)
+	}
+	withFile := writeFile(t, dir, "b.toml", strings.Replace(readFile(t, cfg), "[builtin]", "[agent.output]\nschema_file = \"bad.json\"\n\n[builtin]", 1))
+	r = agenthost(t, dir, "", []string{"TEST_KEY=sk"}, "run", "--config", withFile, "Hi")
+	if r.code != 2 || !strings.Contains(r.stderr, "agent.output.schema_file: not a usable JSON Schema") {
+		t.Errorf("a bad [agent.output] schema_file: exit %d, %s", r.code, r.stderr)
+	}
+	if n := llm.RequestCount(); n != 0 {
+		t.Errorf("the model was asked %d times", n)
+	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func toolMessage(req *fakellm.Request, id string) string {
+	for _, m := range req.Messages {
+		if m.Role == "tool" && m.ToolCallID == id {
+			return m.Content
+		}
+	}
+	return ""
+}
