@@ -49,6 +49,9 @@ type Options struct {
 	Telemetry *telemetry.Telemetry
 	// Sampling says when a call runs on the caller's own model through sampling; the zero value never does.
 	Sampling Sampling
+	// OutputSchema is the agent's configured output schema, if any, shown in the agent tool's output schema as the
+	// shape of structuredContent.output.
+	OutputSchema json.RawMessage
 	// ExposeTools turns on gateway mode: every merged tool that the policy leaves enabled is offered too, under its
 	// final name, and its calls go through the ToolManager (approvals, timeout) to the tool. The server then watches
 	// the merged list and tells its clients when it changes; Close stops that.
@@ -215,7 +218,7 @@ func (s *Server) setAgentTool(tools []*host.ManagedTool) {
 		Title:        s.opts.Name,
 		Description:  description(s.opts.Description, names),
 		InputSchema:  inputSchema(names),
-		OutputSchema: outputSchema,
+		OutputSchema: agentOutputSchema(s.opts.OutputSchema),
 		Annotations:  &mcp.ToolAnnotations{OpenWorldHint: ptr(true)},
 	}, s.handleAgent)
 }
@@ -245,10 +248,11 @@ func description(intro string, tools []string) string {
 
 // agentInput is the agent tool's input.
 type agentInput struct {
-	Prompt         string   `json:"prompt"`
-	ConversationID string   `json:"conversation_id,omitempty"`
-	ToolChoices    []string `json:"tool_choices,omitempty"`
-	DisabledTools  []string `json:"disabled_tools,omitempty"`
+	Prompt         string          `json:"prompt"`
+	ConversationID string          `json:"conversation_id,omitempty"`
+	ToolChoices    []string        `json:"tool_choices,omitempty"`
+	DisabledTools  []string        `json:"disabled_tools,omitempty"`
+	OutputSchema   json.RawMessage `json:"output_schema,omitempty"`
 }
 
 func inputSchema(tools []string) json.RawMessage {
@@ -263,6 +267,8 @@ func inputSchema(tools []string) json.RawMessage {
 			"conversation_id": map[string]any{"type": "string", "description": "Continue the conversation with this id, returned by an earlier call."},
 			"tool_choices":    map[string]any{"type": "array", "items": names, "description": "Use only these tools, and call them first."},
 			"disabled_tools":  map[string]any{"type": "array", "items": names, "description": "Do not use these tools."},
+			"output_schema": map[string]any{"type": "object", "description": "A JSON Schema the answer must match: the answer is then a JSON value, " +
+				"in structuredContent.output and as the text."},
 		},
 		"required":             []string{"prompt"},
 		"additionalProperties": false,
@@ -271,15 +277,39 @@ func inputSchema(tools []string) json.RawMessage {
 	return b
 }
 
+// agentOutputSchema is the agent tool's output schema: outputSchema, with the configured output schema as the
+// shape of output. A caller's own output_schema may replace it on a call, so the declared shape is one
+// alternative of an anyOf that accepts any value: clients that check structured content never reject an answer
+// they asked for.
+func agentOutputSchema(configured json.RawMessage) json.RawMessage {
+	if len(configured) == 0 {
+		return outputSchema
+	}
+	var s map[string]any
+	if err := json.Unmarshal(outputSchema, &s); err != nil {
+		return outputSchema
+	}
+	s["properties"].(map[string]any)["output"] = map[string]any{
+		"description": "The structured answer: it matches the agent's output schema (the first alternative) unless the call gave its own output_schema.",
+		"anyOf":       []any{configured, map[string]any{}},
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		return outputSchema
+	}
+	return b
+}
+
 // outputSchema describes the agent tool's structured content.
 var outputSchema = json.RawMessage(`{
   "type": "object",
   "properties": {
     "answer": {"type": "string"},
+    "output": {"description": "The structured answer, when the call gave an output_schema."},
     "references": {"type": "array", "items": {"type": "object", "properties": {
       "number": {"type": "integer"}, "title": {"type": "string"}, "uri": {"type": "string"}}, "required": ["number"]}},
     "conversation_id": {"type": "string"},
-    "stopped_by": {"type": "string", "enum": ["answered", "tool_took_control", "iteration_limit", "usage_limit", "cancelled", "no_output", "error"]},
+    "stopped_by": {"type": "string", "enum": ["answered", "tool_took_control", "iteration_limit", "usage_limit", "cancelled", "no_output", "invalid_output", "error"]},
     "iterations": {"type": "integer"},
     "usage": {"type": "object", "properties": {
       "requests": {"type": "integer"}, "prompt_tokens": {"type": "integer"}, "completion_tokens": {"type": "integer"}, "total_tokens": {"type": "integer"}}},
@@ -292,6 +322,7 @@ var outputSchema = json.RawMessage(`{
 // agentOutput is the agent tool's structured content.
 type agentOutput struct {
 	Answer         string                   `json:"answer"`
+	Output         json.RawMessage          `json:"output,omitempty"`
 	References     []host.NumberedReference `json:"references"`
 	ConversationID string                   `json:"conversation_id"`
 	StoppedBy      host.StopReason          `json:"stopped_by"`
@@ -315,7 +346,7 @@ type toolCall struct {
 
 func output(ans *host.Answer) agentOutput {
 	out := agentOutput{
-		Answer: ans.Text, References: ans.References, ConversationID: ans.ConversationID, StoppedBy: ans.StoppedBy,
+		Answer: ans.Text, Output: ans.Output, References: ans.References, ConversationID: ans.ConversationID, StoppedBy: ans.StoppedBy,
 		Iterations: len(ans.Iterations),
 		Usage:      usage{ans.Usage.Requests, ans.Usage.PromptTokens, ans.Usage.CompletionTokens, ans.Usage.TotalTokens},
 		ToolCalls:  make([]toolCall, 0, len(ans.ToolCalls)),
@@ -361,6 +392,7 @@ func (s *Server) handleAgent(ctx context.Context, req *mcp.CallToolRequest) (*mc
 		ConversationID: in.ConversationID,
 		Selection:      host.Selection{ToolChoices: in.ToolChoices, DisabledTools: in.DisabledTools},
 		Interactor:     interactorFor(req.Session, c),
+		OutputSchema:   in.OutputSchema,
 	}
 	p := newProgress(s.opts.ProgressInterval)
 	run := func(ctx context.Context) (*mcp.CallToolResult, error) { return s.runAgent(ctx, hreq, p) }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -100,6 +101,8 @@ type app struct {
 	grantsCloser io.Closer
 	// tel traces and measures the runs, when [telemetry] or OTEL_* turn it on; nil otherwise.
 	tel *telemetry.Telemetry
+	// outputSchema is [agent.output]'s schema, nil without one.
+	outputSchema json.RawMessage
 }
 
 // grantStore returns where the OAuth grants to MCP servers are kept, or nil when no server may need one. A command
@@ -255,6 +258,7 @@ func build(ctx context.Context, cfg *config.Config, modelFlag string, logger *sl
 		a.close()
 		return nil, fmt.Errorf("%w: %s: %w", errUsage, configName(cfg), err)
 	}
+	a.outputSchema = opts.OutputSchema
 	if a.provider != config.ProviderOpenAI {
 		opts.OutputMode = host.OutputTool // only an API can take a response format
 	}

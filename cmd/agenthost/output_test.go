@@ -130,3 +130,56 @@ func toolMessage(req *fakellm.Request, id string) string {
 	}
 	return ""
 }
+
+// TestServeOutputSchemaTS: the TypeScript SDK client calls the agent tool of an agent with an [agent.output]
+// schema, once with an output_schema of its own and once without: each answer is structuredContent.output, shaped
+// as asked, and the SDK, which checks structured content against the tool's output schema, accepts both.
+func TestServeOutputSchemaTS(t *testing.T) {
+	llm := fakellm.New()
+	t.Cleanup(llm.Close)
+	dir := t.TempDir()
+	config := serveConfig(t, dir, "helper", llm, `
+[agent.output.schema]
+type = "object"
+required = ["city"]
+additionalProperties = false
+properties.city = { type = "string" }
+`)
+	callerSchema := writeFile(t, dir, "caller.json", docSchema)
+	llm.Enqueue(
+		fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "c1", Name: host.OutputToolName, Arguments: `{"greeting":"Hello.","certainty":1}`}}},
+		fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "c2", Name: host.OutputToolName, Arguments: `{"city":"Lyon"}`}}},
+	)
+	connect := stdioArgs(config, "TEST_KEY=sk")
+	first := tsClient(t, true, append(connect, "--action", "ask", "--tool", "ask_helper", "--output-schema", callerSchema, "--prompt", "Greet me.")...)
+	second := tsClient(t, true, append(connect, "--action", "ask", "--tool", "ask_helper", "--prompt", "Which city?")...)
+	for i, tc := range []struct {
+		out  clientOutput
+		want string
+	}{{first, `{"certainty":1,"greeting":"Hello."}`}, {second, `{"city":"Lyon"}`}} {
+		if len(tc.out.Calls) != 1 || tc.out.Calls[0].Result.StructuredContent == nil {
+			t.Fatalf("call %d: %+v", i+1, tc.out)
+		}
+		res := tc.out.Calls[0].Result
+		if got := string(res.StructuredContent.Output); got != tc.want || res.IsError {
+			t.Errorf("call %d: output %s (error %v), want %s", i+1, got, res.IsError, tc.want)
+		}
+		var text any
+		if len(res.Content) == 0 || json.Unmarshal([]byte(res.Content[0].Text), &text) != nil {
+			t.Errorf("call %d: the text content is not the output as JSON: %+v", i+1, res.Content)
+		}
+	}
+	// The caller's schema reached the model as final_answer's parameters.
+	reqs := llm.Requests()
+	for _, tl := range reqs[0].Tools {
+		if tl.Function.Name == host.OutputToolName && !strings.Contains(string(tl.Function.Parameters), "certainty") {
+			t.Errorf("final_answer's parameters on the first call: %s", tl.Function.Parameters)
+		}
+	}
+	var schema struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if err := json.Unmarshal(first.Tools[0].OutputSchema, &schema); err != nil || !strings.Contains(string(schema.Properties["output"]), `"city"`) {
+		t.Errorf("the agent tool's output schema does not show the configured shape: %s", first.Tools[0].OutputSchema)
+	}
+}

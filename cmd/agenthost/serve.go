@@ -146,6 +146,7 @@ Flags:`)
 	if !a2aAddr.set || httpAddr.set {
 		opts := wiring.ServerOptions(a.cfg, version, sampling(a.cfg, a.provider, c.model), a.logger)
 		opts.Telemetry = a.tel
+		opts.OutputSchema = a.outputSchema
 		if engine != nil && wiring.Durable(a.cfg, "mcp") {
 			opts.Run = engine.Run
 		}

@@ -166,6 +166,7 @@ type toolResult struct {
 // agentResult is the agent tool's structured content.
 type agentResult struct {
 	Answer         string                   `json:"answer"`
+	Output         json.RawMessage          `json:"output"`
 	References     []host.NumberedReference `json:"references"`
 	ConversationID string                   `json:"conversation_id"`
 	StoppedBy      string                   `json:"stopped_by"`

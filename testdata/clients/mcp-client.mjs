@@ -13,7 +13,8 @@
 //   tools   list the tools
 //   ask     call --tool once per --prompt, with a progress token; every call after the first continues the
 //           conversation of the one before it (conversation_id from its structured content), and the first
-//           continues --conversation when it is given
+//           continues --conversation when it is given; with --output-schema FILE, each call passes that JSON
+//           Schema as output_schema (the SDK checks the structured content against the tool's output schema)
 //   cancel  call --tool with --prompt and abort the call when a progress message contains --cancel-on; then wait
 //           until --await-file holds --await-text, and list the tools again to show the session survived
 //   prompts list the prompts, get --get-prompt with the arguments --prompt-arg NAME=VALUE, and, with --complete
@@ -54,6 +55,7 @@ const { values: opts } = parseArgs({
     'prompt-arg': { type: 'string', multiple: true, default: [] },
     complete: { type: 'string' },
     read: { type: 'string', multiple: true, default: [] },
+    'output-schema': { type: 'string' },
   },
 });
 
@@ -214,6 +216,7 @@ async function main() {
         const progress = (currentProgress = []);
         const args = { prompt };
         if (conversation) args.conversation_id = conversation;
+        if (opts['output-schema']) args.output_schema = JSON.parse(readFileSync(opts['output-schema'], 'utf8'));
         const result = await client.callTool({ name: tool, arguments: args }, undefined, {
           onprogress: (p) => progress.push(p),
         });
