@@ -17,9 +17,10 @@ const TagPrefix = "a2a"
 
 // run runs the orchestrator for a task and turns its events into the task's updates: WORKING with a message naming
 // each tool call as it starts, the answer artifact as the model writes it, and the final state.
-func (s *Server) run(ctx context.Context, st *serverTask, prompt string) {
+func (s *Server) run(ctx context.Context, st *serverTask, prompt string, schema json.RawMessage) {
 	s.setStatus(st, stateWorking, nil)
 	req := &host.Request{
+		OutputSchema:      schema,
 		Prompt:            prompt,
 		ConversationID:    st.contextID,
 		StartConversation: true,
@@ -220,6 +221,7 @@ func agentText(st *serverTask, text string) *message {
 // answerDetails is the data part of the answer artifact: what an agenthost caller reads back as the answer's
 // references, and its debug summary.
 type answerDetails struct {
+	Output         json.RawMessage          `json:"output,omitempty"`
 	References     []host.NumberedReference `json:"references"`
 	ConversationID string                   `json:"conversation_id"`
 	StoppedBy      host.StopReason          `json:"stopped_by"`
@@ -242,12 +244,15 @@ type answerToolCall struct {
 	Error      string  `json:"error,omitempty"`
 }
 
-// referenceParts returns a url part per reference with a URI (its title as the file name), then the data part with
-// the answer's details.
+// referenceParts returns the structured answer as a data part of its own (application/json), when there is one, a
+// url part per reference with a URI (its title as the file name), then the data part with the answer's details.
 func referenceParts(ans *host.Answer) []part {
 	var out []part
+	if len(ans.Output) > 0 {
+		out = append(out, part{Kind: partData, Data: ans.Output, MediaType: "application/json"})
+	}
 	d := answerDetails{
-		References: ans.References, ConversationID: ans.ConversationID, StoppedBy: ans.StoppedBy,
+		Output: ans.Output, References: ans.References, ConversationID: ans.ConversationID, StoppedBy: ans.StoppedBy,
 		Usage:     answerUsage{ans.Usage.Requests, ans.Usage.PromptTokens, ans.Usage.CompletionTokens, ans.Usage.TotalTokens},
 		ToolCalls: []answerToolCall{},
 	}

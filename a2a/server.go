@@ -491,7 +491,11 @@ func (s *Server) accept(ctx context.Context, m message, endOnly bool) (*serverTa
 	if contextID == "" {
 		contextID = s.opts.newID()
 	}
-	prompt := promptOf(m.Parts)
+	schema, parts, serr := outputSchemaOf(m)
+	if serr != nil {
+		return nil, nil, serr
+	}
+	prompt := promptOf(parts)
 	if strings.TrimSpace(prompt) == "" {
 		return nil, nil, newError(codeInvalidParams, "the message has no text to act on")
 	}
@@ -512,7 +516,7 @@ func (s *Server) accept(ctx context.Context, m message, endOnly bool) (*serverTa
 	s.wg.Go(func() {
 		defer close(st.done)
 		defer cancel(nil)
-		s.run(ctx, st, prompt)
+		s.run(ctx, st, prompt, schema)
 	})
 	return st, sub, nil
 }
@@ -567,6 +571,39 @@ func (s *Server) listen(st *serverTask, endOnly bool) *subscriber {
 		return s.store.await(st)
 	}
 	return s.store.subscribe(st)
+}
+
+// OutputSchemaKey names the output schema a message may carry, in its metadata or as the one field of a data part:
+// the answer is then a JSON value that matches it.
+const OutputSchemaKey = "output_schema"
+
+// outputSchemaOf returns the output schema m asks for, from its metadata or a data part {"output_schema": {...}},
+// and the parts that make the prompt: all but that data part.
+func outputSchemaOf(m message) (json.RawMessage, []part, *rpcError) {
+	var schema json.RawMessage
+	if len(m.Metadata) > 0 {
+		var md map[string]json.RawMessage
+		if err := json.Unmarshal(m.Metadata, &md); err == nil {
+			schema = md[OutputSchemaKey]
+		}
+	}
+	parts := m.Parts
+	for i, p := range m.Parts {
+		if p.Kind != partData {
+			continue
+		}
+		var d map[string]json.RawMessage
+		if json.Unmarshal(p.Data, &d) != nil || len(d) != 1 || d[OutputSchemaKey] == nil {
+			continue
+		}
+		schema = d[OutputSchemaKey]
+		parts = append(m.Parts[:i:i], m.Parts[i+1:]...)
+		break
+	}
+	if len(schema) > 0 && !bytes.HasPrefix(bytes.TrimSpace(schema), []byte("{")) {
+		return nil, nil, newError(codeInvalidParams, "%s must be a JSON Schema object", OutputSchemaKey)
+	}
+	return schema, parts, nil
 }
 
 // promptOf reads a message as a prompt: its text parts, then each data part as JSON, each file as a line naming it.

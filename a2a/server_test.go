@@ -17,7 +17,9 @@ import (
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/internal/fakellm"
 	"github.com/agenthost/agenthost/internal/httpedge"
+	"github.com/agenthost/agenthost/internal/schemacheck"
 	"github.com/agenthost/agenthost/internal/testwait"
+	"github.com/agenthost/agenthost/llm/openai"
 )
 
 // The server over HTTP, as a client on the wire sees it: hand-written JSON-RPC, the orchestrator behind it on a
@@ -733,4 +735,58 @@ func TestServerStream(t *testing.T) {
 			t.Errorf("%s: streamed answer %q", v, answer.String())
 		}
 	}
+}
+
+// TestServerOutputSchema: a message asks for a structured answer with an output schema in its metadata or in a data
+// part of its own; the answer artifact carries the value as a data part, and in the answer's details.
+func TestServerOutputSchema(t *testing.T) {
+	llm := fakellm.New()
+	t.Cleanup(llm.Close)
+	model, err := openai.New(&openai.Options{BaseURL: llm.URL, APIKey: "sk-test", Model: "fake", MaxRetries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	orch := host.New(model, host.NewToolManager(nil, nil), &host.Options{CompileSchema: schemacheck.Compile})
+	hs := httptest.NewUnstartedServer(nil)
+	url := "http://" + hs.Listener.Addr().String() + "/"
+	srv := NewServer(orch, &ServerOptions{Name: "tester", URL: url})
+	hs.Config.Handler = srv.Handler(httpedge.Options{}, nil)
+	hs.Start()
+	t.Cleanup(func() { hs.Close(); srv.Close() })
+
+	schema := map[string]any{"type": "object", "required": []string{"city"}, "properties": map[string]any{"city": map[string]any{"type": "string"}}}
+	for _, tc := range []struct {
+		name  string
+		parts []any
+		msg   map[string]any
+	}{
+		{"metadata", []any{textParam("Which city?")}, map[string]any{"metadata": map[string]any{OutputSchemaKey: schema}}},
+		{"data part", []any{textParam("Which city?"), map[string]any{"data": map[string]any{OutputSchemaKey: schema}}}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			llm.Enqueue(fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "c1", Name: host.OutputToolName, Arguments: `{"city":"Lyon"}`}}})
+			tk := sendMessageV1(t, url, sendMessageParams(tc.parts, tc.msg, nil))
+			if tk.Status.State != stateCompleted || len(tk.Artifacts) != 1 {
+				t.Fatalf("task %s", asJSON(tk))
+			}
+			var value, details string
+			for _, p := range tk.Artifacts[0].Parts {
+				switch {
+				case p.Kind == partData && p.MediaType == "application/json":
+					value = string(p.Data)
+				case p.Kind == partData && p.MediaType == answerMediaType:
+					details = string(p.Data)
+				}
+			}
+			if value != `{"city":"Lyon"}` || !strings.Contains(details, `"output":{"city":"Lyon"}`) {
+				t.Errorf("value part %s, details %s", value, details)
+			}
+			req := llm.LastRequest()
+			if user := req.Messages[1].Content; strings.Contains(user, OutputSchemaKey) || user != "Which city?" {
+				t.Errorf("the prompt the model read: %q", user)
+			}
+		})
+	}
+	rr := callRPC(t, url, "1.0", "SendMessage", sendMessageParams([]any{textParam("x")}, map[string]any{"metadata": map[string]any{OutputSchemaKey: "city"}}, nil))
+	wantRPCError(t, rr, codeInvalidParams, false)
 }
