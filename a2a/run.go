@@ -112,6 +112,16 @@ func (s *Server) event(st *serverTask, ev *host.Event) {
 		if info := ev.ToolCall.Info; info != nil && !info.OK {
 			s.setStatus(st, stateWorking, agentText(st, fmt.Sprintf("%s failed: %s", info.Name, clip(info.Error, 500))))
 		}
+	case host.EventCheck:
+		c := ev.Check
+		outcome := "passed"
+		if !c.Passed {
+			outcome = "failed"
+		}
+		if c.Detail != "" {
+			outcome += ": " + clip(c.Detail, 500)
+		}
+		s.setStatus(st, stateWorking, agentText(st, fmt.Sprintf("Check %s %s", c.Name, outcome)))
 	}
 }
 
@@ -227,6 +237,7 @@ type answerDetails struct {
 	StoppedBy      host.StopReason          `json:"stopped_by"`
 	Usage          answerUsage              `json:"usage"`
 	ToolCalls      []answerToolCall         `json:"tool_calls"`
+	Checks         []host.CheckResult       `json:"checks,omitempty"`
 }
 
 type answerUsage struct {
@@ -252,7 +263,7 @@ func referenceParts(ans *host.Answer) []part {
 		out = append(out, part{Kind: partData, Data: ans.Output, MediaType: "application/json"})
 	}
 	d := answerDetails{
-		Output: ans.Output, References: ans.References, ConversationID: ans.ConversationID, StoppedBy: ans.StoppedBy,
+		Output: ans.Output, References: ans.References, Checks: ans.Checks, ConversationID: ans.ConversationID, StoppedBy: ans.StoppedBy,
 		Usage:     answerUsage{ans.Usage.Requests, ans.Usage.PromptTokens, ans.Usage.CompletionTokens, ans.Usage.TotalTokens},
 		ToolCalls: []answerToolCall{},
 	}

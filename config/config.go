@@ -30,7 +30,27 @@ type Config struct {
 	State      State
 	Serve      Serve
 	Telemetry  Telemetry
+	Eval       Eval
 }
+
+// Eval is the [eval] table: the evaluation checks of every answer.
+type Eval struct {
+	// Checks every answer must pass: "citations", "complete", "schema", "grounded". Default none.
+	Checks []string
+	// OnFailure is what a failed check does: "warn" (default: reported with the answer) or "retry" (the model is
+	// told what failed and answers again, once).
+	OnFailure string
+	// Model is the model of the grounded check, on the agent's API; "" means the agent's model.
+	Model string
+}
+
+// The check names, and the values of Eval.OnFailure.
+var CheckNames = []string{"citations", "complete", "schema", "grounded"}
+
+const (
+	OnFailureWarn  = "warn"
+	OnFailureRetry = "retry"
+)
 
 // Agent is the [agent] table: who the agent is and how its loop runs.
 type Agent struct {
@@ -228,6 +248,8 @@ type ToolPolicy struct {
 	// RetryOnDisconnect makes a call of an MCP tool, in flight when its server went away, be made again once the
 	// server is back, as for tools annotated readOnlyHint or idempotentHint.
 	RetryOnDisconnect bool
+	// EvaluationChecks are the checks an answer must pass when the tool ran in its run (see Eval).
+	EvaluationChecks []string
 }
 
 // IsEnabled reports whether the tool is offered: Enabled, or true when unset.

@@ -238,6 +238,13 @@ func (d *decoder) config(c *Config, tree map[string]any) {
 			})
 		},
 		"serve": func(p []string, v any) { d.serve(p, v, &c.Serve) },
+		"eval": func(p []string, v any) {
+			d.table(p, v, map[string]fieldFunc{
+				"checks":     d.strList(&c.Eval.Checks),
+				"on_failure": d.str(&c.Eval.OnFailure),
+				"model":      d.str(&c.Eval.Model),
+			})
+		},
 		"telemetry": func(p []string, v any) {
 			d.table(p, v, map[string]fieldFunc{
 				"exporter":        d.str(&c.Telemetry.Exporter),
@@ -387,6 +394,7 @@ func (d *decoder) toolPolicy(path []string, v any, p *ToolPolicy) {
 		"prompt":              d.str(&p.Prompt),
 		"format_prompt":       d.str(&p.FormatPrompt),
 		"retry_on_disconnect": d.boolean(&p.RetryOnDisconnect),
+		"evaluation_checks":   d.strList(&p.EvaluationChecks),
 	})
 }
 

@@ -107,6 +107,7 @@ require_approval = true
 prompt = "p"
 format_prompt = "f"
 retry_on_disconnect = true
+evaluation_checks = ["citations"]
 
 [mcp.servers.fs]
 transport = "stdio"
@@ -180,6 +181,11 @@ endpoint = "http://collector:4317"
 headers = { api-key = "k" }
 service_name = "helper-agent"
 capture_content = true
+
+[eval]
+checks = ["citations", "grounded"]
+on_failure = "retry"
+model = "gpt-4o"
 `
 	got, err := Parse("/etc/agenthost/agent.toml", []byte(src), envOf(nil))
 	if err != nil {
@@ -217,7 +223,7 @@ capture_content = true
 		AgentOrder: []string{"analyst"},
 		Tools: map[string]ToolPolicy{"fs_read_file": {
 			Enabled: ptr(false), Exclusive: true, Forced: true, TakesControl: true, RequireApproval: true,
-			Prompt: "p", FormatPrompt: "f", RetryOnDisconnect: true,
+			Prompt: "p", FormatPrompt: "f", RetryOnDisconnect: true, EvaluationChecks: []string{"citations"},
 		}},
 		MCP: MCP{
 			Servers: map[string]MCPServer{
@@ -262,6 +268,7 @@ capture_content = true
 		},
 		Telemetry: Telemetry{Exporter: "otlp", Protocol: "grpc", Endpoint: "http://collector:4317", Headers: map[string]string{"api-key": "k"},
 			ServiceName: "helper-agent", CaptureContent: true},
+		Eval: Eval{Checks: []string{"citations", "grounded"}, OnFailure: "retry", Model: "gpt-4o"},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Parse =\n%#v\nwant\n%#v", got, want)
@@ -444,6 +451,11 @@ agent.toml:6: serve.oauth.jwks_url: must be an https URL (http only on a loopbac
 		{"output without a schema", "[agent]\noutput_retries = 11\n[agent.output]\n", nil,
 			`agent.toml:2: agent.output_retries: must be between 0 and 10 (got 11)
 agent.toml:3: agent.output: needs schema (a TOML table) or schema_file`},
+		{"eval values", "[eval]\nchecks = [\"citations\", \"spelling\", \"citations\"]\non_failure = \"ignore\"\n[tools.t]\nevaluation_checks = [\"tone\"]\n", nil,
+			`agent.toml:2: eval.checks[1]: must be one of citations, complete, schema, grounded (got "spelling")
+agent.toml:2: eval.checks[2]: "citations" is listed twice
+agent.toml:3: eval.on_failure: must be one of "warn", "retry" (got "ignore")
+agent.toml:5: tools.t.evaluation_checks[0]: must be one of citations, complete, schema, grounded (got "tone")`},
 		{"telemetry values", "[telemetry]\nexporter = \"jaeger\"\nprotocol = \"http\"\nendpoint = \"localhost:4318\"\nheaders = { \"a b\" = \"x\" }\n", nil,
 			`agent.toml:2: telemetry.exporter: must be one of "otlp", "none" (got "jaeger")
 agent.toml:3: telemetry.protocol: must be one of "http/protobuf", "grpc" (got "http")
@@ -1014,6 +1026,17 @@ func TestExampleOutput(t *testing.T) {
 	}
 }
 
+// TestExampleEval checks that the commented [eval] example loads once it is uncommented.
+func TestExampleEval(t *testing.T) {
+	c, err := Parse("agent.toml", []byte(uncommentExample(t, "[eval]")), envOf(nil))
+	if err != nil {
+		t.Fatalf("agent.toml with [eval] uncommented:\n%v", err)
+	}
+	if len(c.Eval.Checks) != 2 || c.Eval.OnFailure != OnFailureWarn {
+		t.Errorf("eval = %+v", c.Eval)
+	}
+}
+
 // TestExampleTelemetry checks that the commented [telemetry] example loads once it is uncommented.
 func TestExampleTelemetry(t *testing.T) {
 	c, err := Parse("agent.toml", []byte(uncommentExample(t, "[telemetry]")), envOf(map[string]string{"COLLECTOR_KEY": "k"}))
@@ -1049,7 +1072,7 @@ func TestExampleFileDocumentsEveryKey(t *testing.T) {
 		reflect.TypeFor[ToolPolicy](), reflect.TypeFor[MCPServer](), reflect.TypeFor[A2APeer](), reflect.TypeFor[Serve](),
 		reflect.TypeFor[Skill](), reflect.TypeFor[FetchURL](), reflect.TypeFor[WebSearch](), reflect.TypeFor[Files](),
 		reflect.TypeFor[DocSearch](), reflect.TypeFor[Calculate](), reflect.TypeFor[SubAgent](), reflect.TypeFor[ServeOAuth](),
-		reflect.TypeFor[Telemetry](),
+		reflect.TypeFor[Telemetry](), reflect.TypeFor[Eval](),
 	} {
 		for f := range typ.Fields() {
 			key := snake(f.Name)

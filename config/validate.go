@@ -85,6 +85,11 @@ func (c *Config) check() issues {
 		if !validName(name) {
 			is.add([]string{"tools", name}, "tool name must match %s", namePattern)
 		}
+		checkChecks(&is, []string{"tools", name, "evaluation_checks"}, "tools."+name+".evaluation_checks", c.Tools[name].EvaluationChecks)
+	}
+	checkChecks(&is, []string{"eval", "checks"}, "eval.checks", c.Eval.Checks)
+	if c.Eval.OnFailure != "" {
+		checkEnum(&is, []string{"eval", "on_failure"}, c.Eval.OnFailure, []string{OnFailureWarn, OnFailureRetry})
 	}
 
 	checkOrder(&is, "mcp", "servers", c.MCP.Servers, c.MCP.Order)
@@ -106,6 +111,21 @@ func (c *Config) check() issues {
 	checkServe(&is, &c.Serve)
 	checkTelemetry(&is, &c.Telemetry)
 	return is
+}
+
+// checkChecks checks a list of evaluation check names.
+func checkChecks(is *issues, p []string, key string, names []string) {
+	seen := map[string]bool{}
+	for i, n := range names {
+		k := fmt.Sprintf("%s[%d]", key, i)
+		switch {
+		case !slices.Contains(CheckNames, n):
+			is.addKey(p, k, "must be one of %s (got %q)", strings.Join(CheckNames, ", "), n)
+		case seen[n]:
+			is.addKey(p, k, "%q is listed twice", n)
+		}
+		seen[n] = true
+	}
 }
 
 func checkTelemetry(is *issues, t *Telemetry) {

@@ -21,6 +21,8 @@ const (
 	EventToolProgress EventKind = "tool_progress"
 	// EventToolEnd reports a finished (or refused) tool call, in ToolCall with Info and Result.
 	EventToolEnd EventKind = "tool_end"
+	// EventCheck reports the outcome of an evaluation check of the answer, in Check.
+	EventCheck EventKind = "check"
 	// EventAnswer is the last event of a run that produced an answer: Answer is set.
 	EventAnswer EventKind = "answer"
 )
@@ -31,6 +33,7 @@ type Event struct {
 	Iteration int
 	Text      string
 	ToolCall  *ToolEvent
+	Check     *CheckResult
 	Answer    *Answer
 }
 
@@ -84,6 +87,8 @@ type Answer struct {
 	Iterations []IterationInfo `json:"iterations"`
 	// ToolCalls is every tool call of the run, in order.
 	ToolCalls []ToolCallInfo `json:"tool_calls"`
+	// Checks are the outcomes of the evaluation checks of the answer, in CheckNames order; nil when none applied.
+	Checks []CheckResult `json:"checks,omitempty"`
 	// Result is the result of the tool that took control, when StoppedBy is StopToolControl.
 	Result *Result `json:"-"`
 

@@ -80,6 +80,14 @@ type Options struct {
 	// OutputRetries is how many answers that do not match the output schema go back to the model, with what does
 	// not match, before the run stops with StopInvalidOutput; 0 means DefaultOutputRetries, negative none.
 	OutputRetries int
+	// Checks are the evaluation checks every answer must pass (see CheckNames); the request and the tools that ran
+	// may add others.
+	Checks []string
+	// OnCheckFailure is what a failed check does: CheckWarn (the default: it is reported) or CheckRetry (the model
+	// is told what failed and answers again, once).
+	OnCheckFailure CheckPolicy
+	// Grader is the model of the grounded check; nil means the run's own.
+	Grader llm.Model
 }
 
 // Orchestrator runs the tool-calling loop. It is safe for concurrent use: each Run is independent, except that runs
@@ -156,6 +164,8 @@ type Request struct {
 	Steps StepRunner
 	// OutputSchema, when set, is the JSON Schema this run's answer must match, instead of Options.OutputSchema.
 	OutputSchema json.RawMessage
+	// Checks are evaluation checks this run's answer must pass, besides Options.Checks.
+	Checks []string
 	// Tag is opaque to the orchestrator: it names the front end's own object behind the run (an A2A task), for a
 	// durable runner, which hands it back to the front end when it resumes the run after a crash.
 	Tag string
@@ -253,6 +263,8 @@ type run struct {
 	calls     []ToolCallInfo
 	truncated map[string]bool // tool call ids whose results were shortened to fit the context budget
 	output    *output         // the answer's schema; nil for a plain answer
+	checks    checkSet        // the checks the answer must pass
+	retried   bool            // the model answered again after failed checks
 }
 
 func (r *run) run(ctx context.Context) (*Answer, error) {
@@ -268,6 +280,13 @@ func (r *run) run(ctx context.Context) (*Answer, error) {
 	if r.output, err = r.newOutput(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
 	}
+	for _, c := range r.req.Checks {
+		if !ValidCheck(c) {
+			return nil, fmt.Errorf("%w: unknown check %q: the checks are %s", ErrInvalidRequest, c, strings.Join(CheckNames, ", "))
+		}
+	}
+	r.checks.add(o.opts.Checks...)
+	r.checks.add(r.req.Checks...)
 	conv, done, err := o.open(ctx, r.req, r.steps)
 	if err != nil {
 		return nil, err
@@ -285,6 +304,9 @@ func (r *run) run(ctx context.Context) (*Answer, error) {
 	default:
 		// The model failed for good: the partial answer keeps the debug info of what did run.
 		ans = r.stop(StopError, "The run failed: "+err.Error())
+	}
+	if ans != nil && ans.Checks == nil && len(r.checks) > 0 && ans.StoppedBy != StopCancelled && ans.StoppedBy != StopError {
+		ans.Checks = r.evaluate(ctx, ans, r.lastText) // an answer the checks did not see yet: no retry
 	}
 	if ans != nil {
 		ans.ConversationID = conv.ID
@@ -450,11 +472,17 @@ func (r *run) loop(ctx context.Context, tools []*ManagedTool) (*Answer, error) {
 				return r.stop(StopNoOutput, "The model produced no output."), nil
 			}
 			if r.output == nil {
-				return r.answer(text), nil
+				if ans := r.checked(ctx, r.answer(text), text, i == last); ans != nil {
+					return ans, nil
+				}
+				continue
 			}
 			value, problem := r.output.fromText(text)
 			if problem == nil {
-				return r.structured(value), nil
+				if ans := r.checked(ctx, r.structured(value), string(value), i == last); ans != nil {
+					return ans, nil
+				}
+				continue
 			}
 			// The answer goes back to the model with what is wrong with it.
 			r.infos[len(r.infos)-1].Note = "the answer does not match the output schema: " + problem.Error()
@@ -474,7 +502,11 @@ func (r *run) loop(ctx context.Context, tools []*ManagedTool) (*Answer, error) {
 		}
 		if r.output != nil && r.output.tool != nil {
 			if taker != nil && taker.tool == r.output.tool {
-				return r.structured(taker.result.Structured), nil
+				value := taker.result.Structured
+				if ans := r.checked(ctx, r.structured(value), string(value), i == last); ans != nil {
+					return ans, nil
+				}
+				continue
 			}
 			for _, c := range r.calls[before:] {
 				if c.Name == OutputToolName && !c.OK && !c.Duplicate {
@@ -505,7 +537,11 @@ func (r *run) model() llm.Model {
 
 // generate calls the run's model, observed when the orchestrator has an Observer.
 func (r *run) generate(ctx context.Context, iter int, req *llm.Request, onDelta func(llm.Delta)) (*llm.Response, error) {
-	m := r.model()
+	return r.generateWith(ctx, r.model(), iter, req, onDelta)
+}
+
+// generateWith calls m, observed when the orchestrator has an Observer.
+func (r *run) generateWith(ctx context.Context, m llm.Model, iter int, req *llm.Request, onDelta func(llm.Delta)) (*llm.Response, error) {
 	obs := r.o.opts.Observer
 	if obs == nil {
 		return m.Generate(ctx, req, onDelta)
@@ -514,6 +550,30 @@ func (r *run) generate(ctx context.Context, iter int, req *llm.Request, onDelta 
 	resp, err := m.Generate(ctx, req, onDelta)
 	end(resp, err)
 	return resp, err
+}
+
+// checked runs the evaluation checks on ans, whose raw text (citations unrendered) is raw, and returns it with
+// their outcomes. When one failed and the policy says retry, it returns nil instead, once per run and not on the
+// last iteration: the model is told what failed, to answer again.
+func (r *run) checked(ctx context.Context, ans *Answer, raw string, last bool) *Answer {
+	if len(r.checks) == 0 {
+		return ans
+	}
+	ans.Checks = r.evaluate(ctx, ans, raw)
+	var failed []string
+	for _, c := range ans.Checks {
+		if !c.Passed {
+			failed = append(failed, fmt.Sprintf("- %s: %s", c.Name, c.Detail))
+		}
+	}
+	if len(failed) == 0 || r.o.opts.OnCheckFailure != CheckRetry || r.retried || last || ctx.Err() != nil {
+		return ans
+	}
+	r.retried = true
+	r.infos[len(r.infos)-1].Note = "the answer failed checks and went back to the model"
+	r.messages = append(r.messages, llm.Message{Role: llm.RoleAssistant, Content: raw},
+		llm.Message{Role: llm.RoleUser, Content: "Your answer failed these checks:\n" + strings.Join(failed, "\n") + "\nAnswer again, fixing them."})
+	return nil
 }
 
 // overModelLimits returns why calling the model n more times would break the run's limits, or "".

@@ -191,6 +191,9 @@ func (r *run) round(ctx context.Context, iter int, off *offer, assistant llm.Mes
 		if p.result != nil {
 			info.Debug = p.result.Debug
 		}
+		if info.OK && s.primary == nil {
+			r.checks.add(p.tool.Policy.EvaluationChecks...)
+		}
 		r.calls = append(r.calls, info)
 		r.emit(&Event{Kind: EventToolEnd, Iteration: iter, ToolCall: &ToolEvent{ID: s.call.ID, Name: s.call.Name, Source: info.Source, Arguments: p.args, Result: p.result, Info: &info}})
 		// A hand-off that failed goes back to the model like any failed call, so it can tell the user.

@@ -32,6 +32,15 @@ type ToolPolicy struct {
 	Prompt string
 	// FormatPrompt is added to the system prompt once the tool was used in the run.
 	FormatPrompt string
+	// EvaluationChecks are the checks (CheckCitations, ...) that every answer of a run in which the tool ran must
+	// pass, besides those the tool names itself (EvaluationChecker).
+	EvaluationChecks []string
+}
+
+// EvaluationChecker is a Tool that names the checks an answer must pass when it ran: a search tool asks for
+// citations, say.
+type EvaluationChecker interface {
+	EvaluationChecks() []string
 }
 
 // Flags returns the names of the policy's flags that are set, in a fixed order.
@@ -223,6 +232,9 @@ func (m *ToolManager) merge(lists [][]Tool, listErrs []error) ([]*ManagedTool, e
 			policy := m.policies[spec.Name]
 			if strings.TrimSpace(policy.Prompt) == "" {
 				policy.Prompt = spec.Prompt
+			}
+			if ec, ok := t.(EvaluationChecker); ok {
+				policy.EvaluationChecks = append(slices.Clip(policy.EvaluationChecks), ec.EvaluationChecks()...)
 			}
 			out = append(out, &ManagedTool{Tool: t, Spec: spec, Source: set.Name(), Policy: policy})
 		}

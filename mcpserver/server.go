@@ -314,7 +314,9 @@ var outputSchema = json.RawMessage(`{
     "usage": {"type": "object", "properties": {
       "requests": {"type": "integer"}, "prompt_tokens": {"type": "integer"}, "completion_tokens": {"type": "integer"}, "total_tokens": {"type": "integer"}}},
     "tool_calls": {"type": "array", "items": {"type": "object", "properties": {
-      "name": {"type": "string"}, "ok": {"type": "boolean"}, "duration_ms": {"type": "number"}}, "required": ["name", "ok"]}}
+      "name": {"type": "string"}, "ok": {"type": "boolean"}, "duration_ms": {"type": "number"}}, "required": ["name", "ok"]}},
+    "checks": {"type": "array", "description": "The evaluation checks of the answer.", "items": {"type": "object", "properties": {
+      "name": {"type": "string"}, "passed": {"type": "boolean"}, "detail": {"type": "string"}}, "required": ["name", "passed"]}}
   },
   "required": ["answer", "references", "conversation_id", "stopped_by", "iterations", "usage", "tool_calls"]
 }`)
@@ -329,6 +331,7 @@ type agentOutput struct {
 	Iterations     int                      `json:"iterations"`
 	Usage          usage                    `json:"usage"`
 	ToolCalls      []toolCall               `json:"tool_calls"`
+	Checks         []host.CheckResult       `json:"checks,omitempty"`
 }
 
 type usage struct {
@@ -346,7 +349,7 @@ type toolCall struct {
 
 func output(ans *host.Answer) agentOutput {
 	out := agentOutput{
-		Answer: ans.Text, Output: ans.Output, References: ans.References, ConversationID: ans.ConversationID, StoppedBy: ans.StoppedBy,
+		Answer: ans.Text, Output: ans.Output, References: ans.References, Checks: ans.Checks, ConversationID: ans.ConversationID, StoppedBy: ans.StoppedBy,
 		Iterations: len(ans.Iterations),
 		Usage:      usage{ans.Usage.Requests, ans.Usage.PromptTokens, ans.Usage.CompletionTokens, ans.Usage.TotalTokens},
 		ToolCalls:  make([]toolCall, 0, len(ans.ToolCalls)),
@@ -525,11 +528,25 @@ func (p *progress) event(ev *host.Event) {
 			status = "failed: " + firstLine(info.Error)
 		}
 		p.notify(fmt.Sprintf("%s (%s) %s", ev.ToolCall.Name, ev.ToolCall.Source, status))
+	case host.EventCheck:
+		p.notify(checkLine(ev.Check))
 	case host.EventTextDelta:
 		p.text(ev.Text)
 	case host.EventAnswer:
 		p.flush()
 	}
+}
+
+// checkLine is how an evaluation check's outcome reads in progress: "check citations: passed".
+func checkLine(c *host.CheckResult) string {
+	line := "check " + c.Name + ": passed"
+	if !c.Passed {
+		line = "check " + c.Name + ": failed"
+	}
+	if c.Detail != "" {
+		line += " (" + c.Detail + ")"
+	}
+	return line
 }
 
 // text adds streamed answer text, sending it at once when the interval has passed, else when it next passes.

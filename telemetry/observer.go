@@ -27,6 +27,9 @@ const (
 	// AttrIteration is the loop iteration of a model call.
 	AttrIteration = attribute.Key("agenthost.iteration")
 
+	// EventEvaluation is the span event of an evaluation check of the answer, on its run's span.
+	EventEvaluation = "gen_ai.evaluation.result"
+
 	MetricToolCalls    = "agenthost.tool.calls"
 	MetricToolDuration = "agenthost.tool.duration"
 	MetricRunsActive   = "agenthost.runs.active"
@@ -111,6 +114,17 @@ func (t *Telemetry) StartRun(ctx context.Context, run *host.RunStart) (context.C
 			)
 			if t.capture {
 				span.SetAttributes(semconv.GenAIOutputMessagesKey.String(outputJSON(llm.Message{Role: llm.RoleAssistant, Content: ans.Text}, "")))
+			}
+			for _, c := range ans.Checks {
+				label := "pass"
+				if !c.Passed {
+					label = "fail"
+				}
+				attrs := []attribute.KeyValue{semconv.GenAIEvaluationName(c.Name), semconv.GenAIEvaluationScoreLabel(label)}
+				if c.Detail != "" {
+					attrs = append(attrs, semconv.GenAIEvaluationExplanation(c.Detail))
+				}
+				span.AddEvent(EventEvaluation, trace.WithAttributes(attrs...))
 			}
 		}
 		endSpan(span, err, "")

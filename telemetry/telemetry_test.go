@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -549,5 +550,30 @@ func TestMCPServerHTTPHeader(t *testing.T) {
 	}
 	if !found {
 		t.Error("no server span for tools/call")
+	}
+}
+
+// TestObserverChecks: each evaluation check of the answer is an event of the run's span.
+func TestObserverChecks(t *testing.T) {
+	tp, sr, mp, _ := providers(t)
+	tel := telemetry.New(tp, mp, nil)
+	model := &scripted{turns: []llm.Message{{Role: llm.RoleAssistant, Content: "Lyon [source 3]."}}}
+	orch := host.New(model, host.NewToolManager(nil, nil), &host.Options{Name: "c", Observer: tel.Observer(),
+		Checks: []string{host.CheckCitations, host.CheckComplete}})
+	if _, err := orch.Ask(context.Background(), &host.Request{Prompt: "Which city?"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	var events []string
+	for _, s := range sr.Ended() {
+		if s.Name() != "invoke_agent c" {
+			continue
+		}
+		for _, ev := range s.Events() {
+			a := attrMap(ev.Attributes)
+			events = append(events, ev.Name+" "+a["gen_ai.evaluation.name"].AsString()+" "+a["gen_ai.evaluation.score.label"].AsString())
+		}
+	}
+	if want := []string{"gen_ai.evaluation.result citations fail", "gen_ai.evaluation.result complete pass"}; !slices.Equal(events, want) {
+		t.Errorf("span events %q, want %q", events, want)
 	}
 }

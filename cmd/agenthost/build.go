@@ -302,8 +302,20 @@ func build(ctx context.Context, cfg *config.Config, modelFlag string, logger *sl
 		sopts.Name, sopts.Description, sopts.Observer = name, sa.Description, opts.Observer
 		agents.Add(name, sa.Description, host.New(model, a.tools.Restrict(sa.Tools), sopts))
 	}
+	if opts.Grader, err = a.graderModel(logger); err != nil {
+		a.close()
+		return nil, fmt.Errorf("%w: %s: eval.model: %w", errUsage, configName(cfg), err)
+	}
 	a.orch = host.New(a.model, a.tools, opts)
 	return a, nil
+}
+
+// graderModel is the model of the grounded check: [eval] model on the agent's API, or nil for the agent's own.
+func (a *app) graderModel(logger *slog.Logger) (llm.Model, error) {
+	if a.cfg.Eval.Model == "" {
+		return nil, nil
+	}
+	return a.subAgentModel(config.SubAgent{Model: a.cfg.Eval.Model}, logger)
 }
 
 // subAgentModel is the model of a sub-agent: the agent's, or, with an OpenAI-compatible provider, the same API with

@@ -168,6 +168,16 @@ func printProgress(w io.Writer, ev *host.Event) {
 		if !info.OK {
 			fmt.Fprintf(w, "✗ %s: %s\n", info.Name, truncate(info.Error, 120))
 		}
+	case host.EventCheck:
+		mark := "✓"
+		if !ev.Check.Passed {
+			mark = "✗"
+		}
+		line := mark + " check " + ev.Check.Name
+		if ev.Check.Detail != "" {
+			line += ": " + truncate(ev.Check.Detail, 120)
+		}
+		fmt.Fprintln(w, line)
 	}
 }
 

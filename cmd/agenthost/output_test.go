@@ -183,3 +183,35 @@ properties.city = { type = "string" }
 		t.Errorf("the agent tool's output schema does not show the configured shape: %s", first.Tools[0].OutputSchema)
 	}
 }
+
+// TestServeChecksTS: the checks of [eval] run on the answer of the agent tool; the TypeScript SDK client gets each
+// outcome as progress while the call runs, and all of them in structuredContent.checks.
+func TestServeChecksTS(t *testing.T) {
+	llm := fakellm.New()
+	t.Cleanup(llm.Close)
+	config := serveConfig(t, t.TempDir(), "helper", llm, "\n[eval]\nchecks = [\"citations\", \"complete\"]\n")
+	llm.Enqueue(
+		fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "c1", Name: "fx_cite", Arguments: `{}`}}},
+		fakellm.Turn{Text: "The document says hello [source 1] and more [source 5]."},
+	)
+	out := tsClient(t, true, append(stdioArgs(config, "TEST_KEY=sk"), "--action", "ask", "--tool", "ask_helper", "--prompt", "What does it say?")...)
+	res := out.Calls[0].Result.StructuredContent
+	if res == nil || len(res.Checks) != 2 {
+		t.Fatalf("structured content: %+v", res)
+	}
+	if c := res.Checks[0]; c.Name != host.CheckCitations || c.Passed || !strings.Contains(c.Detail, "[source 5]") {
+		t.Errorf("citations check: %+v", c)
+	}
+	if c := res.Checks[1]; c.Name != host.CheckComplete || !c.Passed {
+		t.Errorf("complete check: %+v", c)
+	}
+	var notes []string
+	for _, p := range out.Calls[0].Progress {
+		if strings.HasPrefix(p.Message, "check ") {
+			notes = append(notes, p.Message)
+		}
+	}
+	if len(notes) != 2 || !strings.HasPrefix(notes[0], "check citations: failed (the answer cites [source 5]") || notes[1] != "check complete: passed" {
+		t.Errorf("check progress: %q", notes)
+	}
+}

@@ -167,6 +167,7 @@ type toolResult struct {
 type agentResult struct {
 	Answer         string                   `json:"answer"`
 	Output         json.RawMessage          `json:"output"`
+	Checks         []host.CheckResult       `json:"checks"`
 	References     []host.NumberedReference `json:"references"`
 	ConversationID string                   `json:"conversation_id"`
 	StoppedBy      string                   `json:"stopped_by"`

@@ -99,22 +99,24 @@ func OpenAIOptions(m config.Model, apiKey string, logger *slog.Logger) *openai.O
 // bounds; OpenState opens the configured one.
 func HostOptions(cfg *config.Config, logger *slog.Logger) *host.Options {
 	return &host.Options{
-		Instructions:  cfg.Agent.Instructions,
-		MaxIterations: cfg.Agent.MaxIterations,
-		MaxToolCalls:  cfg.Agent.MaxToolCalls,
-		ToolTimeout:   cfg.Agent.ToolTimeout.Duration,
-		Temperature:   cfg.Agent.Temperature,
-		MaxTokens:     cfg.Model.MaxTokens,
-		CitationStyle: host.CitationStyle(cfg.Agent.CitationStyle),
-		Limits:        host.Limits{Requests: cfg.Limits.Requests, TotalTokens: cfg.Limits.TotalTokens, ToolCalls: cfg.Limits.ToolCalls},
-		ContextTokens: cfg.Model.ContextTokens,
-		Conversations: host.NewMemoryStore(&host.MemoryStoreOptions{MaxConversations: cfg.Agent.MaxConversations, IdleTTL: cfg.Agent.ConversationTTL.Duration}),
-		Logger:        logger,
-		Name:          cfg.Agent.Name,
-		Description:   cfg.Agent.Description,
-		CompileSchema: schemacheck.Compile,
-		OutputMode:    OutputMode(cfg.Model),
-		OutputRetries: outputRetries(cfg.Agent.OutputRetries),
+		Instructions:   cfg.Agent.Instructions,
+		MaxIterations:  cfg.Agent.MaxIterations,
+		MaxToolCalls:   cfg.Agent.MaxToolCalls,
+		ToolTimeout:    cfg.Agent.ToolTimeout.Duration,
+		Temperature:    cfg.Agent.Temperature,
+		MaxTokens:      cfg.Model.MaxTokens,
+		CitationStyle:  host.CitationStyle(cfg.Agent.CitationStyle),
+		Limits:         host.Limits{Requests: cfg.Limits.Requests, TotalTokens: cfg.Limits.TotalTokens, ToolCalls: cfg.Limits.ToolCalls},
+		ContextTokens:  cfg.Model.ContextTokens,
+		Conversations:  host.NewMemoryStore(&host.MemoryStoreOptions{MaxConversations: cfg.Agent.MaxConversations, IdleTTL: cfg.Agent.ConversationTTL.Duration}),
+		Logger:         logger,
+		Name:           cfg.Agent.Name,
+		Description:    cfg.Agent.Description,
+		CompileSchema:  schemacheck.Compile,
+		OutputMode:     OutputMode(cfg.Model),
+		OutputRetries:  outputRetries(cfg.Agent.OutputRetries),
+		Checks:         cfg.Eval.Checks,
+		OnCheckFailure: host.CheckPolicy(cfg.Eval.OnFailure),
 	}
 }
 
@@ -239,13 +241,14 @@ func Policies(tools map[string]config.ToolPolicy) map[string]host.ToolPolicy {
 	out := make(map[string]host.ToolPolicy, len(tools))
 	for name, p := range tools {
 		out[name] = host.ToolPolicy{
-			Disabled:        !p.IsEnabled(),
-			Exclusive:       p.Exclusive,
-			Forced:          p.Forced,
-			TakesControl:    p.TakesControl,
-			RequireApproval: p.RequireApproval,
-			Prompt:          p.Prompt,
-			FormatPrompt:    p.FormatPrompt,
+			Disabled:         !p.IsEnabled(),
+			Exclusive:        p.Exclusive,
+			Forced:           p.Forced,
+			TakesControl:     p.TakesControl,
+			RequireApproval:  p.RequireApproval,
+			Prompt:           p.Prompt,
+			FormatPrompt:     p.FormatPrompt,
+			EvaluationChecks: p.EvaluationChecks,
 		}
 	}
 	return out

@@ -55,6 +55,7 @@ takes_control = true
 require_approval = true
 prompt = "p"
 format_prompt = "f"
+evaluation_checks = ["citations"]
 
 [serve]
 tool_name = "ask_helper"
@@ -67,6 +68,10 @@ expose_tools = true
 progress_interval = "1s"
 input_timeout = "2m"
 max_waiting_calls = 5
+
+[eval]
+checks = ["complete"]
+on_failure = "retry"
 
 [telemetry]
 exporter = "otlp"
@@ -109,12 +114,14 @@ func TestMapping(t *testing.T) {
 		Instructions: "Be brief.", MaxIterations: 7, MaxToolCalls: 3, ToolTimeout: 40 * time.Second, Temperature: &temp,
 		MaxTokens: 300, CitationStyle: host.CitationStyle("sup"), Limits: host.Limits{Requests: 9, TotalTokens: 5000, ToolCalls: 11},
 		ContextTokens: 9000, Name: "helper", Description: "Helps.", OutputMode: host.OutputTool, OutputRetries: 2,
+		Checks: []string{"complete"}, OnCheckFailure: host.CheckRetry,
 	}); !reflect.DeepEqual(h, want) {
 		t.Errorf("HostOptions = %+v\nwant %+v", h, want)
 	}
 
 	if got, want := Policies(cfg.Tools), map[string]host.ToolPolicy{"t": {
 		Disabled: true, Exclusive: true, Forced: true, TakesControl: true, RequireApproval: true, Prompt: "p", FormatPrompt: "f",
+		EvaluationChecks: []string{"citations"},
 	}}; !reflect.DeepEqual(got, want) {
 		t.Errorf("Policies = %+v\nwant %+v", got, want)
 	}

@@ -503,3 +503,26 @@ func (s *Strings) Render(text string) string {
 
 // Refs returns the documents cited so far, in reference-number order.
 func (s *Strings) Refs() []Ref { return s.refs }
+
+// Audit reports what text cites: the numbers its citations name that are no source's, in order, and the sources it
+// cites that are known, each once.
+func Audit(text string, sources []Source) (unknown, cited []int) {
+	idx := newIndex(sources)
+	seen := map[int]bool{}
+	for _, t := range newScanner(text, idx.known).scan() {
+		if t.kind != tokCite {
+			continue
+		}
+		for _, n := range t.nums {
+			switch {
+			case seen[n]:
+			case idx.known(n):
+				cited = append(cited, n)
+			default:
+				unknown = append(unknown, n)
+			}
+			seen[n] = true
+		}
+	}
+	return unknown, cited
+}

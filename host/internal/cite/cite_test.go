@@ -329,3 +329,14 @@ func TestRenumber(t *testing.T) {
 		}
 	}
 }
+
+func TestAudit(t *testing.T) {
+	sources := []Source{{Number: 1, Title: "a", URI: "https://a"}, {Number: 2, Title: "b", URI: "https://b"}}
+	unknown, cited := Audit("One [source 1], two [source 2, 7], again [source 1] and [source 9]. `[source 8]` is code.", sources)
+	if !slices.Equal(unknown, []int{7, 9}) || !slices.Equal(cited, []int{1, 2}) {
+		t.Errorf("Audit = unknown %v, cited %v", unknown, cited)
+	}
+	if unknown, cited := Audit("No citations.", sources); unknown != nil || cited != nil {
+		t.Errorf("Audit of a plain text = %v, %v", unknown, cited)
+	}
+}
