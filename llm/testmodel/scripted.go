@@ -11,6 +11,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/agenthost/agenthost/llm"
@@ -20,7 +21,7 @@ import (
 var ErrScriptExhausted = errors.New("testmodel: script exhausted")
 
 // Scripted replays scripted responses, one per Generate call, in order. It is safe for concurrent use: concurrent
-// calls take the next responses in the order they get them.
+// calls take the next responses in the order they get them, unless the responses say whose they are (match).
 //
 // A script is JSON lines, one response per line; blank lines and lines starting with "#" are ignored:
 //
@@ -34,11 +35,15 @@ var ErrScriptExhausted = errors.New("testmodel: script exhausted")
 //   - usage has the llm.Usage fields (requests, prompt_tokens, completion_tokens, total_tokens); requests defaults
 //     to 1 and total_tokens to the sum; without usage, it is estimated like Model does;
 //   - finish_reason defaults to "tool_calls" when there are tool calls and "stop" otherwise;
-//   - error, a string, makes that call fail with it instead of responding.
+//   - error, a string, makes that call fail with it instead of responding;
+//   - match, a string, keeps the response for a request one of whose user messages contains it: a call takes the
+//     first unused response whose match it has (or that has none), so that concurrent runs with different prompts
+//     (the cases of an eval dataset) each get their own responses, deterministically.
 type Scripted struct {
 	mu        sync.Mutex
 	responses []scriptedResponse
-	next      int
+	used      []bool
+	left      int
 	requests  []llm.Request
 }
 
@@ -50,6 +55,7 @@ type scriptedResponse struct {
 	usage *llm.Usage
 	stop  llm.FinishReason
 	err   string
+	match string
 }
 
 // scriptLine is the wire form of one script line.
@@ -59,6 +65,7 @@ type scriptLine struct {
 	Usage        *llm.Usage       `json:"usage"`
 	FinishReason llm.FinishReason `json:"finish_reason"`
 	Error        string           `json:"error"`
+	Match        string           `json:"match"`
 }
 
 type scriptCall struct {
@@ -109,6 +116,7 @@ func readScript(r io.Reader, name string) (*Scripted, error) {
 	if len(s.responses) == 0 {
 		return nil, fmt.Errorf("testmodel: %s has no responses", name)
 	}
+	s.used, s.left = make([]bool, len(s.responses)), len(s.responses)
 	return s, nil
 }
 
@@ -128,6 +136,7 @@ func parseScriptLine(line []byte, lineNo int, autoID *int) (scriptedResponse, er
 		usage: sl.Usage,
 		stop:  sl.FinishReason,
 		err:   sl.Error,
+		match: sl.Match,
 	}
 	for i, c := range sl.ToolCalls {
 		if c.Name == "" {
@@ -184,13 +193,21 @@ func (s *Scripted) Generate(ctx context.Context, req *llm.Request, onDelta func(
 	}
 	s.mu.Lock()
 	s.requests = append(s.requests, cloneRequest(req))
-	if s.next >= len(s.responses) {
+	i := -1
+	for j, r := range s.responses {
+		if !s.used[j] && (r.match == "" || asks(req, r.match)) {
+			i = j
+			break
+		}
+	}
+	if i < 0 {
 		n := len(s.responses)
 		s.mu.Unlock()
-		return nil, fmt.Errorf("%w: all %d scripted responses were used", ErrScriptExhausted, n)
+		return nil, fmt.Errorf("%w: all %d scripted responses were used (or kept for other prompts)", ErrScriptExhausted, n)
 	}
-	resp := s.responses[s.next]
-	s.next++
+	resp := s.responses[i]
+	s.used[i] = true
+	s.left--
 	s.mu.Unlock()
 
 	if resp.err != "" {
@@ -231,7 +248,12 @@ func (s *Scripted) Requests() []llm.Request {
 func (s *Scripted) Remaining() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.responses) - s.next
+	return s.left
+}
+
+// asks reports whether one of req's user messages contains text.
+func asks(req *llm.Request, text string) bool {
+	return slices.ContainsFunc(req.Messages, func(m llm.Message) bool { return m.Role == llm.RoleUser && strings.Contains(m.Content, text) })
 }
 
 // cloneRequest copies the slices of a request, so that a caller reusing its own cannot change the record.

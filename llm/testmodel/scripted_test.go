@@ -187,3 +187,36 @@ func TestLoadScript(t *testing.T) {
 		t.Error("loading a missing file succeeded")
 	}
 }
+
+// TestScriptedMatch: responses kept for a prompt go to the requests that ask it, whatever order the requests come in.
+func TestScriptedMatch(t *testing.T) {
+	s, err := NewScripted(strings.NewReader(`{"text": "about cats", "match": "cats"}
+{"text": "about dogs", "match": "dogs"}
+{"text": "anything"}
+{"text": "more about cats", "match": "cats"}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ask := func(prompt string) string {
+		t.Helper()
+		resp, err := s.Generate(t.Context(), &llm.Request{Messages: []llm.Message{{Role: llm.RoleSystem, Content: "cats and dogs"}, {Role: llm.RoleUser, Content: prompt}}}, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", prompt, err)
+		}
+		return resp.Message.Content
+	}
+	for _, tc := range []struct{ prompt, want string }{
+		{"Tell me about dogs.", "about dogs"},
+		{"Tell me about cats.", "about cats"},
+		{"Tell me about birds.", "anything"},
+		{"Cats again: cats.", "more about cats"},
+	} {
+		if got := ask(tc.prompt); got != tc.want {
+			t.Errorf("%q got %q, want %q", tc.prompt, got, tc.want)
+		}
+	}
+	if _, err := s.Generate(t.Context(), &llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "dogs"}}}, nil); !errors.Is(err, ErrScriptExhausted) || s.Remaining() != 0 {
+		t.Errorf("after the script: %v, %d left", err, s.Remaining())
+	}
+}
