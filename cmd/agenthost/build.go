@@ -132,6 +132,9 @@ const (
 	forListing
 	// forChecking reports on everything (check): no server is required; no state is opened.
 	forChecking
+	// forEvaluating runs the agent on an eval dataset (eval): as forRunning, but its conversations are kept in
+	// memory only, so that evaluating leaves the state as it was.
+	forEvaluating
 )
 
 // close stops what build started: MCP sessions and child processes, A2A peer calls and retries, the built-ins'
@@ -240,11 +243,13 @@ func build(ctx context.Context, cfg *config.Config, modelFlag string, logger *sl
 	a := &app{cfg: cfg, logger: logger}
 	opts := wiring.HostOptions(cfg, logger)
 	var err error
-	if mode == forRunning {
+	if mode == forRunning || mode == forEvaluating {
 		if a.tel, err = telemetry.Setup(ctx, wiring.Telemetry(cfg, version, os.Getenv)); err != nil {
 			return nil, fmt.Errorf("%w: %s: telemetry: %w", errUsage, configName(cfg), err)
 		}
 		opts.Observer = a.tel.Observer()
+	}
+	if mode == forRunning {
 		if opts.Conversations, a.state, err = wiring.OpenState(ctx, cfg, os.Getenv, logger); err != nil {
 			a.close()
 			return nil, fmt.Errorf("%s: %w", configName(cfg), err)

@@ -44,6 +44,7 @@ Usage:
   agenthost tools [flags]        list the tools the agent offers
   agenthost check [flags]        validate the configuration and report every problem
   agenthost serve [flags]        serve the agent as an MCP server over stdio, or --http ADDR
+  agenthost eval [flags] FILE    run an eval dataset (JSON lines) through the agent and check each answer
   agenthost index [flags]        build or bring up to date doc_search's index
   agenthost state COMMAND        list, show and delete the conversations kept in [state]
   agenthost mcp COMMAND          log in to and out of the MCP servers that need OAuth, and list their logins
@@ -70,6 +71,8 @@ func run(ctx context.Context, args []string, io *stdio) int {
 		err = cmdCheck(ctx, rest, io)
 	case "serve":
 		err = cmdServe(ctx, rest, io)
+	case "eval":
+		err = cmdEval(ctx, rest, io)
 	case "index":
 		err = cmdIndex(ctx, rest, io)
 	case "state":

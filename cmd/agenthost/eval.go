@@ -1,0 +1,401 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/internal/schemacheck"
+	"github.com/agenthost/agenthost/llm"
+)
+
+// evalCase is one line of an eval dataset.
+type evalCase struct {
+	// Name names the case in the report; default "line N".
+	Name string `json:"name"`
+	// Prompt is what the agent is asked.
+	Prompt string `json:"prompt"`
+	// Conversation is the exchange before the prompt, user and assistant messages in turn.
+	Conversation []evalMessage `json:"conversation"`
+	// OutputSchema asks for a structured answer, as run --output-schema does.
+	OutputSchema json.RawMessage `json:"output_schema"`
+	// Checks are evaluation checks to run on the answer, besides [eval]'s (they need not pass).
+	Checks []string `json:"checks"`
+	// Expect is what the answer must be.
+	Expect evalExpect `json:"expect"`
+
+	line int
+}
+
+type evalMessage struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// evalExpect are the properties a case's answer must have. Every one is optional.
+type evalExpect struct {
+	// Contains and NotContains are texts the answer must and must not contain, whatever their case.
+	Contains    []string `json:"contains"`
+	NotContains []string `json:"not_contains"`
+	// MatchesSchema is a JSON Schema the answer must match: its structured value, or its text read as JSON.
+	MatchesSchema json.RawMessage `json:"matches_schema"`
+	// ToolsCalled are tools the run must have called (whatever their outcome).
+	ToolsCalled []string `json:"tools_called"`
+	// MinSources is how many sources the answer must cite at least.
+	MinSources int `json:"min_sources"`
+	// ChecksPassed are evaluation checks that must run and pass.
+	ChecksPassed []string `json:"checks_passed"`
+	// StoppedBy is why the run must stop; default: any reason but an error or a cancellation.
+	StoppedBy string `json:"stopped_by"`
+}
+
+// evalResult is a case's outcome, as --json prints it.
+type evalResult struct {
+	Name       string             `json:"name"`
+	Line       int                `json:"line"`
+	Passed     bool               `json:"passed"`
+	Failures   []string           `json:"failures"`
+	Answer     string             `json:"answer"`
+	Output     json.RawMessage    `json:"output,omitempty"`
+	StoppedBy  host.StopReason    `json:"stopped_by,omitempty"`
+	Tools      []string           `json:"tools_called"`
+	Sources    int                `json:"sources"`
+	Checks     []host.CheckResult `json:"checks"`
+	DurationMS int64              `json:"duration_ms"`
+	Error      string             `json:"error,omitempty"`
+}
+
+// evalReport is what --json prints.
+type evalReport struct {
+	Cases  []*evalResult `json:"cases"`
+	Passed int           `json:"passed"`
+	Failed int           `json:"failed"`
+}
+
+// errCasesFailed ends an evaluation whose cases failed: exit code 1.
+var errCasesFailed = errors.New("cases failed")
+
+func cmdEval(ctx context.Context, args []string, io *stdio) error {
+	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
+	var c common
+	c.register(fs)
+	jsonOut := fs.Bool("json", false, "print the results as JSON")
+	concurrency := fs.Int("concurrency", 4, "cases run at once: 1..64")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), `Usage: agenthost eval [flags] DATASET.jsonl
+
+Runs each case of the dataset through the agent and checks its answer against what the case expects. Exits with 1
+when a case fails. A case is one JSON object per line:
+
+  {"name": "capital", "prompt": "What is the capital of France?",
+   "conversation": [{"role": "user", "content": "..."}, {"role": "assistant", "content": "..."}],
+   "output_schema": {...}, "checks": ["grounded"],
+   "expect": {"contains": ["Paris"], "not_contains": ["Lyon"], "matches_schema": {...},
+              "tools_called": ["web_search"], "min_sources": 1, "checks_passed": ["citations"],
+              "stopped_by": "answered"}}
+
+Flags:`)
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args, io.err); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return fmt.Errorf("%w: eval takes one dataset file", errUsage)
+	}
+	if *concurrency < 1 || *concurrency > 64 {
+		return fmt.Errorf("%w: -concurrency must be between 1 and 64 (got %d)", errUsage, *concurrency)
+	}
+	cases, err := readDataset(fs.Arg(0))
+	if err != nil {
+		return fmt.Errorf("%w: %w", errUsage, err)
+	}
+	a, err := c.app(ctx, fs, io.err, io.err, forEvaluating)
+	if err != nil {
+		return err
+	}
+	defer a.close()
+
+	start := time.Now()
+	results := make([]*evalResult, len(cases))
+	progress := isTerminal(io.err) && !*jsonOut
+	var mu sync.Mutex
+	done := 0
+	sem := make(chan struct{}, *concurrency)
+	var wg sync.WaitGroup
+	for i, ec := range cases {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			res := runCase(ctx, a, ec)
+			results[i] = res
+			if progress {
+				mu.Lock()
+				done++
+				mark := "✓"
+				if !res.Passed {
+					mark = "✗"
+				}
+				fmt.Fprintf(io.err, "%s %d/%d %s\n", mark, done, len(cases), res.Name)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	report := evalReport{Cases: results}
+	for _, r := range results {
+		if r.Passed {
+			report.Passed++
+		} else {
+			report.Failed++
+		}
+	}
+	if *jsonOut {
+		enc := json.NewEncoder(io.out)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(report); err != nil {
+			return err
+		}
+	} else if err := printEval(io, report, time.Since(start)); err != nil {
+		return err
+	}
+	if report.Failed > 0 {
+		return fmt.Errorf("%w: %d of %d", errCasesFailed, report.Failed, len(results))
+	}
+	return nil
+}
+
+// readDataset reads the cases of a dataset: JSON lines, blank lines and lines starting with "#" skipped. Errors name
+// the line.
+func readDataset(path string) ([]*evalCase, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var cases []*evalCase
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	names := map[string]int{}
+	for line := 1; sc.Scan(); line++ {
+		text := bytes.TrimSpace(sc.Bytes())
+		if len(text) == 0 || text[0] == '#' {
+			continue
+		}
+		ec := &evalCase{line: line}
+		dec := json.NewDecoder(bytes.NewReader(text))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(ec); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
+		}
+		if err := ec.check(); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
+		}
+		if ec.Name == "" {
+			ec.Name = fmt.Sprintf("line %d", line)
+		}
+		if first, dup := names[ec.Name]; dup {
+			return nil, fmt.Errorf("%s:%d: the name %q is taken by line %d", path, line, ec.Name, first)
+		}
+		names[ec.Name] = line
+		cases = append(cases, ec)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(cases) == 0 {
+		return nil, fmt.Errorf("%s: no cases", path)
+	}
+	return cases, nil
+}
+
+// check reports what is wrong with a case as written.
+func (ec *evalCase) check() error {
+	if strings.TrimSpace(ec.Prompt) == "" {
+		return errors.New("prompt is required")
+	}
+	for i, m := range ec.Conversation {
+		if m.Role != "user" && m.Role != "assistant" {
+			return fmt.Errorf("conversation[%d].role must be \"user\" or \"assistant\" (got %q)", i, m.Role)
+		}
+	}
+	for _, c := range slices.Concat(ec.Checks, ec.Expect.ChecksPassed) {
+		if !host.ValidCheck(c) {
+			return fmt.Errorf("unknown check %q: the checks are %s", c, strings.Join(host.CheckNames, ", "))
+		}
+	}
+	if s := ec.Expect.StoppedBy; s != "" && !slices.Contains(stopReasons, host.StopReason(s)) {
+		return fmt.Errorf("expect.stopped_by %q is not a reason a run stops", s)
+	}
+	for _, s := range []struct {
+		key    string
+		schema json.RawMessage
+	}{{"output_schema", ec.OutputSchema}, {"expect.matches_schema", ec.Expect.MatchesSchema}} {
+		if len(s.schema) == 0 {
+			continue
+		}
+		if _, err := schemacheck.Compile(s.schema); err != nil {
+			return fmt.Errorf("%s: %w", s.key, err)
+		}
+	}
+	if ec.Expect.MinSources < 0 {
+		return errors.New("expect.min_sources must not be negative")
+	}
+	return nil
+}
+
+var stopReasons = []host.StopReason{host.StopAnswered, host.StopToolControl, host.StopIterationLimit, host.StopUsageLimit,
+	host.StopCancelled, host.StopNoOutput, host.StopInvalidOutput, host.StopError}
+
+// runCase runs one case and checks its answer.
+func runCase(ctx context.Context, a *app, ec *evalCase) *evalResult {
+	res := &evalResult{Name: ec.Name, Line: ec.line, Failures: []string{}, Tools: []string{}, Checks: []host.CheckResult{}}
+	start := time.Now()
+	defer func() { res.DurationMS = time.Since(start).Milliseconds(); res.Passed = len(res.Failures) == 0 }()
+	req := &host.Request{Prompt: ec.Prompt, OutputSchema: ec.OutputSchema, Checks: slices.Compact(slices.Sorted(slices.Values(slices.Concat(ec.Checks, ec.Expect.ChecksPassed))))}
+	if len(ec.Conversation) > 0 {
+		id, err := seedConversation(ctx, a.orch.Conversations(), ec.Conversation)
+		if err != nil {
+			res.Error = err.Error()
+			res.Failures = append(res.Failures, "the conversation could not be set up: "+err.Error())
+			return res
+		}
+		req.ConversationID = id
+	}
+	ans, err := a.orch.Ask(ctx, req, nil)
+	if err != nil {
+		res.Error = err.Error()
+		res.Failures = append(res.Failures, "the run failed: "+err.Error())
+	}
+	if ans == nil {
+		return res
+	}
+	res.Answer, res.Output, res.StoppedBy, res.Sources = ans.Text, ans.Output, ans.StoppedBy, len(ans.References)
+	if ans.Checks != nil {
+		res.Checks = ans.Checks
+	}
+	for _, c := range ans.ToolCalls {
+		if c.NotRun == "" && !slices.Contains(res.Tools, c.Name) {
+			res.Tools = append(res.Tools, c.Name)
+		}
+	}
+	res.Failures = append(res.Failures, ec.Expect.failures(ans, res.Tools)...)
+	return res
+}
+
+// seedConversation starts a conversation holding msgs, and returns its id.
+func seedConversation(ctx context.Context, store host.ConversationStore, msgs []evalMessage) (string, error) {
+	id, err := store.Create(ctx, "")
+	if err != nil {
+		return "", err
+	}
+	conv := make([]llm.Message, len(msgs))
+	for i, m := range msgs {
+		conv[i] = llm.Message{Role: llm.Role(m.Role), Content: m.Content}
+	}
+	return id, store.Append(ctx, id, 0, conv, nil)
+}
+
+// failures lists what the answer lacks of what was expected.
+func (e *evalExpect) failures(ans *host.Answer, tools []string) []string {
+	var out []string
+	text := strings.ToLower(ans.Text)
+	for _, s := range e.Contains {
+		if !strings.Contains(text, strings.ToLower(s)) {
+			out = append(out, fmt.Sprintf("the answer does not contain %q", s))
+		}
+	}
+	for _, s := range e.NotContains {
+		if strings.Contains(text, strings.ToLower(s)) {
+			out = append(out, fmt.Sprintf("the answer contains %q", s))
+		}
+	}
+	if len(e.MatchesSchema) > 0 {
+		value := ans.Output
+		if value == nil {
+			value = json.RawMessage(strings.TrimSpace(ans.Text))
+		}
+		v, _ := schemacheck.Compile(e.MatchesSchema) // checked when the dataset was read
+		if !json.Valid(value) {
+			out = append(out, "the answer is not JSON, so it cannot match the schema")
+		} else if err := v.Validate(value); err != nil {
+			out = append(out, "the answer does not match the schema: "+err.Error())
+		}
+	}
+	for _, t := range e.ToolsCalled {
+		if !slices.Contains(tools, t) {
+			out = append(out, fmt.Sprintf("%s was not called", t))
+		}
+	}
+	if n := len(ans.References); n < e.MinSources {
+		out = append(out, fmt.Sprintf("the answer cites %d sources, fewer than %d", n, e.MinSources))
+	}
+	for _, name := range e.ChecksPassed {
+		i := slices.IndexFunc(ans.Checks, func(c host.CheckResult) bool { return c.Name == name })
+		switch {
+		case i < 0:
+			out = append(out, fmt.Sprintf("the %s check did not run", name))
+		case !ans.Checks[i].Passed:
+			out = append(out, fmt.Sprintf("the %s check failed: %s", name, ans.Checks[i].Detail))
+		}
+	}
+	switch {
+	case e.StoppedBy != "" && string(ans.StoppedBy) != e.StoppedBy:
+		out = append(out, fmt.Sprintf("the run stopped by %s, not %s", ans.StoppedBy, e.StoppedBy))
+	case e.StoppedBy == "" && (ans.StoppedBy == host.StopError || ans.StoppedBy == host.StopCancelled):
+		out = append(out, fmt.Sprintf("the run stopped by %s", ans.StoppedBy))
+	}
+	return out
+}
+
+// printEval prints a table of the cases, what failed in each, and a summary.
+func printEval(io *stdio, r evalReport, took time.Duration) error {
+	tw := tabwriter.NewWriter(io.out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "CASE\tRESULT\tTIME\tTOOLS\tSOURCES\tCHECKS\tFIRST FAILURE")
+	for _, c := range r.Cases {
+		result, first := "pass", "-"
+		if !c.Passed {
+			result, first = "FAIL", truncate(c.Failures[0], 80)
+		}
+		passed := 0
+		for _, ch := range c.Checks {
+			if ch.Passed {
+				passed++
+			}
+		}
+		checks := "-"
+		if len(c.Checks) > 0 {
+			checks = fmt.Sprintf("%d/%d", passed, len(c.Checks))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%.1fs\t%s\t%d\t%s\t%s\n", c.Name, result, float64(c.DurationMS)/1000,
+			orDefault(truncate(strings.Join(c.Tools, ", "), 40), "-"), c.Sources, checks, first)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, c := range r.Cases {
+		if c.Passed {
+			continue
+		}
+		fmt.Fprintf(io.out, "\n%s (line %d):\n", c.Name, c.Line)
+		for _, f := range c.Failures {
+			fmt.Fprintf(io.out, "  - %s\n", f)
+		}
+	}
+	fmt.Fprintf(io.out, "\n%d cases: %d passed, %d failed (%.1fs)\n", len(r.Cases), r.Passed, r.Failed, took.Seconds())
+	return nil
+}
