@@ -90,6 +90,11 @@ func TestCheckSchemaFails(t *testing.T) {
 	if ans.StoppedBy != StopInvalidOutput || got[CheckSchema].Passed || got[CheckComplete].Passed {
 		t.Errorf("stopped by %s, checks %+v", ans.StoppedBy, ans.Checks)
 	}
+	h.srv.Enqueue(fakellm.Turn{Text: `{"city":"Lyon","why":"food"}`})
+	ans = h.mustAsk(t, &Request{Prompt: "Which city?", OutputSchema: json.RawMessage(citySchema)})
+	if got := checksOf(ans); ans.StoppedBy != StopAnswered || !got[CheckSchema].Passed || got[CheckSchema].Detail != "" || !got[CheckComplete].Passed {
+		t.Errorf("a valid answer: stopped by %s, checks %+v", ans.StoppedBy, ans.Checks)
+	}
 }
 
 // TestChecksFromTools: a tool's policy and a tool itself name checks, which then apply to the run's answer.

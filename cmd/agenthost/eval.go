@@ -342,7 +342,7 @@ func (e *evalExpect) failures(ans *host.Answer, tools []string) []string {
 		}
 	}
 	if n := len(ans.References); n < e.MinSources {
-		out = append(out, fmt.Sprintf("the answer cites %d sources, fewer than %d", n, e.MinSources))
+		out = append(out, fmt.Sprintf("the answer cites %d of the %d sources expected", n, e.MinSources))
 	}
 	for _, name := range e.ChecksPassed {
 		i := slices.IndexFunc(ans.Checks, func(c host.CheckResult) bool { return c.Name == name })

@@ -84,7 +84,7 @@ func TestEval(t *testing.T) {
 	want := []string{
 		`the answer does not contain "Paris"`,
 		"fx_cite was not called",
-		"the answer cites 0 sources, fewer than 1",
+		"the answer cites 0 of the 1 sources expected",
 		"the citations check failed: the answer cites [source 3], which no tool returned",
 	}
 	if wrong.Name != "wrong" || wrong.Passed || strings.Join(wrong.Failures, "\n") != strings.Join(want, "\n") {
