@@ -285,8 +285,10 @@ func (r *run) run(ctx context.Context) (*Answer, error) {
 			return nil, fmt.Errorf("%w: unknown check %q: the checks are %s", ErrInvalidRequest, c, strings.Join(CheckNames, ", "))
 		}
 	}
-	r.checks.add(o.opts.Checks...)
-	r.checks.add(r.req.Checks...)
+	if !r.req.nested { // a sub-agent's answer is checked as part of the answer it serves
+		r.checks.add(o.opts.Checks...)
+		r.checks.add(r.req.Checks...)
+	}
 	conv, done, err := o.open(ctx, r.req, r.steps)
 	if err != nil {
 		return nil, err

@@ -191,7 +191,7 @@ func (r *run) round(ctx context.Context, iter int, off *offer, assistant llm.Mes
 		if p.result != nil {
 			info.Debug = p.result.Debug
 		}
-		if info.OK && s.primary == nil {
+		if info.OK && s.primary == nil && !r.req.nested {
 			r.checks.add(p.tool.Policy.EvaluationChecks...)
 		}
 		r.calls = append(r.calls, info)

@@ -325,3 +325,31 @@ func TestSubAgentDepthAndBadInput(t *testing.T) {
 		t.Errorf("empty task: %+v, %v", res, err)
 	}
 }
+
+// TestSubAgentAnswerNotChecked: the evaluation checks run on the answer the caller gets, not on a sub-agent's
+// answer inside the run, even when the sub-agent's options name checks: its model is not asked to grade.
+func TestSubAgentAnswerNotChecked(t *testing.T) {
+	h := newAgentHarness(t, []Tool{search(Reference{Title: "A", URI: "https://a.example", Content: "about a"})}, nil)
+	h.orch = New(h.model("parent-model"), h.tm, &Options{Instructions: "You are the parent.", Checks: []string{CheckComplete}})
+	h.mu.Lock()
+	h.sub["You are helper."] = []fakellm.Turn{{ToolCalls: []fakellm.ToolCall{call("s1", "search", `{"q":"a"}`)}}, {Text: "A it is [source 1]."}}
+	h.mu.Unlock()
+	h.agents.Add("helper", "Delegate to helper.", New(h.model("sub-model"), h.tm.Restrict([]string{"search"}),
+		&Options{Instructions: "You are helper.", Checks: []string{CheckGrounded, CheckComplete}}))
+	h.parent = []fakellm.Turn{{ToolCalls: []fakellm.ToolCall{call("p1", "helper", `{"task":"do it"}`)}}, {Text: "It is A [source 1]."}}
+	var checks int
+	ans, err := h.orch.Ask(t.Context(), &Request{Prompt: "go"}, func(ev *Event) {
+		if ev.Kind == EventCheck {
+			checks++
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if checks != 1 || len(ans.Checks) != 1 || !ans.Checks[0].Passed {
+		t.Errorf("%d check events, answer checks %+v; want the parent's complete check alone", checks, ans.Checks)
+	}
+	if n := len(h.requests("sub-model")); n != 2 {
+		t.Errorf("the sub-agent's model was asked %d times, want 2 (no grading)", n)
+	}
+}
