@@ -1,5 +1,6 @@
 # agenthost build and test entry points (GNU make).
 #
+#   make build   the binary, ./agenthost (with the build tags below)
 #   make test    the one test command: installs the npm peers when needed, then runs every Go test with -race
 #   make peers   installs the npm peers pinned in testdata/peers (npm ci), only when they are missing or stale
 #   make postgres  checks for the PostgreSQL server binaries the tests start clusters with, installing them if it can
@@ -16,7 +17,15 @@ PEERS_STAMP := $(PEERS)/node_modules/.agenthost-installed
 BENCH      ?= .
 BENCHCOUNT ?= 10
 
-.PHONY: test peers postgres check bench
+# grpcnotrace keeps gRPC (linked by the OpenTelemetry exporters) from importing golang.org/x/net/trace, whose
+# html/template makes the linker keep every exported method of every type: 70 MB instead of 101 MB, and about 10 MB
+# less memory at start-up. The binary works the same without it.
+TAGS ?= grpcnotrace
+
+.PHONY: build test peers postgres check bench
+
+build:
+	$(GO) build -tags '$(TAGS)' -o agenthost ./cmd/agenthost
 
 test: $(PEERS_STAMP) postgres
 	$(GO) test -race -count=1 ./...

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"os/exec"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/agenthost/agenthost/config"
@@ -27,6 +29,26 @@ func TestRetryOnDisconnect(t *testing.T) {
 	} {
 		if got := retryOnDisconnect(policies, tc.prefix); !slices.Equal(got, tc.want) {
 			t.Errorf("prefix %q: %q, want %q", tc.prefix, got, tc.want)
+		}
+	}
+}
+
+// TestNoTemplatesLinked guards the binary's size: a package that imports text/template or html/template makes the
+// linker keep every exported method of every type (the templates call methods by name), which took the binary from
+// 70 MB to 101 MB when gRPC's golang.org/x/net/trace came in. Built as make build does, nothing may import them.
+func TestNoTemplatesLinked(t *testing.T) {
+	out, err := exec.CommandContext(t.Context(), "go", "list", "-tags", "grpcnotrace", "-deps", "-f", `{{.ImportPath}}: {{join .Imports " "}}`, ".").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(out)) {
+		pkg, imports, _ := strings.Cut(strings.TrimSpace(line), ": ")
+		for _, imp := range strings.Fields(imports) {
+			if imp == "text/template" || imp == "html/template" {
+				if pkg != "html/template" {
+					t.Errorf("%s imports %s", pkg, imp)
+				}
+			}
 		}
 	}
 }
