@@ -265,6 +265,7 @@ type run struct {
 	output    *output         // the answer's schema; nil for a plain answer
 	checks    checkSet        // the checks the answer must pass
 	retried   bool            // the model answered again after failed checks
+	takerText string          // the answer of a takes_control tool, its citations in the run's source numbers
 }
 
 func (r *run) run(ctx context.Context) (*Answer, error) {
@@ -308,7 +309,11 @@ func (r *run) run(ctx context.Context) (*Answer, error) {
 		ans = r.stop(StopError, "The run failed: "+err.Error())
 	}
 	if ans != nil && ans.Checks == nil && len(r.checks) > 0 && ans.StoppedBy != StopCancelled && ans.StoppedBy != StopError {
-		ans.Checks = r.evaluate(ctx, ans, r.lastText) // an answer the checks did not see yet: no retry
+		raw := r.lastText // what the model wrote last, for a run that stopped
+		if ans.StoppedBy == StopToolControl {
+			raw = r.takerText
+		}
+		ans.Checks = r.evaluate(ctx, ans, raw) // an answer the checks did not see yet: no retry
 	}
 	if ans != nil {
 		ans.ConversationID = conv.ID
@@ -715,6 +720,7 @@ func (r *run) stop(reason StopReason, why string) *Answer {
 // tookControl finishes a run whose takes_control tool ran: its result is the answer. The answer of a sub-agent is
 // rendered like the run's own, its citations being already this run's source numbers.
 func (r *run) tookControl(s *slot) *Answer {
+	r.takerText = s.text
 	res := s.result
 	if res != nil && res.nested != nil && !res.nested.plain {
 		ans := r.answer(s.text)

@@ -353,3 +353,22 @@ func TestSubAgentAnswerNotChecked(t *testing.T) {
 		t.Errorf("the sub-agent's model was asked %d times, want 2 (no grading)", n)
 	}
 }
+
+// TestCheckTakesControlAnswer: when a sub-agent takes control, the checks read its answer, with its citations in the
+// run's source numbers.
+func TestCheckTakesControlAnswer(t *testing.T) {
+	h := newAgentHarness(t, []Tool{search(Reference{Title: "A", URI: "https://a.example", Content: "about a"})}, map[string]ToolPolicy{"helper": {TakesControl: true}})
+	h.orch = New(h.model("parent-model"), h.tm, &Options{Instructions: "You are the parent.", Checks: []string{CheckCitations}})
+	h.mu.Lock()
+	h.sub["You are helper."] = []fakellm.Turn{{ToolCalls: []fakellm.ToolCall{call("s1", "search", `{"q":"a"}`)}}, {Text: "A it is [source 1]."}}
+	h.mu.Unlock()
+	h.agents.Add("helper", "Delegate to helper.", New(h.model("sub-model"), h.tm.Restrict([]string{"search"}), &Options{Instructions: "You are helper."}))
+	h.parent = []fakellm.Turn{{ToolCalls: []fakellm.ToolCall{call("p1", "helper", `{"task":"do it"}`)}}}
+	ans, err := h.orch.Ask(t.Context(), &Request{Prompt: "go"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ans.StoppedBy != StopToolControl || len(ans.Checks) != 1 || !ans.Checks[0].Passed {
+		t.Errorf("stopped by %s, checks %+v", ans.StoppedBy, ans.Checks)
+	}
+}
