@@ -77,6 +77,11 @@ type Options struct {
 	Sampler llm.Model
 	// Telemetry traces each request to a server and sends it the trace context in _meta; nil traces nothing.
 	Telemetry *telemetry.Telemetry
+	// RetryFailed keeps trying, in the background and with backoff, the optional servers that could not be
+	// reached at start-up (or needed a login, which another process may make meanwhile): each is a tool source
+	// from the start, with no tools until it connects, and says so when it does (host.Notifier). Without it such a
+	// server is left out.
+	RetryFailed bool
 	// ClientName and ClientVersion identify agenthost to the servers; empty means "agenthost" and "dev".
 	ClientName, ClientVersion string
 	// MinBackoff and MaxBackoff bound the delay between reconnection attempts; 0 means 500ms and 30s.
@@ -114,15 +119,18 @@ func Connect(ctx context.Context, configs []ServerConfig, opts *Options) (*Clien
 	}
 	wg.Wait()
 	var required []error
+	var retry []*Server
 	for i, s := range c.servers {
-		if errs[i] == nil {
-			continue
-		}
-		if s.cfg.Required {
+		switch {
+		case errs[i] == nil:
+		case s.cfg.Required:
 			required = append(required, fmt.Errorf("mcpclients: required server %q: %w", s.cfg.Name, errs[i]))
-		} else if errors.Is(errs[i], mcpauth.ErrNeedsLogin) {
+		case opts.RetryFailed:
+			s.logger.Warn("MCP server not reached at start-up; retrying in the background", "err", errs[i])
+			retry = append(retry, s)
+		case errors.Is(errs[i], mcpauth.ErrNeedsLogin):
 			s.logger.Warn("MCP server skipped: it needs a login", "err", errs[i])
-		} else {
+		default:
 			s.logger.Warn("MCP server skipped: it could not be reached at start-up", "err", errs[i])
 		}
 	}
@@ -130,10 +138,17 @@ func Connect(ctx context.Context, configs []ServerConfig, opts *Options) (*Clien
 		c.Close()
 		return nil, errors.Join(required...)
 	}
+	for _, s := range retry {
+		s.mu.Lock()
+		s.retrying = true
+		s.mu.Unlock()
+		s.wg.Go(s.retryStart)
+	}
 	return c, nil
 }
 
-// Toolsets returns the connected servers as tool sources, in configuration order.
+// Toolsets returns the connected servers, and those retried in the background, as tool sources, in configuration
+// order.
 func (c *Client) Toolsets() []host.Toolset {
 	var out []host.Toolset
 	for _, s := range c.servers {

@@ -898,3 +898,39 @@ func testResourcesForGateway(t *testing.T, protocol string) {
 		t.Errorf("resources after list_changed: %+v", resources)
 	}
 }
+
+// TestRetryFailedServer: with RetryFailed, a server that cannot be reached at start-up is a tool source from the
+// start, with no tools; it is tried again in the background, and says so when it connects. Without RetryFailed it
+// is left out (TestRequiredAndOptionalServers).
+func TestRetryFailedServer(t *testing.T) {
+	m := newMemServers()
+	m.servers["up"] = echoServer("x")
+	c := connect(t, m, &Options{RetryFailed: true}, ServerConfig{Name: "up", Prefix: "up"}, ServerConfig{Name: "late", Prefix: "late"})
+	sets := c.Toolsets()
+	if len(sets) != 2 || sets[1].Name() != "mcp:late" {
+		t.Fatalf("toolsets %v, want both servers", sets)
+	}
+	late := sets[1]
+	if names := toolNames(t, late); len(names) != 0 {
+		t.Fatalf("tools of the server that is down: %v", names)
+	}
+	if st := c.Status()[1]; st.State != StateFailed || st.Error == "" {
+		t.Errorf("status while it is down: %+v", st)
+	}
+	changed := late.(host.Notifier).Changed()
+	testwait.Until(t, 30*time.Second, "a retry was made", func() bool { return m.dialCount("late") >= 2 })
+	m.mu.Lock()
+	m.servers["late"] = echoServer("y")
+	m.mu.Unlock()
+	select {
+	case <-changed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the server came up, and Changed was not closed")
+	}
+	if names := toolNames(t, late); len(names) != 1 {
+		t.Errorf("tools once it connected: %v", names)
+	}
+	if st := c.Status()[1]; st.State != StateConnected || st.Error != "" {
+		t.Errorf("status once connected: %+v", st)
+	}
+}

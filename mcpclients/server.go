@@ -53,6 +53,7 @@ type Server struct {
 	cmd              *exec.Cmd          // the current child, for stdio
 	state            State
 	lastErr          error
+	retrying         bool // failed at start-up and tried again in the background (Options.RetryFailed)
 	protocol         string
 	instructions     string
 	tools            []host.Tool             // a new slice whenever the list changes (see host.Toolset)
@@ -176,7 +177,7 @@ func (s *Server) Status() Status {
 func (s *Server) started() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.state != StateFailed && s.state != StateNeedsLogin
+	return s.retrying || (s.state != StateFailed && s.state != StateNeedsLogin)
 }
 
 // start makes the first connection, under ConnectTimeout, and starts the supervisor.
@@ -356,6 +357,17 @@ func (s *Server) supervise() {
 			return
 		}
 	}
+}
+
+// retryStart waits the least backoff after a failed start, then supervises the server, which begins by connecting
+// again (with no session yet) and goes on as for a server that was lost.
+func (s *Server) retryStart() {
+	select {
+	case <-s.ctx.Done():
+		return
+	case <-time.After(s.minBackoff):
+	}
+	s.supervise()
 }
 
 // watch returns when session has ended (and is marked lost) or the server is closed; meanwhile it lists the tools

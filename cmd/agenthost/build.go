@@ -279,7 +279,7 @@ func build(ctx context.Context, cfg *config.Config, modelFlag string, logger *sl
 	var mcpErr, a2aErr error
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		a.mcp, mcpErr = mcpclients.Connect(ctx, mcpServers(cfg, allRequired, grants, logger), &mcpclients.Options{Logger: logger, Sampler: a.model, Telemetry: a.tel,
+		a.mcp, mcpErr = mcpclients.Connect(ctx, mcpServers(cfg, allRequired, grants, logger), &mcpclients.Options{Logger: logger, Sampler: a.model, Telemetry: a.tel, RetryFailed: mode == forRunning,
 			ClientName: "agenthost", ClientVersion: version, Gateway: mode == forRunning && (cfg.Serve.PromptsExposed() || cfg.Serve.ResourcesExposed())})
 	})
 	wg.Go(func() {
