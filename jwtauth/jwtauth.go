@@ -26,6 +26,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/MicahParks/jwkset"
 	"github.com/MicahParks/keyfunc/v3"
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -56,8 +57,16 @@ type Config struct {
 // leeway is the clock skew allowed on "exp", "nbf" and "iat".
 const leeway = 30 * time.Second
 
-// refreshEvery bounds how often a token with an unknown key ID makes the keys be fetched again.
-const refreshEvery = 10 * time.Second
+// refreshEvery bounds how often a token with an unknown key ID makes the keys be fetched again; fetchTimeout bounds
+// that fetch.
+const (
+	refreshEvery = 10 * time.Second
+	fetchTimeout = 10 * time.Second
+)
+
+// errUnknownKey refuses a token whose key ID is not among the issuer's keys, when they were fetched again less than
+// refreshEvery ago.
+var errUnknownKey = fmt.Errorf("%w: the token's key is not among the issuer's keys", keyfunc.ErrKeyfunc)
 
 // algorithms are the signature algorithms accepted: asymmetric ones only, so that a public key can never be used as
 // an HMAC secret.
@@ -72,6 +81,8 @@ type Verifier struct {
 	parser  *jwt.Parser
 	cancel  context.CancelFunc
 	logger  *slog.Logger
+	// unknownKID lets a token with a key ID the cache lacks make the keys be fetched again, once per refreshEvery.
+	unknownKID *rate.Limiter
 }
 
 // New returns a verifier for cfg. It reads the issuer's metadata (RFC 8414, else OpenID Connect discovery): that
@@ -106,11 +117,12 @@ func New(ctx context.Context, cfg Config) (*Verifier, error) {
 	}
 	keysCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	keys, err := keyfunc.NewDefaultOverrideCtx(keysCtx, []string{jwksURL}, keyfunc.Override{
-		Client:            cfg.HTTPClient,
-		RefreshInterval:   time.Hour,
-		RefreshUnknownKID: rate.NewLimiter(rate.Every(refreshEvery), 1),
-		// A token naming an unknown key while the limiter is spent is refused at once rather than held.
-		RateLimitWaitMax: time.Millisecond,
+		Client:          cfg.HTTPClient,
+		RefreshInterval: time.Hour,
+		// Verify decides when an unknown key ID may refresh the keys (unknownKID): once it lets a token through, the
+		// refresh runs at once, and the fetch has fetchTimeout (jwkset bounds the fetch with the limiter's wait).
+		RefreshUnknownKID: rate.NewLimiter(rate.Inf, 1),
+		RateLimitWaitMax:  fetchTimeout,
 		RefreshErrorHandlerFunc: func(u string) func(context.Context, error) {
 			return func(_ context.Context, err error) {
 				logger.Warn("fetching the issuer's keys failed", "url", u, "err", err)
@@ -122,6 +134,7 @@ func New(ctx context.Context, cfg Config) (*Verifier, error) {
 		return nil, fmt.Errorf("jwtauth: the issuer's keys at %s: %w", jwksURL, err)
 	}
 	v.keys, v.cancel = keys, cancel
+	v.unknownKID = rate.NewLimiter(rate.Every(refreshEvery), 1)
 	v.parser = jwt.NewParser(jwt.WithValidMethods(algorithms), jwt.WithExpirationRequired(), jwt.WithIssuedAt(),
 		jwt.WithLeeway(leeway), jwt.WithIssuer(cfg.Issuer))
 	return v, nil
@@ -142,6 +155,15 @@ func (v *Verifier) Keys(ctx context.Context) int {
 		return 0
 	}
 	return len(keys)
+}
+
+// knownKey reports whether the cache holds the key kid, without fetching anything.
+func (v *Verifier) knownKey(ctx context.Context, kid string) bool {
+	keys, err := v.keys.Storage().KeyReadAll(ctx)
+	if err != nil {
+		return false
+	}
+	return slices.ContainsFunc(keys, func(k jwkset.JWK) bool { return k.Marshal().KID == kid })
 }
 
 // RequiredScopes returns the scopes every token must carry.
@@ -188,7 +210,16 @@ func (e *ScopeError) Error() string {
 // that lacks a required scope, a *ScopeError.
 func (v *Verifier) Verify(ctx context.Context, token string) (*auth.TokenInfo, error) {
 	var c claims
-	if _, err := v.parser.ParseWithClaims(token, &c, v.keys.KeyfuncCtx(ctx)); err != nil {
+	keyOf := v.keys.KeyfuncCtx(ctx)
+	gate := func(t *jwt.Token) (any, error) {
+		// A key ID the cache lacks may mean a rotation: the keys are fetched again, at most every refreshEvery. Any
+		// other token naming an unknown key is refused at once, so that forged key IDs cannot hold requests.
+		if kid, _ := t.Header["kid"].(string); kid != "" && !v.knownKey(ctx, kid) && !v.unknownKID.Allow() {
+			return nil, errUnknownKey
+		}
+		return keyOf(t)
+	}
+	if _, err := v.parser.ParseWithClaims(token, &c, gate); err != nil {
 		return nil, fmt.Errorf("%w: %s", auth.ErrInvalidToken, reason(err))
 	}
 	if !oauthex.MatchesResource(c.Audience, v.cfg.Audience) {
