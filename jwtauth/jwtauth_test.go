@@ -276,3 +276,22 @@ func TestDiscovery(t *testing.T) {
 		t.Error("a token was accepted without the issuer's keys")
 	}
 }
+
+// slowTransport delays every request, as an issuer across a network does.
+type slowTransport struct{ delay time.Duration }
+
+func (s slowTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	time.Sleep(s.delay)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestKeyRotationSlowIssuer: the keys are fetched again for a rotated key even when the issuer takes its time to
+// answer (here 50 ms a request).
+func TestKeyRotationSlowIssuer(t *testing.T) {
+	is, _, srv := protected(t, jwtauth.Config{HTTPClient: &http.Client{Transport: slowTransport{50 * time.Millisecond}}})
+	url := srv.URL + "/mcp"
+	is.RotateKey()
+	if code, _, body := call(t, url, is.Sign(is.Claims("bob", audience, []string{"agent:use"}, time.Hour))); code != http.StatusOK {
+		t.Fatalf("after the rotation: status %d: %s", code, body)
+	}
+}
