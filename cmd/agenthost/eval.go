@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -92,6 +93,7 @@ func cmdEval(ctx context.Context, args []string, io *stdio) error {
 	c.register(fs)
 	jsonOut := fs.Bool("json", false, "print the results as JSON")
 	concurrency := fs.Int("concurrency", 4, "cases run at once: 1..64")
+	only := fs.String("run", "", "run only the cases whose name matches this regular `expression`")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), `Usage: agenthost eval [flags] DATASET.jsonl
 
@@ -120,6 +122,16 @@ Flags:`)
 	cases, err := readDataset(fs.Arg(0))
 	if err != nil {
 		return fmt.Errorf("%w: %w", errUsage, err)
+	}
+	if *only != "" {
+		re, err := regexp.Compile(*only)
+		if err != nil {
+			return fmt.Errorf("%w: -run: %w", errUsage, err)
+		}
+		cases = slices.DeleteFunc(cases, func(ec *evalCase) bool { return !re.MatchString(ec.Name) })
+		if len(cases) == 0 {
+			return fmt.Errorf("%w: -run %q matches no case", errUsage, *only)
+		}
 	}
 	a, err := c.app(ctx, fs, io.err, io.err, forEvaluating)
 	if err != nil {

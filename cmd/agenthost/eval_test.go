@@ -107,6 +107,15 @@ func TestEval(t *testing.T) {
 		t.Errorf("the document case's row: %q", line)
 	}
 
+	// -run picks cases by name.
+	r = agenthost(t, dir, "", nil, "eval", "--config", evalConfig(t, dir, evalScript), "--run", "^(capital|memory)$", dataset)
+	if r.code != 0 || !strings.Contains(r.stdout, "2 cases: 2 passed, 0 failed") || strings.Contains(r.stdout, "document") {
+		t.Errorf("-run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if r = agenthost(t, dir, "", nil, "eval", "--config", cfg, "--run", "nothing", dataset); r.code != 2 || !strings.Contains(r.stderr, "matches no case") {
+		t.Errorf("-run matching nothing: exit %d, %s", r.code, r.stderr)
+	}
+
 	// Passing cases only: exit 0.
 	passing := writeFile(t, dir, "passing.jsonl", strings.Join(strings.Split(evalDataset, "\n")[1:3], "\n"))
 	r = agenthost(t, dir, "", nil, "eval", "--config", evalConfig(t, dir, evalScript), passing)
