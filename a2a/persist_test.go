@@ -1,6 +1,7 @@
 package a2a
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -89,7 +90,7 @@ func (m *memTaskStore) ListTasks(_ context.Context, q TaskQuery) ([]*StoredTask,
 	defer m.mu.Unlock()
 	var match []*StoredTask
 	for _, t := range m.tasks {
-		if (q.ContextID == "" || t.ContextID == q.ContextID) && (q.State == "" || t.State == q.State) && !t.Updated.Before(q.UpdatedAfter) {
+		if t.Subject == q.Subject && (q.ContextID == "" || t.ContextID == q.ContextID) && (q.State == "" || t.State == q.State) && !t.Updated.Before(q.UpdatedAfter) {
 			match = append(match, t)
 		}
 	}
@@ -263,5 +264,97 @@ func TestServerFailOrphans(t *testing.T) {
 	}
 	if shared.tasks["durable"].State != string(stateWorking) || shared.tasks["other"].State != string(stateInputRequired) {
 		t.Errorf("the durable task or another owner's was touched: %+v, %+v", shared.tasks["durable"], shared.tasks["other"])
+	}
+}
+
+// rpcAs makes a JSON-RPC call (A2A 1.0) as the caller named in X-Caller, which the servers of TestServerCallers
+// take as the caller's identity.
+func rpcAs(t *testing.T, url, caller, method string, params any) rpcResponse {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("A2A-Version", "1.0")
+	req.Header.Set("X-Caller", caller)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var rr rpcResponse
+	if err := json.NewDecoder(resp.Body).Decode(&rr); err != nil {
+		t.Fatal(err)
+	}
+	return rr
+}
+
+// TestServerCallers: with callers told apart, a task is its caller's alone, on the server that runs it and on
+// another sharing its TaskStore: another caller can neither get, list, cancel nor answer it, and one contextId is
+// two conversations for two callers.
+func TestServerCallers(t *testing.T) {
+	llm := fakellm.New()
+	t.Cleanup(llm.Close)
+	model, err := openai.New(&openai.Options{BaseURL: llm.URL, APIKey: "sk-test", Model: "fake", MaxRetries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	orch := host.New(model, host.NewToolManager(nil, nil), nil)
+	shared := &memTaskStore{tasks: map[string]*StoredTask{}}
+	caller := func(r *http.Request) string { return r.Header.Get("X-Caller") }
+	serve := func() string {
+		hs := httptest.NewUnstartedServer(nil)
+		url := "http://" + hs.Listener.Addr().String() + "/"
+		srv := NewServer(orch, &ServerOptions{Name: "tester", URL: url, Tasks: shared, Caller: caller})
+		hs.Config.Handler = srv.Handler(httpedge.Options{}, nil)
+		hs.Start()
+		t.Cleanup(func() { hs.Close(); srv.Close() })
+		return url
+	}
+	a, b := serve(), serve()
+	send := func(url, who string, msg map[string]any, text string) task {
+		t.Helper()
+		rr := rpcAs(t, url, who, "SendMessage", sendMessageParams([]any{textParam(text)}, msg, nil))
+		if rr.Error != nil {
+			t.Fatalf("%s's SendMessage: %v", who, rr.Error)
+		}
+		var res streamResponse
+		if err := json.Unmarshal(rr.Result, &res); err != nil || res.Task == nil {
+			t.Fatalf("%s's SendMessage: %s", who, rr.Result)
+		}
+		return *res.Task
+	}
+	llm.Enqueue(fakellm.Turn{Text: "Hello Alice."})
+	alices := send(a, "alice", map[string]any{"contextId": "shared-ctx"}, "I am Alice, remember the word plum.")
+
+	for _, url := range []string{a, b} {
+		for _, method := range []string{"GetTask", "CancelTask"} {
+			wantRPCError(t, rpcAs(t, url, "bob", method, map[string]any{"id": alices.ID}), codeTaskNotFound, false)
+		}
+		var list listResult
+		if rr := rpcAs(t, url, "bob", "ListTasks", map[string]any{}); rr.Error != nil || json.Unmarshal(rr.Result, &list) != nil || list.TotalSize != 0 || len(list.Tasks) != 0 {
+			t.Errorf("bob's ListTasks: %s %v", rr.Result, rr.Error)
+		}
+		if rr := rpcAs(t, url, "alice", "ListTasks", map[string]any{}); rr.Error != nil || json.Unmarshal(rr.Result, &list) != nil || list.TotalSize != 1 || list.Tasks[0].ID != alices.ID {
+			t.Errorf("alice's ListTasks: %s %v", rr.Result, rr.Error)
+		}
+		if rr := rpcAs(t, url, "alice", "GetTask", map[string]any{"id": alices.ID}); rr.Error != nil {
+			t.Errorf("alice's GetTask: %v", rr.Error)
+		}
+	}
+	rr := rpcAs(t, a, "bob", "SendMessage", sendMessageParams([]any{textParam("approve")}, map[string]any{"taskId": alices.ID}, nil))
+	wantRPCError(t, rr, codeTaskNotFound, false)
+
+	// Bob in Alice's contextId starts a conversation of his own; Alice's goes on.
+	llm.Enqueue(fakellm.Turn{Text: "Hello Bob."}, fakellm.Turn{Text: "The word was plum."})
+	send(a, "bob", map[string]any{"contextId": "shared-ctx"}, "What word did I ask you to remember?")
+	if prompt := asJSON(llm.LastRequest().Messages); strings.Contains(prompt, "plum") {
+		t.Errorf("bob's run read alice's conversation: %s", prompt)
+	}
+	send(b, "alice", map[string]any{"contextId": "shared-ctx"}, "What word did I ask you to remember?")
+	if prompt := asJSON(llm.LastRequest().Messages); !strings.Contains(prompt, "plum") {
+		t.Errorf("alice's follow-up lost her conversation: %s", prompt)
 	}
 }

@@ -73,6 +73,10 @@ type ServerOptions struct {
 	Logger *slog.Logger
 	// Telemetry traces each call, in the trace its caller sends, and the runs of its tasks; nil traces nothing.
 	Telemetry *telemetry.Telemetry
+	// Caller names who makes a request (the subject of its token); nil means callers are not told apart. A task is
+	// its caller's: another caller can neither see, list, cancel, answer nor follow it, and the contexts of two
+	// callers are two conversations even under one contextId.
+	Caller func(*http.Request) string
 
 	// now and newID replace the clock and the id source in tests.
 	now   func() time.Time
@@ -197,6 +201,9 @@ func (s *Server) serveRPC(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := &rpcCall{s: s, w: w, r: r, req: req, v: v}
+	if s.opts.Caller != nil {
+		c.subject = s.opts.Caller(r)
+	}
 	if tel := s.opts.Telemetry; tel != nil {
 		ctx, end := tel.StartA2AServer(r.Context(), r.Header, req.Method, v.String())
 		c.r = r.WithContext(ctx)
@@ -220,6 +227,8 @@ type rpcCall struct {
 	v   version
 	// failed is the error the call was answered with, for its span.
 	failed *rpcError
+	// subject is who makes the call (ServerOptions.Caller).
+	subject string
 }
 
 func (c *rpcCall) serve() {
@@ -314,7 +323,7 @@ func (c *rpcCall) send() (any, *rpcError) {
 	if err != nil {
 		return nil, err
 	}
-	st, sub, err := c.s.accept(c.r.Context(), sr.msg, true)
+	st, sub, err := c.s.accept(c.r.Context(), c.subject, sr.msg, true)
 	if err != nil {
 		return nil, err
 	}
@@ -339,7 +348,7 @@ func (c *rpcCall) stream() {
 		writeError(c.w, c.req.ID, err.forVersion(c.v))
 		return
 	}
-	st, sub, err := c.s.accept(c.r.Context(), sr.msg, false)
+	st, sub, err := c.s.accept(c.r.Context(), c.subject, sr.msg, false)
 	if err != nil {
 		writeError(c.w, c.req.ID, err.forVersion(c.v))
 		return
@@ -401,7 +410,7 @@ func (c *rpcCall) task() (*serverTask, *taskIDParams, *rpcError) {
 	if err := decodeParams(c.req.Params, &p); err != nil {
 		return nil, nil, err
 	}
-	st, err := c.s.store.get(c.r.Context(), p.ID)
+	st, err := c.s.store.getFor(c.r.Context(), c.subject, p.ID)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -477,14 +486,17 @@ func (c *rpcCall) listTasks() (any, *rpcError) {
 			return nil, newError(codeInvalidParams, "invalid params: %v", err)
 		}
 	}
-	return c.s.store.list(c.r.Context(), p)
+	return c.s.store.list(c.r.Context(), c.subject, p)
 }
 
 // accept takes a message: a new task (in the message's context, or a new one), or the answer to the question a
 // task waits on. It returns the task and a subscription that sees what happens next, or with endOnly (a blocking
 // send, which needs no event) only the end.
-func (s *Server) accept(ctx context.Context, m message, endOnly bool) (*serverTask, *subscriber, *rpcError) {
+func (s *Server) accept(ctx context.Context, subject string, m message, endOnly bool) (*serverTask, *subscriber, *rpcError) {
 	if m.TaskID != "" {
+		if _, err := s.store.getFor(ctx, subject, m.TaskID); err != nil {
+			return nil, nil, err
+		}
 		return s.answer(ctx, m, endOnly)
 	}
 	contextID := m.ContextID
@@ -503,7 +515,7 @@ func (s *Server) accept(ctx context.Context, m message, endOnly bool) (*serverTa
 	m.ContextID, m.Role = contextID, roleUser
 	m.TaskID = s.opts.newID()
 	st := &serverTask{
-		id: m.TaskID, contextID: contextID, done: make(chan struct{}),
+		id: m.TaskID, contextID: contextID, subject: subject, done: make(chan struct{}),
 		t: task{ID: m.TaskID, ContextID: contextID, Status: taskStatus{State: stateSubmitted, Timestamp: timestamp(now)}, History: []message{m}},
 	}
 	if err := s.store.add(st); err != nil {

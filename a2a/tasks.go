@@ -23,6 +23,8 @@ import (
 type serverTask struct {
 	id        string
 	contextID string
+	// subject is who the task is for (ServerOptions.Caller): only that caller sees it.
+	subject string
 
 	t       task // as callers see it; artifacts and history included
 	updated time.Time
@@ -81,10 +83,14 @@ type StoredTask struct {
 	// Owner names the process that runs the task; Durable says its run survives that process.
 	Owner   string
 	Durable bool
+	// Subject is who the task is for (ServerOptions.Caller); "" when callers are not told apart.
+	Subject string
 }
 
-// TaskQuery selects tasks for TaskStore.ListTasks. Zero fields do not filter.
+// TaskQuery selects tasks for TaskStore.ListTasks. Zero fields do not filter, but Subject: only the tasks of that
+// subject are listed ("" for those of callers that are not told apart).
 type TaskQuery struct {
+	Subject      string
 	ContextID    string
 	State        string
 	UpdatedAfter time.Time
@@ -141,7 +147,7 @@ func (s *taskStore) saveLocked(st *serverTask) *StoredTask {
 	st.savedState, st.savedHistory = st.t.Status.State, len(st.t.History)
 	state := st.t.Status.State
 	return &StoredTask{ID: st.id, ContextID: st.contextID, State: string(state), Terminal: state.terminal(),
-		Updated: st.updated, Version: st.version, Task: body, Owner: s.owner, Durable: s.durable}
+		Updated: st.updated, Version: st.version, Task: body, Owner: s.owner, Durable: s.durable, Subject: st.subject}
 }
 
 // save writes rec, if any, to the TaskStore. A failure is logged: the task goes on in memory.
@@ -217,9 +223,21 @@ func (s *taskStore) get(ctx context.Context, id string) (*serverTask, *rpcError)
 	return nil, newError(codeTaskNotFound, "task %q not found", id)
 }
 
+// getFor returns the task id when it is subject's: another caller's task is not found, as if it did not exist.
+func (s *taskStore) getFor(ctx context.Context, subject, id string) (*serverTask, *rpcError) {
+	st, err := s.get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if st.subject != subject {
+		return nil, newError(codeTaskNotFound, "task %q not found", id)
+	}
+	return st, nil
+}
+
 // fromStored makes a task read back from the TaskStore.
 func fromStored(rec *StoredTask) (*serverTask, *rpcError) {
-	st := &serverTask{id: rec.ID, contextID: rec.ContextID, updated: rec.Updated, stored: true, done: make(chan struct{}), version: rec.Version}
+	st := &serverTask{id: rec.ID, contextID: rec.ContextID, subject: rec.Subject, updated: rec.Updated, stored: true, done: make(chan struct{}), version: rec.Version}
 	close(st.done)
 	if err := json.Unmarshal(rec.Task, &st.t); err != nil {
 		return nil, newError(codeInternal, "task %q in the state database is unreadable: %v", rec.ID, err)
@@ -349,7 +367,7 @@ func (s *taskStore) unsubscribe(st *serverTask, sub *subscriber) {
 
 // list returns the tasks that pass the filters, newest status first, a page at a time: from the TaskStore when
 // there is one (it has every task, of this process and of others), else from memory.
-func (s *taskStore) list(ctx context.Context, p listParams) (*listResult, *rpcError) {
+func (s *taskStore) list(ctx context.Context, subject string, p listParams) (*listResult, *rpcError) {
 	size := 50
 	if p.PageSize != nil {
 		size = *p.PageSize
@@ -377,7 +395,7 @@ func (s *taskStore) list(ctx context.Context, p listParams) (*listResult, *rpcEr
 		cursor = c
 	}
 	if s.persist != nil {
-		return s.listStored(ctx, p, size, after, cursor)
+		return s.listStored(ctx, subject, p, size, after, cursor)
 	}
 
 	s.mu.Lock()
@@ -385,6 +403,7 @@ func (s *taskStore) list(ctx context.Context, p listParams) (*listResult, *rpcEr
 	var match []*serverTask
 	for _, st := range s.tasks {
 		switch {
+		case st.subject != subject:
 		case p.ContextID != "" && st.contextID != p.ContextID:
 		case p.Status != "" && st.t.Status.State != p.Status:
 		case !after.IsZero() && st.updated.Before(after):
@@ -418,8 +437,8 @@ func (s *taskStore) list(ctx context.Context, p listParams) (*listResult, *rpcEr
 	return res, nil
 }
 
-func (s *taskStore) listStored(ctx context.Context, p listParams, size int, after time.Time, cursor *listCursor) (*listResult, *rpcError) {
-	q := TaskQuery{ContextID: p.ContextID, State: string(p.Status), UpdatedAfter: after, Limit: size + 1}
+func (s *taskStore) listStored(ctx context.Context, subject string, p listParams, size int, after time.Time, cursor *listCursor) (*listResult, *rpcError) {
+	q := TaskQuery{Subject: subject, ContextID: p.ContextID, State: string(p.Status), UpdatedAfter: after, Limit: size + 1}
 	if cursor != nil {
 		q.AfterUpdated, q.AfterID = cursor.updated, cursor.id
 	}

@@ -70,7 +70,7 @@ func taskIDs(tasks []task) []string {
 
 func mustListTasks(t *testing.T, s *taskStore, p listParams) *listResult {
 	t.Helper()
-	res, err := s.list(t.Context(), p)
+	res, err := s.list(t.Context(), "", p)
 	if err != nil {
 		t.Fatalf("list %+v: %v", p, err)
 	}
@@ -151,7 +151,7 @@ func TestTaskStoreListErrors(t *testing.T) {
 		{PageToken: "MTI6+/"},
 		{PageToken: base64.RawURLEncoding.EncodeToString([]byte(":id"))},
 	} {
-		if _, err := s.list(t.Context(), p); err == nil || err.Code != codeInvalidParams {
+		if _, err := s.list(t.Context(), "", p); err == nil || err.Code != codeInvalidParams {
 			t.Errorf("list %+v: err = %v, want -32602", p, err)
 		}
 	}
@@ -159,7 +159,7 @@ func TestTaskStoreListErrors(t *testing.T) {
 	if err := json.Unmarshal([]byte(`{"status":"bogus"}`), &p); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.list(t.Context(), p); err == nil || err.Code != codeInvalidParams {
+	if _, err := s.list(t.Context(), "", p); err == nil || err.Code != codeInvalidParams {
 		t.Errorf("status bogus: err = %v", err)
 	}
 }

@@ -91,6 +91,10 @@ var migrations = [][]string{
 			updated_ms BIGINT NOT NULL
 		)`,
 	},
+	{ // 8: who a task is for (the token's subject when callers authenticate with tokens from an identity provider)
+		`ALTER TABLE a2a_tasks ADD COLUMN subject TEXT NOT NULL DEFAULT ''`,
+		`CREATE INDEX a2a_tasks_subject ON a2a_tasks (subject, updated_ms)`,
+	},
 }
 
 // SchemaVersion is the version of the schema this agenthost writes.

@@ -30,19 +30,21 @@ type Task struct {
 	// Owner names the process that runs the task (its executor); Durable says its run survives that process.
 	Owner   string
 	Durable bool
+	// Subject is who the task is for: the caller's identity, "" when callers are not told apart.
+	Subject string
 }
 
 // PutTask inserts or replaces a task, unless the database has a newer version of it. It makes room by the bound:
 // the least recently updated terminal tasks go first; unfinished ones are never dropped.
 func (s *DB) PutTask(ctx context.Context, t *Task) error {
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `INSERT INTO a2a_tasks (id, context_id, state, terminal, updated_ms, version, task, owner, durable)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+		res, err := tx.ExecContext(ctx, `INSERT INTO a2a_tasks (id, context_id, state, terminal, updated_ms, version, task, owner, durable, subject)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
 			ON CONFLICT (id) DO UPDATE SET context_id = excluded.context_id, state = excluded.state,
 				terminal = excluded.terminal, updated_ms = excluded.updated_ms, version = excluded.version, task = excluded.task,
 				owner = excluded.owner, durable = excluded.durable
 			WHERE a2a_tasks.version < excluded.version`,
-			t.ID, t.ContextID, t.State, boolInt(t.Terminal), millis(t.Updated), t.Version, string(t.Body), t.Owner, boolInt(t.Durable))
+			t.ID, t.ContextID, t.State, boolInt(t.Terminal), millis(t.Updated), t.Version, string(t.Body), t.Owner, boolInt(t.Durable), t.Subject)
 		if err != nil {
 			return err
 		}
@@ -70,14 +72,14 @@ func boolInt(b bool) int {
 	return 0
 }
 
-const taskColumns = `id, context_id, state, terminal, updated_ms, version, task, owner, durable`
+const taskColumns = `id, context_id, state, terminal, updated_ms, version, task, owner, durable, subject`
 
 func scanTask(row interface{ Scan(...any) error }) (*Task, error) {
 	var t Task
 	var terminal, durable int
 	var updated int64
 	var body string
-	if err := row.Scan(&t.ID, &t.ContextID, &t.State, &terminal, &updated, &t.Version, &body, &t.Owner, &durable); err != nil {
+	if err := row.Scan(&t.ID, &t.ContextID, &t.State, &terminal, &updated, &t.Version, &body, &t.Owner, &durable, &t.Subject); err != nil {
 		return nil, err
 	}
 	t.Terminal, t.Updated, t.Body, t.Durable = terminal != 0, fromMillis(updated), []byte(body), durable != 0
@@ -96,8 +98,10 @@ func (s *DB) Task(ctx context.Context, id string) (*Task, error) {
 	return t, nil
 }
 
-// TaskQuery selects tasks for Tasks. Zero fields do not filter.
+// TaskQuery selects tasks for Tasks. Zero fields do not filter, but Subject: the tasks listed are always those of
+// one subject ("" for those of callers that are not told apart).
 type TaskQuery struct {
+	Subject      string
 	ContextID    string
 	State        string
 	UpdatedAfter time.Time // tasks updated at or after this time
@@ -116,8 +120,8 @@ type TaskCursor struct {
 // Tasks lists the tasks that match q, most recently updated first (ties by id, descending), and how many match
 // in all, the cursor aside.
 func (s *DB) Tasks(ctx context.Context, q TaskQuery) ([]*Task, int, error) {
-	where := `($1 = '' OR context_id = $1) AND ($2 = '' OR state = $2) AND updated_ms >= $3`
-	args := []any{q.ContextID, q.State, millis(q.UpdatedAfter)}
+	where := `($1 = '' OR context_id = $1) AND ($2 = '' OR state = $2) AND updated_ms >= $3 AND subject = $4`
+	args := []any{q.ContextID, q.State, millis(q.UpdatedAfter), q.Subject}
 	if q.UpdatedAfter.IsZero() {
 		args[2] = int64(0)
 	}
@@ -127,7 +131,7 @@ func (s *DB) Tasks(ctx context.Context, q TaskQuery) ([]*Task, int, error) {
 	}
 	page := where
 	if q.Before != nil {
-		page += ` AND (updated_ms < $4 OR (updated_ms = $4 AND id < $5))`
+		page += ` AND (updated_ms < $5 OR (updated_ms = $5 AND id < $6))`
 		args = append(args, millis(q.Before.Updated), q.Before.ID)
 	}
 	limit := q.Limit

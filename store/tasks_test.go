@@ -144,3 +144,34 @@ func TestOrphans(t *testing.T) {
 		}
 	})
 }
+
+// TestTasksBySubject: a listing holds the tasks of one subject, its pages and count included; a task keeps its
+// subject through its saves.
+func TestTasksBySubject(t *testing.T) {
+	backends(t, Options{}, func(t *testing.T, db *DB) {
+		ctx := t.Context()
+		at := time.UnixMilli(1_700_000_000_000)
+		for i, sub := range []string{"alice", "bob", "alice", ""} {
+			id := fmt.Sprintf("t%d", i+1)
+			if err := db.PutTask(ctx, &Task{ID: id, ContextID: "c", State: "TASK_STATE_WORKING", Updated: at.Add(time.Duration(i) * time.Second), Version: 1, Body: []byte(`{}`), Subject: sub}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, tc := range []struct{ subject, want string }{{"alice", "t3 t1"}, {"bob", "t2"}, {"", "t4"}, {"carol", ""}} {
+			list, total, err := db.Tasks(ctx, TaskQuery{Subject: tc.subject, ContextID: "c"})
+			if err != nil || ids(list) != tc.want || total != len(list) {
+				t.Errorf("tasks of %q: %s, total %d, %v; want %s", tc.subject, ids(list), total, err, tc.want)
+			}
+		}
+		page, total, err := db.Tasks(ctx, TaskQuery{Subject: "alice", Limit: 1, Before: &TaskCursor{Updated: at.Add(2 * time.Second), ID: "t3"}})
+		if err != nil || ids(page) != "t1" || total != 2 {
+			t.Errorf("alice's second page: %s, total %d, %v", ids(page), total, err)
+		}
+		if err := db.PutTask(ctx, &Task{ID: "t1", ContextID: "c", State: "TASK_STATE_COMPLETED", Terminal: true, Updated: at.Add(9 * time.Second), Version: 2, Body: []byte(`{}`), Subject: "alice"}); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := db.Task(ctx, "t1"); err != nil || got.Subject != "alice" || got.State != "TASK_STATE_COMPLETED" {
+			t.Errorf("t1 after its second save: %+v, %v", got, err)
+		}
+	})
+}

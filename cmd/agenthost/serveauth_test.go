@@ -238,6 +238,22 @@ required_scopes = ["agent:use"]
 		if e := a2aFails(t, a2aBase, "send", map[string]any{"text": "Hi."}, "TOKEN="+with("aud", "http://other.example.com/")); !strings.Contains(e.Message, "401") {
 			t.Errorf("send with a token for another resource: %+v, want HTTP 401", e)
 		}
+		// The task is alice's: bob, with a valid token of his own, can neither read nor list it.
+		rpc := func(subject, method string, params string) string {
+			_, body := authRequest(t, a2aBase+"/", sign(good(subject)), `{"jsonrpc":"2.0","id":1,"method":"`+method+`","params":`+params+`}`,
+				map[string]string{"A2A-Version": "1.0"})
+			return body
+		}
+		get := `{"id":"` + tk.ID + `"}`
+		if body := rpc("bob", "GetTask", get); !strings.Contains(body, `"code":-32001`) {
+			t.Errorf("bob's GetTask of alice's task: %s", body)
+		}
+		if body := rpc("bob", "ListTasks", `{}`); !strings.Contains(body, `"totalSize":0`) || strings.Contains(body, tk.ID) {
+			t.Errorf("bob's ListTasks: %s", body)
+		}
+		if body := rpc("alice", "GetTask", get); !strings.Contains(body, tk.ID) || strings.Contains(body, `"error"`) {
+			t.Errorf("alice's GetTask: %s", body)
+		}
 	})
 
 	if llm.RequestCount() != 1 || llm.Pending() != 0 {

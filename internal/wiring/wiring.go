@@ -14,10 +14,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
 
 	"github.com/agenthost/agenthost/a2a"
 	"github.com/agenthost/agenthost/builtin"
@@ -372,7 +375,17 @@ func A2AServerOptions(cfg *config.Config, version, url string, access Access, lo
 	if access.JWT != nil {
 		oauth = oauthScheme(access.JWT)
 	}
+	var caller func(*http.Request) string
+	if access.JWT != nil {
+		caller = func(r *http.Request) string {
+			if info := auth.TokenInfoFromContext(r.Context()); info != nil {
+				return info.UserID
+			}
+			return ""
+		}
+	}
 	return &a2a.ServerOptions{
+		Caller:        caller,
 		OAuth:         oauth,
 		Name:          cfg.Agent.Name,
 		Description:   cfg.Agent.Description,
@@ -393,7 +406,7 @@ type taskStore struct{ db *store.DB }
 
 func (s taskStore) SaveTask(ctx context.Context, t *a2a.StoredTask) error {
 	return s.db.PutTask(ctx, &store.Task{ID: t.ID, ContextID: t.ContextID, State: t.State, Terminal: t.Terminal,
-		Updated: t.Updated, Version: t.Version, Body: t.Task, Owner: t.Owner, Durable: t.Durable})
+		Updated: t.Updated, Version: t.Version, Body: t.Task, Owner: t.Owner, Durable: t.Durable, Subject: t.Subject})
 }
 
 func (s taskStore) Orphans(ctx context.Context, owner string) ([]*a2a.StoredTask, error) {
@@ -420,7 +433,7 @@ func (s taskStore) LoadTask(ctx context.Context, id string) (*a2a.StoredTask, er
 }
 
 func (s taskStore) ListTasks(ctx context.Context, q a2a.TaskQuery) ([]*a2a.StoredTask, int, error) {
-	sq := store.TaskQuery{ContextID: q.ContextID, State: q.State, UpdatedAfter: q.UpdatedAfter, Limit: q.Limit}
+	sq := store.TaskQuery{Subject: q.Subject, ContextID: q.ContextID, State: q.State, UpdatedAfter: q.UpdatedAfter, Limit: q.Limit}
 	if q.AfterID != "" {
 		sq.Before = &store.TaskCursor{Updated: q.AfterUpdated, ID: q.AfterID}
 	}
@@ -453,7 +466,7 @@ func (s taskStore) TakeSignals(ctx context.Context, taskIDs []string) ([]a2a.Tas
 
 func storedTask(t *store.Task) *a2a.StoredTask {
 	return &a2a.StoredTask{ID: t.ID, ContextID: t.ContextID, State: t.State, Terminal: t.Terminal, Updated: t.Updated,
-		Version: t.Version, Task: t.Body, Owner: t.Owner, Durable: t.Durable}
+		Version: t.Version, Task: t.Body, Owner: t.Owner, Durable: t.Durable, Subject: t.Subject}
 }
 
 // Durable says whether [state] makes the runs of a front end durable: "mcp" (the agent tool's calls) or "a2a"

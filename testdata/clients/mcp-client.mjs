@@ -182,10 +182,17 @@ async function main() {
   //   though it arrived in time (typescript-sdk issue 2580). It is kept, marked late, with its call's progress.
   // - A response to a call the client cancelled: the server should not send one, but servers on the Go SDK do (go-sdk
   //   issues 1235 and 1259).
+  // A request the SDK aborts itself (its standalone SSE stream, when it authorizes again after a 403 step-up, say)
+  // is counted in "aborted": it is the client's own doing, not the server's.
   out.protocol_errors = [];
   out.late_responses = [];
+  out.aborted = 0;
   client.onerror = (err) => {
     const msg = String(err?.message ?? err);
+    if (err?.name === 'AbortError' || msg === 'This operation was aborted') {
+      out.aborted++;
+      return;
+    }
     const late = unknown(msg, 'Received a progress notification for an unknown token: ');
     if (late && currentProgress) {
       currentProgress.push({ ...late.params, late: true });
