@@ -2,8 +2,6 @@ package a2a
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,7 +22,7 @@ func (s *Server) run(ctx context.Context, st *serverTask, prompt string, schema 
 	req := &host.Request{
 		OutputSchema:      schema,
 		Prompt:            prompt,
-		ConversationID:    conversationOf(st),
+		ConversationID:    host.OwnedConversationID(st.contextID, st.subject),
 		StartConversation: true,
 		Interactor:        &taskInteractor{s: s, st: st},
 		Tag:               TagPrefix + ":" + st.id,
@@ -42,17 +40,6 @@ func (s *Server) run(ctx context.Context, st *serverTask, prompt string, schema 
 		}
 	}
 	s.finish(ctx, st, ans, runErr)
-}
-
-// conversationOf is the conversation of st's context: the contextId itself, or, for a task of a caller told apart
-// from others, the contextId marked with a digest of the caller, so that two callers never share a conversation
-// by choosing one contextId.
-func conversationOf(st *serverTask) string {
-	if st.subject == "" {
-		return st.contextID
-	}
-	sum := sha256.Sum256([]byte(st.subject))
-	return st.contextID + "@" + hex.EncodeToString(sum[:8])
 }
 
 // Resume takes back the task of a run that a durable engine resumes after a crash, named by the run's tag: the task

@@ -4,10 +4,12 @@ import (
 	"container/list"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -78,6 +80,27 @@ const (
 	DefaultMaxConversations = 1000
 	DefaultConversationTTL  = time.Hour
 )
+
+// OwnedConversationID returns the id of a conversation that belongs to subject: id itself when subject is "" (callers
+// are not told apart), else id marked with a digest of the subject, so that two subjects never share a
+// conversation, whatever ids they choose.
+func OwnedConversationID(id, subject string) string {
+	if subject == "" {
+		return id
+	}
+	sum := sha256.Sum256([]byte(subject))
+	return id + "@" + hex.EncodeToString(sum[:8])
+}
+
+// OwnsConversation reports whether the conversation id belongs to subject (see OwnedConversationID): any id does
+// when subject is "".
+func OwnsConversation(id, subject string) bool {
+	if subject == "" {
+		return true
+	}
+	i := strings.LastIndexByte(id, '@')
+	return i >= 0 && OwnedConversationID(id[:i], subject) == id
+}
 
 // NewConversationID returns 16 random bytes in hex.
 func NewConversationID() string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -105,5 +106,31 @@ func TestTurnsOneRunAtATime(t *testing.T) {
 	done2()
 	if len(ts.locks) != 0 {
 		t.Errorf("%d turns left after every run ended", len(ts.locks))
+	}
+}
+
+func TestOwnedConversationID(t *testing.T) {
+	alices := OwnedConversationID("ctx@home", "alice")
+	if alices == "ctx@home" || !strings.HasPrefix(alices, "ctx@home@") {
+		t.Fatalf("alice's id %q", alices)
+	}
+	for _, tc := range []struct {
+		id, subject string
+		want        bool
+	}{
+		{alices, "alice", true},
+		{alices, "bob", false},
+		{"ctx@home", "alice", false},
+		{"plain", "alice", false},
+		{"plain", "", true},
+		{alices, "", true},
+		{OwnedConversationID("x", "bob"), "bob", true},
+	} {
+		if got := OwnsConversation(tc.id, tc.subject); got != tc.want {
+			t.Errorf("OwnsConversation(%q, %q) = %v, want %v", tc.id, tc.subject, got, tc.want)
+		}
+	}
+	if OwnedConversationID("x", "") != "x" {
+		t.Error("an id of no subject changed")
 	}
 }

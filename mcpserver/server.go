@@ -389,13 +389,27 @@ func (s *Server) handleAgent(ctx context.Context, req *mcp.CallToolRequest) (*mc
 	if err != nil {
 		return toolError("%v", err), nil
 	}
+	// A conversation belongs to the subject of the caller's token, when callers have tokens from an identity
+	// provider: its id says whose it is, and another subject's is unknown to this caller.
+	var subject string
+	if req.Extra != nil && req.Extra.TokenInfo != nil {
+		subject = req.Extra.TokenInfo.UserID
+	}
+	convID, start := in.ConversationID, false
+	switch {
+	case convID != "" && !host.OwnsConversation(convID, subject):
+		return toolError("%v: %q", host.ErrUnknownConversation, convID), nil
+	case convID == "" && subject != "":
+		convID, start = host.OwnedConversationID(host.NewConversationID(), subject), true
+	}
 	hreq := &host.Request{
-		Model:          model,
-		Prompt:         in.Prompt,
-		ConversationID: in.ConversationID,
-		Selection:      host.Selection{ToolChoices: in.ToolChoices, DisabledTools: in.DisabledTools},
-		Interactor:     interactorFor(req.Session, c),
-		OutputSchema:   in.OutputSchema,
+		Model:             model,
+		Prompt:            in.Prompt,
+		ConversationID:    convID,
+		StartConversation: start,
+		Selection:         host.Selection{ToolChoices: in.ToolChoices, DisabledTools: in.DisabledTools},
+		Interactor:        interactorFor(req.Session, c),
+		OutputSchema:      in.OutputSchema,
 	}
 	p := newProgress(s.opts.ProgressInterval)
 	run := func(ctx context.Context) (*mcp.CallToolResult, error) { return s.runAgent(ctx, hreq, p) }

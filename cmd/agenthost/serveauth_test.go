@@ -256,8 +256,32 @@ required_scopes = ["agent:use"]
 		}
 	})
 
-	if llm.RequestCount() != 1 || llm.Pending() != 0 {
-		t.Errorf("%d model requests, %d turns unused: only the task with a valid token may run", llm.RequestCount(), llm.Pending())
+	t.Run("conversations belong to their subject", func(t *testing.T) {
+		llm.Enqueue(fakellm.Turn{Text: "Noted, alice."}, fakellm.Turn{Text: "You asked me to remember plum."})
+		as := func(sub string, args ...string) clientOutput {
+			return tsClient(t, true, append([]string{"--url", audience, "--header", "Authorization: Bearer " + sign(good(sub)),
+				"--action", "ask", "--tool", "ask_guarded"}, args...)...)
+		}
+		first := as("alice", "--prompt", "Remember plum.")
+		id := first.Calls[0].Result.StructuredContent.ConversationID
+		if !strings.Contains(id, "@") {
+			t.Fatalf("alice's conversation id %q does not say whose it is", id)
+		}
+		bob := as("bob", "--conversation", id, "--prompt", "What did alice ask you?")
+		if res := bob.Calls[0].Result; !res.IsError || len(res.Content) == 0 || !strings.Contains(res.Content[0].Text, "unknown conversation id") {
+			t.Errorf("bob continuing alice's conversation: %+v", res)
+		}
+		again := as("alice", "--conversation", id, "--prompt", "What did I ask you?")
+		if got := again.Calls[0].Result.StructuredContent; got == nil || got.ConversationID != id || !strings.Contains(got.Answer, "plum") {
+			t.Errorf("alice's follow-up: %+v", got)
+		}
+		if prompt, _ := json.Marshal(llm.LastRequest().Messages); !strings.Contains(string(prompt), "Remember plum.") {
+			t.Errorf("alice's follow-up did not read her conversation: %s", prompt)
+		}
+	})
+
+	if llm.RequestCount() != 3 || llm.Pending() != 0 {
+		t.Errorf("%d model requests, %d turns unused: only the task with a valid token and alice's two calls may run", llm.RequestCount(), llm.Pending())
 	}
 	log := stderr.String()
 	for _, tok := range tokens {
