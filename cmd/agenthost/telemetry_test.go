@@ -13,9 +13,12 @@ import (
 	"github.com/agenthost/agenthost/internal/testwait"
 )
 
+// collectorKey is the export header's value, which check must not print.
+const collectorKey = "collector-secret-7f3a9c"
+
 // telemetryConfig is the [telemetry] table that sends to sink as service.
 func telemetryConfig(sink *otlpsink.Sink, service string) string {
-	return fmt.Sprintf("\n[telemetry]\nexporter = \"otlp\"\nendpoint = %q\nservice_name = %q\nheaders = { x-collector-key = \"k1\" }\n", sink.URL, service)
+	return fmt.Sprintf("\n[telemetry]\nexporter = \"otlp\"\nendpoint = %q\nservice_name = %q\nheaders = { x-collector-key = \"%s\" }\n", sink.URL, service, collectorKey)
 }
 
 // TestTelemetryChained runs agent A, whose model calls two tools at once: agent B's agent tool over MCP (streamable
@@ -202,7 +205,7 @@ required = true
 	}
 	testwait.Until(t, a2aWait, "B's metrics reach the receiver", func() bool { return sink.Metric("mcp.server.operation.duration", "agent-b") })
 	for _, h := range sink.Headers() {
-		if h.Get("X-Collector-Key") != "k1" {
+		if h.Get("X-Collector-Key") != collectorKey {
 			t.Errorf("an export came without the configured header: %v", h)
 			break
 		}
@@ -248,7 +251,7 @@ func TestTelemetryCheck(t *testing.T) {
 			t.Errorf("the telemetry line %q lacks %q", line, want)
 		}
 	}
-	if strings.Contains(r.stdout, "k1") {
+	if strings.Contains(r.stdout, collectorKey) {
 		t.Errorf("check printed an export header's value:\n%s", r.stdout)
 	}
 
