@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"sort"
 	"strings"
@@ -15,9 +14,7 @@ import (
 
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/internal/fakellm"
-	"github.com/agenthost/agenthost/internal/httpedge"
 	"github.com/agenthost/agenthost/internal/testwait"
-	"github.com/agenthost/agenthost/llm/openai"
 )
 
 // memTaskStore is a TaskStore in memory, shared by the servers of a test as a database is by replicas.
@@ -121,20 +118,12 @@ func (m *memTaskStore) ListTasks(_ context.Context, q TaskQuery) ([]*StoredTask,
 func TestServerStoredTasks(t *testing.T) {
 	llm := fakellm.New()
 	t.Cleanup(llm.Close)
-	model, err := openai.New(&openai.Options{BaseURL: llm.URL, APIKey: "sk-test", Model: "fake", MaxRetries: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	model := fakeModel(t, llm)
 	tool := &guardedTool{}
 	orch := host.New(model, host.NewToolManager([]host.Toolset{toolList{tool}}, &host.ToolManagerOptions{Policies: approvalPolicy}), nil)
 	shared := &memTaskStore{tasks: map[string]*StoredTask{}}
 	serve := func() string {
-		hs := httptest.NewUnstartedServer(nil)
-		url := "http://" + hs.Listener.Addr().String() + "/"
-		srv := NewServer(orch, &ServerOptions{Name: "tester", URL: url, Tasks: shared})
-		hs.Config.Handler = srv.Handler(httpedge.Options{}, nil)
-		hs.Start()
-		t.Cleanup(func() { hs.Close(); srv.Close() })
+		_, url := serveOrchestrator(t, orch, &ServerOptions{Tasks: shared})
 		return url
 	}
 	a, b := serve(), serve()
@@ -247,10 +236,7 @@ func TestServerFailOrphans(t *testing.T) {
 	}
 	llm := fakellm.New()
 	t.Cleanup(llm.Close)
-	model, err := openai.New(&openai.Options{BaseURL: llm.URL, APIKey: "sk-test", Model: "fake", MaxRetries: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	model := fakeModel(t, llm)
 	srv := NewServer(host.New(model, host.NewToolManager(nil, nil), nil), &ServerOptions{URL: "http://127.0.0.1/", Tasks: shared, Owner: "a"})
 	defer srv.Close()
 	n, err := srv.FailOrphans(t.Context())
@@ -297,20 +283,12 @@ func rpcAs(t *testing.T, url, caller, method string, params any) rpcResponse {
 func TestServerCallers(t *testing.T) {
 	llm := fakellm.New()
 	t.Cleanup(llm.Close)
-	model, err := openai.New(&openai.Options{BaseURL: llm.URL, APIKey: "sk-test", Model: "fake", MaxRetries: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	model := fakeModel(t, llm)
 	orch := host.New(model, host.NewToolManager(nil, nil), nil)
 	shared := &memTaskStore{tasks: map[string]*StoredTask{}}
 	caller := func(r *http.Request) string { return r.Header.Get("X-Caller") }
 	serve := func() string {
-		hs := httptest.NewUnstartedServer(nil)
-		url := "http://" + hs.Listener.Addr().String() + "/"
-		srv := NewServer(orch, &ServerOptions{Name: "tester", URL: url, Tasks: shared, Caller: caller})
-		hs.Config.Handler = srv.Handler(httpedge.Options{}, nil)
-		hs.Start()
-		t.Cleanup(func() { hs.Close(); srv.Close() })
+		_, url := serveOrchestrator(t, orch, &ServerOptions{Tasks: shared, Caller: caller})
 		return url
 	}
 	a, b := serve(), serve()

@@ -79,7 +79,7 @@ func (s *Server) takeSignals() {
 				s.logger.Warn("a2a: an answer through another process is unreadable", "task", st.id, "err", err)
 				continue
 			}
-			_, sub, rerr := s.answer(s.ctx, m, true)
+			_, sub, rerr := s.answer(s.ctx, st, m, true)
 			if rerr != nil {
 				s.logger.Warn("a2a: an answer through another process was refused", "task", st.id, "err", rerr.Message)
 				continue

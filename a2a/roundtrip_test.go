@@ -34,19 +34,33 @@ func newTestServer(t *testing.T, policies map[string]host.ToolPolicy, tools ...h
 	t.Helper()
 	llm := fakellm.New()
 	t.Cleanup(llm.Close)
+	tm := host.NewToolManager([]host.Toolset{toolList(tools)}, &host.ToolManagerOptions{Policies: policies})
+	srv, url := serveOrchestrator(t, host.New(fakeModel(t, llm), tm, nil), &ServerOptions{})
+	return llm, srv, url
+}
+
+// fakeModel is a model on llm.
+func fakeModel(t *testing.T, llm *fakellm.Server) *openai.Model {
+	t.Helper()
 	model, err := openai.New(&openai.Options{BaseURL: llm.URL, APIKey: "sk-test", Model: "fake", MaxRetries: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tm := host.NewToolManager([]host.Toolset{toolList(tools)}, &host.ToolManagerOptions{Policies: policies})
-	orch := host.New(model, tm, nil)
+	return model
+}
+
+// serveOrchestrator serves orch over A2A with opts, named "tester", on an httptest server, until the test ends, and
+// returns the server and its URL.
+func serveOrchestrator(t *testing.T, orch *host.Orchestrator, opts *ServerOptions) (*Server, string) {
+	t.Helper()
 	hs := httptest.NewUnstartedServer(nil)
-	url := "http://" + hs.Listener.Addr().String() + "/"
-	srv := NewServer(orch, &ServerOptions{Name: "tester", URL: url})
+	o := *opts
+	o.Name, o.URL = "tester", "http://"+hs.Listener.Addr().String()+"/"
+	srv := NewServer(orch, &o)
 	hs.Config.Handler = srv.Handler(httpedge.Options{}, nil)
 	hs.Start()
 	t.Cleanup(func() { hs.Close(); srv.Close() })
-	return llm, srv, url
+	return srv, o.URL
 }
 
 func TestRoundTripThroughPeerTool(t *testing.T) {

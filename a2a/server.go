@@ -494,10 +494,11 @@ func (c *rpcCall) listTasks() (any, *rpcError) {
 // send, which needs no event) only the end.
 func (s *Server) accept(ctx context.Context, subject string, m message, endOnly bool) (*serverTask, *subscriber, *rpcError) {
 	if m.TaskID != "" {
-		if _, err := s.store.getFor(ctx, subject, m.TaskID); err != nil {
+		st, err := s.store.getFor(ctx, subject, m.TaskID)
+		if err != nil {
 			return nil, nil, err
 		}
-		return s.answer(ctx, m, endOnly)
+		return s.answer(ctx, st, m, endOnly)
 	}
 	contextID := m.ContextID
 	if contextID == "" {
@@ -533,13 +534,10 @@ func (s *Server) accept(ctx context.Context, subject string, m message, endOnly 
 	return st, sub, nil
 }
 
-// answer routes a message on an existing task: the answer to the question its run waits on. The task is WORKING
-// again, and the caller subscribed, before the run gets the answer, so that the caller sees all that follows.
-func (s *Server) answer(ctx context.Context, m message, endOnly bool) (*serverTask, *subscriber, *rpcError) {
-	st, err := s.store.get(ctx, m.TaskID)
-	if err != nil {
-		return nil, nil, err
-	}
+// answer routes a message on st, the existing task it names: the answer to the question its run waits on. The task
+// is WORKING again, and the caller subscribed, before the run gets the answer, so that the caller sees all that
+// follows.
+func (s *Server) answer(ctx context.Context, st *serverTask, m message, endOnly bool) (*serverTask, *subscriber, *rpcError) {
 	s.store.mu.Lock()
 	state, q := st.t.Status.State, st.waiting
 	s.store.mu.Unlock()

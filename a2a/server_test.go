@@ -19,7 +19,6 @@ import (
 	"github.com/agenthost/agenthost/internal/httpedge"
 	"github.com/agenthost/agenthost/internal/schemacheck"
 	"github.com/agenthost/agenthost/internal/testwait"
-	"github.com/agenthost/agenthost/llm/openai"
 )
 
 // The server over HTTP, as a client on the wire sees it: hand-written JSON-RPC, the orchestrator behind it on a
@@ -742,17 +741,8 @@ func TestServerStream(t *testing.T) {
 func TestServerOutputSchema(t *testing.T) {
 	llm := fakellm.New()
 	t.Cleanup(llm.Close)
-	model, err := openai.New(&openai.Options{BaseURL: llm.URL, APIKey: "sk-test", Model: "fake", MaxRetries: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	orch := host.New(model, host.NewToolManager(nil, nil), &host.Options{CompileSchema: schemacheck.Compile})
-	hs := httptest.NewUnstartedServer(nil)
-	url := "http://" + hs.Listener.Addr().String() + "/"
-	srv := NewServer(orch, &ServerOptions{Name: "tester", URL: url})
-	hs.Config.Handler = srv.Handler(httpedge.Options{}, nil)
-	hs.Start()
-	t.Cleanup(func() { hs.Close(); srv.Close() })
+	orch := host.New(fakeModel(t, llm), host.NewToolManager(nil, nil), &host.Options{CompileSchema: schemacheck.Compile})
+	_, url := serveOrchestrator(t, orch, &ServerOptions{})
 
 	schema := map[string]any{"type": "object", "required": []string{"city"}, "properties": map[string]any{"city": map[string]any{"type": "string"}}}
 	for _, tc := range []struct {

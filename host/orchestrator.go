@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agenthost/agenthost/host/internal/cite"
@@ -99,6 +100,8 @@ type Orchestrator struct {
 	conversations ConversationStore
 	turns         turns
 	logger        *slog.Logger
+	// defaultOutput compiles Options.OutputSchema, once.
+	defaultOutput func() (Validator, error)
 }
 
 // New returns an Orchestrator that asks model and offers the tools of tools.
@@ -133,6 +136,12 @@ func New(model llm.Model, tools *ToolManager, opts *Options) *Orchestrator {
 	if o.conversations == nil {
 		o.conversations = NewMemoryStore(nil)
 	}
+	o.defaultOutput = sync.OnceValues(func() (Validator, error) {
+		if o.opts.CompileSchema == nil {
+			return nil, errNoCompiler
+		}
+		return o.opts.CompileSchema(o.opts.OutputSchema)
+	})
 	o.logger = o.opts.Logger
 	if o.logger == nil {
 		o.logger = slog.New(slog.DiscardHandler)
@@ -433,13 +442,17 @@ func (r *run) loop(ctx context.Context, tools []*ManagedTool) (*Answer, error) {
 		if forced {
 			resp, err = r.generateForced(ctx, i, req, off.forced)
 		} else {
-			r.stream = newCiteStream(r.citeSources, r.citationStyle())
-			resp, err = stepJSON(ctx, r.steps, fmt.Sprintf("iteration %d: model call", i), func(ctx context.Context) (*llm.Response, error) {
-				return r.generate(ctx, i, req, func(d llm.Delta) {
+			var onDelta func(llm.Delta)
+			if r.output == nil { // a structured answer is shown once, when it validated (see structured)
+				r.stream = newCiteStream(r.citeSources, r.citationStyle())
+				onDelta = func(d llm.Delta) {
 					if out := r.stream.write(d.Text); out != "" {
 						r.emit(&Event{Kind: EventTextDelta, Iteration: i, Text: out})
 					}
-				})
+				}
+			}
+			resp, err = stepJSON(ctx, r.steps, fmt.Sprintf("iteration %d: model call", i), func(ctx context.Context) (*llm.Response, error) {
+				return r.generate(ctx, i, req, onDelta)
 			})
 		}
 		info.ModelCalls = calls

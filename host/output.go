@@ -67,10 +67,16 @@ func (r *run) newOutput() (*output, error) {
 	if len(bytes.TrimSpace(schema)) == 0 || r.req.nested {
 		return nil, nil
 	}
-	if r.o.opts.CompileSchema == nil {
-		return nil, errNoCompiler
+	var v Validator
+	var err error
+	switch {
+	case len(r.req.OutputSchema) == 0:
+		v, err = r.o.defaultOutput() // compiled once
+	case r.o.opts.CompileSchema == nil:
+		err = errNoCompiler
+	default:
+		v, err = r.o.opts.CompileSchema(schema)
 	}
-	v, err := r.o.opts.CompileSchema(schema)
 	if err != nil {
 		return nil, fmt.Errorf("the output schema: %w", err)
 	}

@@ -145,6 +145,16 @@ func TestOutputNativeMode(t *testing.T) {
 	if last.Role != "user" || !strings.Contains(last.Content, "not a JSON value") {
 		t.Errorf("the model was told %q after its text answer", last.Content)
 	}
+	// Neither the rejected answer nor the raw JSON streams: the text is the answer, once.
+	var deltas []string
+	for _, ev := range h.events {
+		if ev.Kind == EventTextDelta {
+			deltas = append(deltas, ev.Text)
+		}
+	}
+	if len(deltas) != 1 || deltas[0] != ans.Text {
+		t.Errorf("text deltas %q, want the answer once", deltas)
+	}
 }
 
 func TestOutputRetriesExhausted(t *testing.T) {
@@ -192,4 +202,20 @@ func TestOutputSchemaErrors(t *testing.T) {
 func jsonSame(a json.RawMessage, b string) bool {
 	var x, y any
 	return json.Unmarshal(a, &x) == nil && json.Unmarshal([]byte(b), &y) == nil && fmt.Sprint(x) == fmt.Sprint(y)
+}
+
+// TestOutputDefaultSchemaCompiledOnce: the orchestrator's own schema is compiled once, for every run.
+func TestOutputDefaultSchemaCompiledOnce(t *testing.T) {
+	compiles := 0
+	count := func(schema json.RawMessage) (Validator, error) { compiles++; return compileKeys(schema) }
+	h := newHarness(t, harnessConfig{opts: Options{OutputSchema: json.RawMessage(citySchema), CompileSchema: count}})
+	for range 2 {
+		h.srv.Enqueue(fakellm.Turn{ToolCalls: []fakellm.ToolCall{call("c1", OutputToolName, `{"city":"Lyon","why":"food"}`)}})
+		if ans := h.mustAsk(t, &Request{Prompt: "Which city?"}); ans.Output == nil {
+			t.Fatalf("no output: %+v", ans)
+		}
+	}
+	if compiles != 1 {
+		t.Errorf("the schema was compiled %d times for 2 runs, want once", compiles)
+	}
 }

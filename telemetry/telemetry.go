@@ -270,6 +270,7 @@ func exporters(ctx context.Context, proto, traceBase, metricBase string, headers
 		}
 		metrics, err := otlpmetricgrpc.New(ctx, mopts...)
 		if err != nil {
+			_ = spans.Shutdown(ctx)
 			return nil, nil, fmt.Errorf("OTLP/gRPC metric exporter: %w", err)
 		}
 		return spans, metrics, nil
@@ -292,6 +293,7 @@ func exporters(ctx context.Context, proto, traceBase, metricBase string, headers
 	}
 	metrics, err := otlpmetrichttp.New(ctx, mopts...)
 	if err != nil {
+		_ = spans.Shutdown(ctx)
 		return nil, nil, fmt.Errorf("OTLP/HTTP metric exporter: %w", err)
 	}
 	return spans, metrics, nil

@@ -37,6 +37,8 @@ type evalCase struct {
 	Expect evalExpect `json:"expect"`
 
 	line int
+	// matches is expect.matches_schema, compiled; nil without one.
+	matches host.Validator
 }
 
 type evalMessage struct {
@@ -253,16 +255,17 @@ func (ec *evalCase) check() error {
 	if s := ec.Expect.StoppedBy; s != "" && !slices.Contains(stopReasons, host.StopReason(s)) {
 		return fmt.Errorf("expect.stopped_by %q is not a reason a run stops", s)
 	}
-	for _, s := range []struct {
-		key    string
-		schema json.RawMessage
-	}{{"output_schema", ec.OutputSchema}, {"expect.matches_schema", ec.Expect.MatchesSchema}} {
-		if len(s.schema) == 0 {
-			continue
+	if len(ec.OutputSchema) > 0 {
+		if _, err := schemacheck.Compile(ec.OutputSchema); err != nil {
+			return fmt.Errorf("output_schema: %w", err)
 		}
-		if _, err := schemacheck.Compile(s.schema); err != nil {
-			return fmt.Errorf("%s: %w", s.key, err)
+	}
+	if len(ec.Expect.MatchesSchema) > 0 {
+		v, err := schemacheck.Compile(ec.Expect.MatchesSchema)
+		if err != nil {
+			return fmt.Errorf("expect.matches_schema: %w", err)
 		}
+		ec.matches = v
 	}
 	if ec.Expect.MinSources < 0 {
 		return errors.New("expect.min_sources must not be negative")
@@ -305,7 +308,7 @@ func runCase(ctx context.Context, a *app, ec *evalCase) *evalResult {
 			res.Tools = append(res.Tools, c.Name)
 		}
 	}
-	res.Failures = append(res.Failures, ec.Expect.failures(ans, res.Tools)...)
+	res.Failures = append(res.Failures, ec.failures(ans, res.Tools)...)
 	return res
 }
 
@@ -322,8 +325,9 @@ func seedConversation(ctx context.Context, store host.ConversationStore, msgs []
 	return id, store.Append(ctx, id, 0, conv, nil)
 }
 
-// failures lists what the answer lacks of what was expected.
-func (e *evalExpect) failures(ans *host.Answer, tools []string) []string {
+// failures lists what the answer lacks of what the case expects.
+func (ec *evalCase) failures(ans *host.Answer, tools []string) []string {
+	e := &ec.Expect
 	var out []string
 	text := strings.ToLower(ans.Text)
 	for _, s := range e.Contains {
@@ -336,15 +340,14 @@ func (e *evalExpect) failures(ans *host.Answer, tools []string) []string {
 			out = append(out, fmt.Sprintf("the answer contains %q", s))
 		}
 	}
-	if len(e.MatchesSchema) > 0 {
+	if ec.matches != nil {
 		value := ans.Output
 		if value == nil {
 			value = json.RawMessage(strings.TrimSpace(ans.Text))
 		}
-		v, _ := schemacheck.Compile(e.MatchesSchema) // checked when the dataset was read
 		if !json.Valid(value) {
 			out = append(out, "the answer is not JSON, so it cannot match the schema")
-		} else if err := v.Validate(value); err != nil {
+		} else if err := ec.matches.Validate(value); err != nil {
 			out = append(out, "the answer does not match the schema: "+err.Error())
 		}
 	}
