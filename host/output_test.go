@@ -113,15 +113,7 @@ func TestOutputToolMode(t *testing.T) {
 		t.Errorf("the model read %q for its bad answer", got)
 	}
 	// The streamed text adds up to the answer, in one piece.
-	var deltas []string
-	for _, ev := range h.events {
-		if ev.Kind == EventTextDelta {
-			deltas = append(deltas, ev.Text)
-		}
-	}
-	if len(deltas) != 1 || deltas[0] != ans.Text {
-		t.Errorf("text deltas %q, want the answer once", deltas)
-	}
+	onceStreamed(t, h, ans)
 }
 
 func TestOutputNativeMode(t *testing.T) {
@@ -146,15 +138,7 @@ func TestOutputNativeMode(t *testing.T) {
 		t.Errorf("the model was told %q after its text answer", last.Content)
 	}
 	// Neither the rejected answer nor the raw JSON streams: the text is the answer, once.
-	var deltas []string
-	for _, ev := range h.events {
-		if ev.Kind == EventTextDelta {
-			deltas = append(deltas, ev.Text)
-		}
-	}
-	if len(deltas) != 1 || deltas[0] != ans.Text {
-		t.Errorf("text deltas %q, want the answer once", deltas)
-	}
+	onceStreamed(t, h, ans)
 }
 
 func TestOutputRetriesExhausted(t *testing.T) {
@@ -217,5 +201,19 @@ func TestOutputDefaultSchemaCompiledOnce(t *testing.T) {
 	}
 	if compiles != 1 {
 		t.Errorf("the schema was compiled %d times for 2 runs, want once", compiles)
+	}
+}
+
+// onceStreamed checks that the text deltas of the run add up to its answer, in one piece.
+func onceStreamed(t *testing.T, h *harness, ans *Answer) {
+	t.Helper()
+	var deltas []string
+	for _, ev := range h.events {
+		if ev.Kind == EventTextDelta {
+			deltas = append(deltas, ev.Text)
+		}
+	}
+	if len(deltas) != 1 || deltas[0] != ans.Text {
+		t.Errorf("text deltas %q, want the answer once", deltas)
 	}
 }
