@@ -75,7 +75,8 @@ type Options struct {
 	Logger *slog.Logger
 	// Sampler answers the servers' sampling requests; nil refuses them.
 	Sampler llm.Model
-	// Telemetry traces each request to a server and sends it the trace context in _meta; nil traces nothing.
+	// Telemetry traces each request to a server and sends it the trace context in _meta, the server's sampling and
+	// elicitation requests, and the model calls that answer its sampling; nil traces nothing.
 	Telemetry *telemetry.Telemetry
 	// RetryFailed keeps trying, in the background and with backoff, the optional servers that could not be
 	// reached at start-up (or needed a login, which another process may make meanwhile): each is a tool source

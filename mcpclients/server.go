@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/llm"
 	"github.com/agenthost/agenthost/mcpauth"
 	"github.com/agenthost/agenthost/telemetry"
 )
@@ -77,6 +78,7 @@ type Server struct {
 // inFlight is a call in flight to the server.
 type inFlight struct {
 	call   *host.Call
+	ctx    context.Context    // the context it is made under
 	cancel context.CancelFunc // ends it when the server is closed
 }
 
@@ -135,6 +137,8 @@ func newServer(cfg ServerConfig, opts *Options) *Server {
 			transport = telemetry.TransportPipe
 		}
 		s.client.AddSendingMiddleware(opts.Telemetry.MCPClient(transport))
+		// A sampling or elicitation request names no call either: it is traced under the only call in flight.
+		s.client.AddReceivingMiddleware(opts.Telemetry.MCPClientHandlers(transport, func() context.Context { return s.onlyCall().ctx }))
 	}
 	return s
 }
@@ -546,7 +550,7 @@ func (s *Server) track(ctx context.Context, call *host.Call) (token string, call
 	s.callsMu.Lock()
 	s.nextID++
 	token = s.cfg.Name + "-" + strconv.FormatUint(s.nextID, 10)
-	s.calls[token] = inFlight{call: call, cancel: cancel}
+	s.calls[token] = inFlight{call: call, ctx: callCtx, cancel: cancel}
 	s.order = append(s.order, token)
 	s.callsMu.Unlock()
 	if s.ctx.Err() != nil { // close may have ended the calls in flight before this one was registered
@@ -586,23 +590,23 @@ func (s *Server) relayLog(p *mcp.LoggingMessageParams) {
 	if err != nil {
 		return
 	}
-	if !s.onlyCall().ReportLog(host.LogMessage{Level: string(p.Level), Logger: p.Logger, Data: data}) {
+	if !s.onlyCall().call.ReportLog(host.LogMessage{Level: string(p.Level), Logger: p.Logger, Data: data}) {
 		s.logger.Debug("server log message", "level", p.Level, "logger", p.Logger, "data", string(data))
 	}
 }
 
-// onlyCall returns the call in flight when there is exactly one, else nil: what a server sends without naming a
-// call (a log message, a sampling request) may be its.
-func (s *Server) onlyCall() *host.Call {
+// onlyCall returns the call in flight when there is exactly one, else the zero inFlight: what a server sends without
+// naming a call (a log message, a sampling request) may be its.
+func (s *Server) onlyCall() inFlight {
 	s.callsMu.Lock()
 	defer s.callsMu.Unlock()
 	if len(s.calls) != 1 {
-		return nil
+		return inFlight{}
 	}
 	for _, c := range s.calls {
-		return c.call
+		return c
 	}
-	return nil
+	return inFlight{}
 }
 
 // relayProgress relays a progress notification to the call it belongs to.
@@ -639,7 +643,7 @@ func (s *Server) interactor(ctx context.Context) host.Interactor {
 func (s *Server) sampleWithCaller(ctx context.Context, params *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
 	call, _ := ctx.Value(callKey{}).(*host.Call)
 	if call == nil {
-		call = s.onlyCall()
+		call = s.onlyCall().call
 	}
 	if call == nil {
 		return nil, fmt.Errorf("sampling = \"caller\" for MCP server %q, but no single call of it is in flight whose caller could answer", s.cfg.Name)
@@ -660,6 +664,16 @@ func (s *Server) sampleWithCaller(ctx context.Context, params *mcp.CreateMessage
 	}
 	s.logger.Info("sampling request answered by the caller's model", "model", res.Model)
 	return &res, nil
+}
+
+// sample asks the host's model, observed as a model call of its own.
+func (s *Server) sample(ctx context.Context, req *llm.Request) (resp *llm.Response, err error) {
+	if s.opts.Telemetry != nil {
+		var end func(*llm.Response, error)
+		ctx, end = s.opts.Telemetry.StartModelCall(ctx, &host.ModelCallStart{Model: s.opts.Sampler, Request: req})
+		defer func() { end(resp, err) }()
+	}
+	return s.opts.Sampler.Generate(ctx, req, nil)
 }
 
 // bound returns a context that ends with ctx or when the server is closed, whichever comes first. The SDK's Close
@@ -705,7 +719,7 @@ func (s *Server) handleSampling(ctx context.Context, req *mcp.CreateMessageReque
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	resp, err := s.opts.Sampler.Generate(ctx, lreq, nil)
+	resp, err := s.sample(ctx, lreq)
 	if err != nil {
 		return nil, fmt.Errorf("the host's model failed: %w", err)
 	}

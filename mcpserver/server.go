@@ -44,8 +44,8 @@ type Options struct {
 	ProgressInterval time.Duration
 	// Logger receives the server's log lines; nil discards them.
 	Logger *slog.Logger
-	// Telemetry traces each request, in the trace its caller sends (in _meta, or the HTTP headers); nil traces
-	// nothing.
+	// Telemetry traces each request, in the trace its caller sends (in _meta, or the HTTP headers), and what the
+	// server asks its caller within a trace; nil traces nothing.
 	Telemetry *telemetry.Telemetry
 	// Sampling says when a call runs on the caller's own model through sampling; the zero value never does.
 	Sampling Sampling
@@ -160,6 +160,9 @@ func New(ctx context.Context, orch *host.Orchestrator, opts *Options) (*Server, 
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: s.opts.Name, Version: s.opts.Version}, sopts)
 	if s.opts.Telemetry != nil {
 		s.mcp.AddReceivingMiddleware(s.opts.Telemetry.MCPServer()) // first: outermost, so its span covers the rest
+		// What the server asks its callers within a trace (sampling for provider = "sampling" or an upstream
+		// server, elicitation) is traced, and the caller is sent the trace context.
+		s.mcp.AddSendingMiddleware(s.opts.Telemetry.MCPClient(""))
 	}
 	if s.opts.ExposeTools && s.opts.LogLevel != nil {
 		s.mcp.AddReceivingMiddleware(s.forwardLogLevel)

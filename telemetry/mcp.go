@@ -25,10 +25,11 @@ const (
 	TransportTCP  = "tcp"  // streamable HTTP and SSE
 )
 
-// MCPClient returns go-sdk middleware for a client's outgoing requests (Client.AddSendingMiddleware): a CLIENT
-// span per request after the MCP semantic conventions, named "<method> <target>", and the trace context written
-// into the request's _meta (traceparent, tracestate), where an MCP server reads it. transport is TransportPipe or
-// TransportTCP. Notifications pass untraced, and so do the requests agenthost makes on its own, outside any trace
+// MCPClient returns go-sdk middleware for a session's outgoing requests (Client.AddSendingMiddleware, and
+// Server.AddSendingMiddleware for what a server asks its client: sampling, elicitation): a CLIENT span per request
+// after the MCP semantic conventions, named "<method> <target>", and the trace context written into the request's
+// _meta (traceparent, tracestate), where the peer reads it. transport is TransportPipe, TransportTCP, or "" when it
+// is not known. Notifications pass untraced, and so do the requests agenthost makes on its own, outside any trace
 // (initialize, the listings that follow a list change): a trace per listing would bury the runs.
 func (t *Telemetry) MCPClient(transport string) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
@@ -73,15 +74,41 @@ func (t *Telemetry) MCPServer() mcp.Middleware {
 			} else if transport == TransportTCP {
 				ctx = t.ExtractHTTP(ctx, extra.Header)
 			}
-			attrs, target := t.mcpAttrs(method, req, transport)
-			ctx, span := t.tracer.Start(ctx, spanName(method, target), trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
-			start := time.Now()
-			res, err := next(ctx, method, req)
-			et := t.endMCP(span, res, err)
-			t.m.mcpServer.Record(ctx, time.Since(start).Seconds(), mcpconv.MethodNameAttr(method), metricAttrs(attrs, et)...)
-			return res, err
+			return t.serveMCP(ctx, method, req, transport, next)
 		}
 	}
+}
+
+// MCPClientHandlers returns go-sdk middleware for the requests an MCP server sends to a client
+// (Client.AddReceivingMiddleware): sampling and elicitation, each a SERVER span. Its parent is the trace context in
+// the request's _meta, else the span of the context parent returns: the call the server is serving, when that is
+// known (parent may return nil). Without either, the request starts a trace of its own. ping and notifications pass
+// untraced.
+func (t *Telemetry) MCPClientHandlers(transport string, parent func() context.Context) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "ping" || strings.HasPrefix(method, "notifications/") {
+				return next(ctx, method, req)
+			}
+			if p := params(req); p != nil && hasTraceContext(p.GetMeta()) {
+				ctx = t.prop.Extract(ctx, metaCarrier(p.GetMeta()))
+			} else if pc := parent(); pc != nil {
+				ctx = trace.ContextWithSpanContext(ctx, trace.SpanContextFromContext(pc))
+			}
+			return t.serveMCP(ctx, method, req, transport, next)
+		}
+	}
+}
+
+// serveMCP serves an incoming request under a SERVER span, a child of ctx's, and times it.
+func (t *Telemetry) serveMCP(ctx context.Context, method string, req mcp.Request, transport string, next mcp.MethodHandler) (mcp.Result, error) {
+	attrs, target := t.mcpAttrs(method, req, transport)
+	ctx, span := t.tracer.Start(ctx, spanName(method, target), trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
+	start := time.Now()
+	res, err := next(ctx, method, req)
+	et := t.endMCP(span, res, err)
+	t.m.mcpServer.Record(ctx, time.Since(start).Seconds(), mcpconv.MethodNameAttr(method), metricAttrs(attrs, et)...)
+	return res, err
 }
 
 // mcpAttrs returns the span attributes of an MCP request, and the target that names the span: the tool or prompt.

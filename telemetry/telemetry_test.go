@@ -332,6 +332,113 @@ func TestMCP(t *testing.T) {
 	}
 }
 
+// TestMCPServerRequests traces what a server asks its client (sampling here): a CLIENT span on the server's side,
+// whose trace context the request carries in _meta, and a SERVER span on the client's side, under it; without that
+// context, the client's span goes under the call the parent function names, and else starts a trace.
+func TestMCPServerRequests(t *testing.T) {
+	tp, sr, mp, _ := providers(t)
+	tel := telemetry.New(tp, mp, nil)
+	sample := func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		res, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "hi"}}}, MaxTokens: 10})
+		if err != nil {
+			return nil, nil, err
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{res.Content}}, nil, nil
+	}
+	var parentCtx context.Context // what the client's parent function returns
+	var sawMeta []bool
+	connect := func(serverTraced bool) *mcp.ClientSession {
+		server := mcp.NewServer(&mcp.Implementation{Name: "s", Version: "1"}, nil)
+		mcp.AddTool(server, &mcp.Tool{Name: "ask"}, sample)
+		if serverTraced {
+			server.AddReceivingMiddleware(tel.MCPServer())
+			server.AddSendingMiddleware(tel.MCPClient(""))
+		}
+		client := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, &mcp.ClientOptions{
+			CreateMessageHandler: func(_ context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+				_, ok := req.Params.Meta["traceparent"]
+				sawMeta = append(sawMeta, ok)
+				return &mcp.CreateMessageResult{Model: "m", Role: "assistant", Content: &mcp.TextContent{Text: "hello"}}, nil
+			},
+		})
+		client.AddSendingMiddleware(tel.MCPClient(telemetry.TransportPipe))
+		client.AddReceivingMiddleware(tel.MCPClientHandlers(telemetry.TransportPipe, func() context.Context { return parentCtx }))
+		ct, st := mcp.NewInMemoryTransports()
+		ss, err := server.Connect(context.Background(), st, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = ss.Close() })
+		// The classic flow, in which a server sends requests of its own (from 2026-07-28 it asks in its result).
+		cs, err := client.Connect(context.Background(), ct, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cs.Close() })
+		return cs
+	}
+	ended := func(name string, kind trace.SpanKind) []sdktrace.ReadOnlySpan {
+		var out []sdktrace.ReadOnlySpan
+		for _, s := range sr.Ended() {
+			if s.Name() == name && s.SpanKind() == kind {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	call := func(cs *mcp.ClientSession, ctx context.Context) {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ask", Arguments: map[string]any{}})
+		if err != nil || res.IsError || res.Content[0].(*mcp.TextContent).Text != "hello" {
+			t.Fatalf("call: %+v, %v", res, err)
+		}
+	}
+
+	// A traced server sends the trace context with its request.
+	ctx, root := tp.Tracer("test").Start(context.Background(), "run")
+	call(connect(true), ctx)
+	root.End()
+	toolServer := ended("tools/call ask", trace.SpanKindServer)
+	asked := ended("sampling/createMessage", trace.SpanKindClient)
+	answered := ended("sampling/createMessage", trace.SpanKindServer)
+	if len(toolServer) != 1 || len(asked) != 1 || len(answered) != 1 {
+		t.Fatalf("spans: tools/call server %d, sampling client %d, sampling server %d", len(toolServer), len(asked), len(answered))
+	}
+	if asked[0].Parent().SpanID() != toolServer[0].SpanContext().SpanID() || answered[0].Parent().SpanID() != asked[0].SpanContext().SpanID() ||
+		answered[0].SpanContext().TraceID() != root.SpanContext().TraceID() {
+		t.Errorf("links: sampling client's parent %v (want the tool's server span %v), sampling server's parent %v (want %v)",
+			asked[0].Parent().SpanID(), toolServer[0].SpanContext().SpanID(), answered[0].Parent().SpanID(), asked[0].SpanContext().SpanID())
+	}
+	if a := attrMap(answered[0].Attributes()); a["mcp.method.name"].AsString() != "sampling/createMessage" || a["network.transport"].AsString() != "pipe" {
+		t.Errorf("sampling server span attributes: %v", a)
+	}
+	if a := attrMap(asked[0].Attributes()); a["network.transport"].Type() != attribute.INVALID {
+		t.Errorf("the server's span names a transport it does not know: %v", a)
+	}
+
+	// An untraced server sends none: the client's span goes under the call its parent function names.
+	plain := connect(false)
+	ctx, root = tp.Tracer("test").Start(context.Background(), "run2")
+	parentCtx = ctx
+	call(plain, ctx)
+	root.End()
+	answered = ended("sampling/createMessage", trace.SpanKindServer)
+	if len(answered) != 2 || answered[1].Parent().SpanID() != root.SpanContext().SpanID() {
+		t.Fatalf("sampling server spans %d; the last one's parent %v, want the call's span %v", len(answered), answered[len(answered)-1].Parent().SpanID(), root.SpanContext().SpanID())
+	}
+
+	// With no call to go under, the request starts a trace of its own.
+	parentCtx = nil
+	call(plain, context.Background())
+	answered = ended("sampling/createMessage", trace.SpanKindServer)
+	if len(answered) != 3 || answered[2].Parent().IsValid() {
+		t.Errorf("sampling server spans %d; the last one's parent %v, want none", len(answered), answered[len(answered)-1].Parent())
+	}
+	if !slices.Equal(sawMeta, []bool{true, false, false}) {
+		t.Errorf("the client saw trace context in _meta: %v, want only from the traced server", sawMeta)
+	}
+}
+
 func TestEnabled(t *testing.T) {
 	for _, tc := range []struct {
 		exporter string
