@@ -142,17 +142,16 @@ func (r *run) checkGrounded(ctx context.Context, raw string) CheckResult {
 	sources := r.citeSources()
 	var claims []string
 	var prompt strings.Builder
-	for _, sentence := range sentences(raw) {
-		_, cited := cite.Audit(sentence, sources)
-		if len(cited) == 0 {
+	for _, sentence := range cite.Sentences(raw, sources) {
+		if len(sentence.Cited) == 0 {
 			continue
 		}
 		if len(claims) == maxGradedClaims {
 			break
 		}
-		claims = append(claims, sentence)
-		fmt.Fprintf(&prompt, "Claim %d: %s\n", len(claims), strings.TrimSpace(sentence))
-		for _, n := range cited {
+		claims = append(claims, sentence.Text)
+		fmt.Fprintf(&prompt, "Claim %d: %s\n", len(claims), sentence.Text)
+		for _, n := range sentence.Cited {
 			src := r.sources[n-1]
 			fmt.Fprintf(&prompt, "  [source %d] %s: %s\n", n, src.Title, excerpt(src.Content, maxSourceExcerpt))
 		}
@@ -195,7 +194,7 @@ func (r *run) checkGrounded(ctx context.Context, raw string) CheckResult {
 		}
 		graded[v.Claim] = true
 		if !v.Supported {
-			unsupported = append(unsupported, fmt.Sprintf("%q (%s)", excerpt(strings.TrimSpace(claims[v.Claim-1]), 120), v.Reason))
+			unsupported = append(unsupported, fmt.Sprintf("%q (%s)", excerpt(claims[v.Claim-1], 120), v.Reason))
 		}
 	}
 	if len(graded) < len(claims) {
@@ -205,33 +204,6 @@ func (r *run) checkGrounded(ctx context.Context, raw string) CheckResult {
 		return CheckResult{Detail: "not supported by its sources: " + strings.Join(unsupported, "; ")}
 	}
 	return CheckResult{Passed: true, Detail: fmt.Sprintf("%d cited sentences supported", len(claims))}
-}
-
-// sentences splits text into sentences and lines, keeping the citations that close a sentence with it.
-func sentences(text string) []string {
-	var out []string
-	start := 0
-	for i := 0; i < len(text); i++ {
-		c := text[i]
-		end := -1
-		switch {
-		case c == '\n':
-			end = i
-		case (c == '.' || c == '!' || c == '?') && (i+1 == len(text) || text[i+1] == ' ' || text[i+1] == '\n'):
-			end = i + 1
-		}
-		if end < 0 {
-			continue
-		}
-		if s := strings.TrimSpace(text[start:end]); s != "" {
-			out = append(out, s)
-		}
-		start = end
-	}
-	if s := strings.TrimSpace(text[start:]); s != "" {
-		out = append(out, s)
-	}
-	return out
 }
 
 // excerpt returns the first n bytes of s, cut at a rune boundary, with "…" when cut.

@@ -177,14 +177,23 @@ func TestCheckGrounded(t *testing.T) {
 			t.Errorf("the grader was asked %q", user)
 		}
 	}
-	// The grader's tokens count in the run's usage: 2 model calls and 1 grading.
+	// A citation after the sentence's full stop is that sentence's, not the next one's.
+	h.srv.Enqueue(fakellm.Turn{ToolCalls: []fakellm.ToolCall{call("g1", "guide", `{}`)}}, fakellm.Turn{Text: "Lyon has 522,000 inhabitants. [source 1] It is lovely."})
+	grader.Enqueue(fakellm.Turn{Text: `{"verdicts":[{"claim":1,"supported":true,"reason":"stated"}]}`})
+	if c := checksOf(h.mustAsk(t, &Request{Prompt: "How big is Lyon?"}))[CheckGrounded]; !c.Passed {
+		t.Errorf("grounded, citing after the full stop: %+v", c)
+	}
+	req := grader.LastRequest()
+	if user := req.Messages[len(req.Messages)-1].Content; !strings.HasPrefix(user, "Claim 1: Lyon has 522,000 inhabitants. [source 1]\n") || strings.Contains(user, "lovely") {
+		t.Errorf("the grader was asked %q", user)
+	}
 	h.srv.Enqueue(fakellm.Turn{Text: "Nothing cited."})
 	ans := h.mustAsk(t, &Request{Prompt: "Hi"})
 	if c := checksOf(ans)[CheckGrounded]; !c.Passed || c.Detail != "no sentence cites a source" {
 		t.Errorf("grounded without citations: %+v", c)
 	}
-	if grader.RequestCount() != 3 {
-		t.Errorf("the grader was asked %d times, want 3", grader.RequestCount())
+	if grader.RequestCount() != 4 {
+		t.Errorf("the grader was asked %d times, want 4", grader.RequestCount())
 	}
 }
 

@@ -504,6 +504,63 @@ func (s *Strings) Render(text string) string {
 // Refs returns the documents cited so far, in reference-number order.
 func (s *Strings) Refs() []Ref { return s.refs }
 
+// Sentence is a sentence (or a line) of a text, and the known sources it cites, each once.
+type Sentence struct {
+	Text  string
+	Cited []int
+}
+
+// Sentences splits text into sentences and lines, each with the known sources it cites. Citations that follow a
+// sentence's end on its line ("It rains. [1] [2] Then ...") belong to that sentence; code is never split.
+func Sentences(text string, sources []Source) []Sentence {
+	idx := newIndex(sources)
+	var out []Sentence
+	var cur strings.Builder
+	var cited []int
+	ended := false // cur holds a whole sentence: only spaces and citations may still join it
+	flush := func() {
+		if t := strings.TrimSpace(cur.String()); t != "" {
+			out = append(out, Sentence{Text: t, Cited: cited})
+		}
+		cur.Reset()
+		cited, ended = nil, false
+	}
+	for _, t := range newScanner(text, idx.known).scan() {
+		switch t.kind {
+		case tokCite:
+			cur.WriteString(t.text)
+			for _, n := range t.nums {
+				if idx.known(n) && !slices.Contains(cited, n) {
+					cited = append(cited, n)
+				}
+			}
+			continue
+		case tokCode:
+			if ended {
+				flush()
+			}
+			cur.WriteString(t.text)
+			continue
+		}
+		for i := 0; i < len(t.text); i++ {
+			c := t.text[i]
+			if ended && !isHSpaceByte(c) {
+				flush()
+			}
+			if c == '\n' {
+				flush()
+				continue
+			}
+			cur.WriteByte(c)
+			if (c == '.' || c == '!' || c == '?') && (i+1 == len(t.text) || isHSpaceByte(t.text[i+1]) || t.text[i+1] == '\n') {
+				ended = true
+			}
+		}
+	}
+	flush()
+	return out
+}
+
 // Audit reports what text cites: the numbers its citations name that are no source's, in order, and the sources it
 // cites that are known, each once.
 func Audit(text string, sources []Source) (unknown, cited []int) {

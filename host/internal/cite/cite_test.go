@@ -330,6 +330,28 @@ func TestRenumber(t *testing.T) {
 	}
 }
 
+func TestSentences(t *testing.T) {
+	sources := []Source{{Number: 1, Title: "a", URI: "https://a"}, {Number: 2, Title: "b", URI: "https://b"}}
+	text := "Lyon is big [source 1]. It has a river. [source 2] [source 1] Paris is bigger! [source 9]\n" +
+		"- a list item [source 2]\nPi is 3.14 [1].\n\n```\ncode. [source 2]\n```\nDone?"
+	got := Sentences(text, sources)
+	want := []Sentence{
+		{"Lyon is big [source 1].", []int{1}},
+		{"It has a river. [source 2] [source 1]", []int{2, 1}},
+		{"Paris is bigger! [source 9]", nil},
+		{"- a list item [source 2]", []int{2}},
+		{"Pi is 3.14 [1].", []int{1}},
+		{"```\ncode. [source 2]\n```", nil},
+		{"Done?", nil},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Sentences =\n%+v\nwant\n%+v", got, want)
+	}
+	if got := Sentences("", sources); got != nil {
+		t.Errorf("Sentences of nothing = %+v", got)
+	}
+}
+
 func TestAudit(t *testing.T) {
 	sources := []Source{{Number: 1, Title: "a", URI: "https://a"}, {Number: 2, Title: "b", URI: "https://b"}}
 	unknown, cited := Audit("One [source 1], two [source 2, 7], again [source 1] and [source 9]. `[source 8]` is code.", sources)
