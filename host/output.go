@@ -193,17 +193,14 @@ func (o *output) prompt() string {
 }
 
 // structured finishes a run whose answer validated: value with the citations in its strings rendered, and the
-// cited references beside it.
+// cited references beside it. Should rendering break the schema (a length limit, a pattern), the citations are
+// removed instead, and should that break it too, the value stays as the model wrote it: the answer always matches.
 func (r *run) structured(value json.RawMessage) *Answer {
-	v, err := decodeJSON(value)
-	if err != nil { // validated JSON: cannot happen
-		v = nil
-	}
-	strs := cite.NewStrings(r.citeSources(), cite.Style(r.citationStyle()))
-	v = mapStrings(v, strs.Render)
-	compact, err := json.Marshal(v)
-	if err != nil {
-		compact = value
+	compact, refs := r.renderOutput(value, cite.Style(r.citationStyle()))
+	if r.output.validator.Validate(compact) != nil {
+		if compact, refs = r.renderOutput(value, cite.StyleNone); r.output.validator.Validate(compact) != nil {
+			compact = value
+		}
 	}
 	var indented bytes.Buffer
 	if json.Indent(&indented, compact, "", "  ") != nil {
@@ -212,7 +209,24 @@ func (r *run) structured(value json.RawMessage) *Answer {
 	}
 	text := indented.String()
 	r.emit(&Event{Kind: EventTextDelta, Iteration: r.iteration, Text: text})
-	return &Answer{Text: text, Output: compact, References: numbered(strs.Refs()), StoppedBy: StopAnswered}
+	return &Answer{Text: text, Output: compact, References: numbered(refs), StoppedBy: StopAnswered}
+}
+
+// renderOutput returns value, validated JSON, with the citations in its strings rendered in style, compacted, and
+// the references they cite.
+func (r *run) renderOutput(value json.RawMessage, style cite.Style) (json.RawMessage, []cite.Ref) {
+	v, err := decodeJSON(value)
+	if err != nil { // validated JSON: cannot happen
+		return value, nil
+	}
+	strs := cite.NewStrings(r.citeSources(), style)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // "<sup>1</sup>" stays readable
+	if err := enc.Encode(mapStrings(v, strs.Render)); err != nil {
+		return value, nil
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), strs.Refs()
 }
 
 // mapStrings returns v, a value decoded by decodeJSON, with f applied to each of its strings (not to object keys).

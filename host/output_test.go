@@ -217,3 +217,58 @@ func onceStreamed(t *testing.T, h *harness, ans *Answer) {
 		t.Errorf("text deltas %q, want the answer once", deltas)
 	}
 }
+
+// maxLenValidator is keysValidator with a limit on the length of the strings, as maxLength would set.
+type maxLenValidator struct {
+	keysValidator
+	max int
+}
+
+func (v maxLenValidator) Validate(value json.RawMessage) error {
+	if err := v.keysValidator.Validate(value); err != nil {
+		return err
+	}
+	var obj map[string]any
+	_ = json.Unmarshal(value, &obj)
+	for k, x := range obj {
+		if s, _ := x.(string); len(s) > v.max {
+			return fmt.Errorf("at /%s: longer than %d", k, v.max)
+		}
+	}
+	return nil
+}
+
+// TestOutputRenderedStillMatches checks that the structured answer matches the schema after its citations are
+// rendered: when the configured style makes a string too long, the citations are removed instead, and when even
+// that fails the value stays as the model wrote it.
+func TestOutputRenderedStillMatches(t *testing.T) {
+	doc := &funcTool{spec: ToolSpec{Name: "doc", Description: "a document"}, fn: func(context.Context, json.RawMessage, *Call) (*Result, error) {
+		return &Result{Text: "Lyon is the capital of gastronomy.", References: []Reference{{Title: "Food guide", URI: "https://food.test/lyon"}}}, nil
+	}}
+	for _, tc := range []struct {
+		max  int
+		why  string
+		want string
+	}{
+		{max: 30, why: "Its food [source 1].", want: `{"city":"Lyon","why":"Its food <sup>1</sup>."}`}, // rendered
+		{max: 20, why: "Its food [source 1].", want: `{"city":"Lyon","why":"Its food."}`},              // <sup>1</sup> is too long
+		{max: 11, why: "[source 1]", want: `{"city":"Lyon","why":"[source 1]"}`},                       // and removing it empties it
+	} {
+		compile := func(schema json.RawMessage) (Validator, error) {
+			return maxLenValidator{keysValidator{"city", "why"}, tc.max}, nil
+		}
+		h := newHarness(t, harnessConfig{tools: []Tool{doc}, opts: Options{OutputSchema: json.RawMessage(citySchema), CompileSchema: compile, OutputMode: OutputTool, CitationStyle: "sup"}})
+		args, _ := json.Marshal(map[string]string{"city": "Lyon", "why": tc.why})
+		h.srv.Enqueue(
+			fakellm.Turn{ToolCalls: []fakellm.ToolCall{call("c1", "doc", `{}`)}},
+			fakellm.Turn{ToolCalls: []fakellm.ToolCall{call("c2", OutputToolName, string(args))}},
+		)
+		ans := h.mustAsk(t, &Request{Prompt: "Which city?"})
+		if string(ans.Output) != tc.want {
+			t.Errorf("max %d, %q: output %s, want %s", tc.max, tc.why, ans.Output, tc.want)
+		}
+		if want := []NumberedReference{{Number: 1, Title: "Food guide", URI: "https://food.test/lyon"}}; !slices.Equal(ans.References, want) {
+			t.Errorf("max %d, %q: references = %+v, want %+v", tc.max, tc.why, ans.References, want)
+		}
+	}
+}
