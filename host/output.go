@@ -199,7 +199,10 @@ func (r *run) structured(value json.RawMessage) *Answer {
 	compact, refs := r.renderOutput(value, cite.Style(r.citationStyle()))
 	if r.output.validator.Validate(compact) != nil {
 		if compact, refs = r.renderOutput(value, cite.StyleNone); r.output.validator.Validate(compact) != nil {
-			compact = value
+			var buf bytes.Buffer
+			if compact = value; json.Compact(&buf, value) == nil {
+				compact = buf.Bytes()
+			}
 		}
 	}
 	var indented bytes.Buffer
