@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -114,7 +115,7 @@ func TestRefreshRefused(t *testing.T) {
 		w.WriteHeader(http.StatusUnauthorized)
 	}))
 	defer mcp.Close()
-	_, err = (&http.Client{Transport: &RoundTripper{Handler: h}}).Get(mcp.URL)
+	_, err = (&http.Client{Transport: &RoundTripper{Handler: h, URL: mcp.URL}}).Get(mcp.URL)
 	if !errors.Is(err, ErrNeedsLogin) || !strings.Contains(err.Error(), "run `agenthost mcp login gh`") {
 		t.Errorf("GET error %v, want a NeedsLoginError", err)
 	}
@@ -279,7 +280,7 @@ func TestRoundTripper(t *testing.T) {
 	}))
 	defer srv.Close()
 	h := &fakeHandler{}
-	resp, err := (&http.Client{Transport: &RoundTripper{Handler: h}}).Post(srv.URL, "application/json", strings.NewReader(`{"id":1}`))
+	resp, err := (&http.Client{Transport: &RoundTripper{Handler: h, URL: srv.URL + "/mcp"}}).Post(srv.URL, "application/json", strings.NewReader(`{"id":1}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,12 +291,83 @@ func TestRoundTripper(t *testing.T) {
 	}
 }
 
-type fakeHandler struct{ ts oauth2.TokenSource }
+// The token goes only to the server's origin: a redirect to another host or another port gets none, and its 401
+// does not start an authorization.
+func TestRoundTripperKeepsTheTokenWithTheOrigin(t *testing.T) {
+	var mu sync.Mutex
+	var seen []string
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Host+" "+r.Header.Get("Authorization"))
+		mu.Unlock()
+		w.WriteHeader(http.StatusUnauthorized)
+	}))
+	defer other.Close()
+	for _, tt := range []struct {
+		name, target string
+		code         int
+	}{
+		{"other host 307", strings.Replace(other.URL, "127.0.0.1", "localhost", 1), http.StatusTemporaryRedirect},
+		{"other host 302", strings.Replace(other.URL, "127.0.0.1", "localhost", 1), http.StatusFound},
+		{"other port 307", other.URL, http.StatusTemporaryRedirect},
+		{"other port 302", other.URL, http.StatusFound},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var home []string
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				home = append(home, r.Header.Get("Authorization"))
+				http.Redirect(w, r, tt.target+"/elsewhere", tt.code)
+			}))
+			defer srv.Close()
+			mu.Lock()
+			seen = nil
+			mu.Unlock()
+			h := &fakeHandler{ts: oauth2.StaticTokenSource(&oauth2.Token{AccessToken: "s3cret", TokenType: "Bearer"})}
+			// net/http's redirect policy, which follows: the round tripper alone keeps the token home.
+			resp, err := (&http.Client{Transport: &RoundTripper{Handler: h, URL: srv.URL + "/mcp"}}).Post(srv.URL+"/mcp",
+				"application/json", strings.NewReader(`{"id":1}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if len(home) != 1 || home[0] != "Bearer s3cret" {
+				t.Errorf("the server got Authorization %q, want the token", home)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(seen) != 1 || strings.Contains(seen[0], "s3cret") {
+				t.Errorf("the other origin got %q, want one request without the token", seen)
+			}
+			if h.authorized != 0 {
+				t.Errorf("the other origin's 401 started %d authorizations", h.authorized)
+			}
+		})
+	}
+	// Without the server's URL the token goes nowhere.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if a := r.Header.Get("Authorization"); a != "" {
+			t.Errorf("a RoundTripper without URL sent %q", a)
+		}
+	}))
+	defer srv.Close()
+	h := &fakeHandler{ts: oauth2.StaticTokenSource(&oauth2.Token{AccessToken: "s3cret", TokenType: "Bearer"})}
+	if resp, err := (&http.Client{Transport: &RoundTripper{Handler: h}}).Get(srv.URL); err != nil {
+		t.Fatal(err)
+	} else {
+		resp.Body.Close()
+	}
+}
+
+type fakeHandler struct {
+	ts         oauth2.TokenSource
+	authorized int
+}
 
 func (f *fakeHandler) TokenSource(context.Context) (oauth2.TokenSource, error) { return f.ts, nil }
 
 func (f *fakeHandler) Authorize(_ context.Context, _ *http.Request, resp *http.Response) error {
 	resp.Body.Close()
+	f.authorized++
 	f.ts = oauth2.StaticTokenSource(&oauth2.Token{AccessToken: "fresh", TokenType: "Bearer"})
 	return nil
 }

@@ -6,13 +6,19 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"golang.org/x/oauth2"
+
+	"github.com/agenthost/agenthost/internal/origin"
 )
 
 // RoundTripper authorizes the requests of a transport that takes no OAuth handler (the legacy HTTP+SSE one) as the
-// SDK's streamable transport does: each request carries the handler's token, and a request answered 401 or 403 is
-// sent again once after the handler's Authorize succeeds.
+// SDK's streamable transport does: each request to the server carries the handler's token, and a request answered
+// 401 or 403 is sent again once after the handler's Authorize succeeds. A request to another origin than URL's (a
+// redirect's, or a message endpoint the server named elsewhere) is sent as it is: no token, no authorization.
 type RoundTripper struct {
 	Handler auth.OAuthHandler
+	// URL is the server's URL: its origin (scheme, host and port) is the only one the token goes to. An empty or
+	// unusable URL sends the token nowhere.
+	URL string
 	// Base sends the requests; nil means http.DefaultTransport.
 	Base http.RoundTripper
 }
@@ -26,6 +32,9 @@ func (t *RoundTripper) base() http.RoundTripper {
 
 // RoundTrip implements http.RoundTripper.
 func (t *RoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	if o, err := origin.Parse(t.URL); err != nil || origin.Of(req.URL) != o {
+		return t.base().RoundTrip(req)
+	}
 	first, err := t.authorized(req)
 	if err != nil {
 		return nil, err

@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agenthost/agenthost/internal/origin"
 	"github.com/agenthost/agenthost/mcpauth"
 )
 
@@ -54,8 +55,9 @@ func (s *Server) transport(ctx context.Context) (mcp.Transport, *exec.Cmd, error
 		}
 		if h != nil {
 			// The legacy transport takes no OAuth handler: its requests go through one.
-			base := client.Transport
-			client = &http.Client{Transport: &mcpauth.RoundTripper{Handler: h, Base: base}}
+			authorized := *client
+			authorized.Transport = &mcpauth.RoundTripper{Handler: h, URL: c.URL, Base: client.Transport}
+			client = &authorized
 		}
 		return &mcp.SSEClientTransport{Endpoint: c.URL, HTTPClient: client}, nil, nil
 	}
@@ -73,27 +75,16 @@ const streamRetries = 2
 const terminateDuration = 2 * time.Second
 
 // httpClient returns the client of the server's HTTP transports: it adds the configured headers, and relays the
-// progress notifications of SSE streams as they are read (see progressStreams).
+// progress notifications of SSE streams as they are read (see progressStreams). The configured headers and the
+// OAuth token go only to the configured URL's origin: a redirect to another origin is refused, and a request sent
+// elsewhere all the same (to the message endpoint an SSE server named, say) goes without them.
 func (s *Server) httpClient() *http.Client {
-	var rt http.RoundTripper = http.DefaultTransport
-	if len(s.cfg.Headers) > 0 {
-		rt = &headerTransport{headers: s.cfg.Headers, base: rt}
+	o, err := origin.Parse(s.cfg.URL)
+	if err != nil {
+		o = origin.Origin{} // no request has it: the headers go nowhere, and the SDK reports the URL
 	}
-	return &http.Client{Transport: &progressStreams{base: rt, relay: s.relayers()}}
-}
-
-// headerTransport adds the configured headers to every request.
-type headerTransport struct {
-	headers map[string]string
-	base    http.RoundTripper
-}
-
-func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	req = req.Clone(req.Context())
-	for k, v := range t.headers {
-		req.Header.Set(k, v)
-	}
-	return t.base.RoundTrip(req)
+	rt := &origin.Transport{Origin: o, Header: s.cfg.Headers, Base: http.DefaultTransport}
+	return &http.Client{Transport: &progressStreams{base: rt, relay: s.relayers()}, CheckRedirect: origin.CheckRedirect(o)}
 }
 
 // lineLogger is an io.Writer that logs each complete line it is given.
