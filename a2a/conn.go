@@ -21,11 +21,10 @@ const maxResponseBytes = 64 << 20
 
 // conn speaks JSON-RPC to a peer's chosen interface, in the interface's version. It is safe for concurrent use.
 type conn struct {
-	http    *http.Client
-	ep      endpoint
-	headers map[string]string
-	nextID  atomic.Int64
-	tel     *telemetry.Telemetry // nil: untraced
+	http   *http.Client
+	ep     endpoint
+	nextID atomic.Int64
+	tel    *telemetry.Telemetry // nil: untraced
 }
 
 // methods are the method names of one version.
@@ -214,7 +213,8 @@ func (c *conn) readResponse(resp *http.Response) (json.RawMessage, error) {
 	return rr.Result, nil
 }
 
-// post sends one JSON-RPC request with A2A-Version and Content-Type: application/json, and the configured headers.
+// post sends one JSON-RPC request with A2A-Version and Content-Type: application/json; the client adds the
+// configured headers when the endpoint is at the peer's origin.
 func (c *conn) post(ctx context.Context, method string, params any, stream bool) (*http.Response, error) {
 	p, err := json.Marshal(params)
 	if err != nil {
@@ -228,7 +228,7 @@ func (c *conn) post(ctx context.Context, method string, params any, stream bool)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", method, err)
 	}
-	setHeaders(req, c.headers, c.ep.Version)
+	setVersion(req, c.ep.Version)
 	c.tel.InjectHTTP(ctx, req.Header)
 	req.Header.Set("Content-Type", "application/json")
 	if stream {
@@ -246,11 +246,8 @@ func (c *conn) post(ctx context.Context, method string, params any, stream bool)
 	return resp, nil
 }
 
-// setHeaders puts the configured headers and the protocol version on req.
-func setHeaders(req *http.Request, headers map[string]string, v version) {
-	for k, val := range headers {
-		req.Header.Set(k, val)
-	}
+// setVersion puts the protocol version on req.
+func setVersion(req *http.Request, v version) {
 	req.Header.Set("A2A-Version", v.String())
 }
 

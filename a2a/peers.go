@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/internal/origin"
 	"github.com/agenthost/agenthost/telemetry"
 )
 
@@ -36,7 +37,8 @@ type PeerConfig struct {
 	URL string
 	// Description, when not empty, replaces the card's description in the tool's description.
 	Description string
-	// Headers are sent with every request to the peer, the card's included.
+	// Headers are sent with every request to the peer's origin (URL's scheme, host and port), the card's included;
+	// an interface the card names at another origin gets none, and a redirect to another origin is refused.
 	Headers map[string]string
 	// Timeout bounds one task on the peer, after which the task is cancelled there; 0 means 5 minutes.
 	Timeout time.Duration
@@ -53,7 +55,8 @@ type PeerConfig struct {
 type Options struct {
 	// Logger receives resolution and retry events; nil discards them.
 	Logger *slog.Logger
-	// HTTPClient makes the requests; nil means a client of its own. Tests put an in-memory transport here.
+	// HTTPClient makes the requests; nil means a client of its own. Tests put an in-memory transport here. Each
+	// peer uses a copy whose transport adds the peer's headers, and whose CheckRedirect refuses other origins.
 	HTTPClient *http.Client
 	// Telemetry traces each call and sends its trace context; nil traces nothing.
 	Telemetry *telemetry.Telemetry
@@ -200,10 +203,7 @@ func newPeer(cfg PeerConfig, opts *Options) (*Peer, error) {
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = defaultPollInterval
 	}
-	p := &Peer{cfg: cfg, opts: opts, http: opts.HTTPClient, state: StateRetrying, contexts: newContextStore()}
-	if p.http == nil {
-		p.http = &http.Client{}
-	}
+	p := &Peer{cfg: cfg, opts: opts, state: StateRetrying, contexts: newContextStore()}
 	logger := opts.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -221,6 +221,13 @@ func newPeer(cfg PeerConfig, opts *Options) (*Peer, error) {
 	if _, err := cardURL(cfg.URL); err != nil {
 		return nil, fmt.Errorf("a2a: peer %q: %w", cfg.Name, err)
 	}
+	home, err := origin.Parse(strings.TrimSpace(cfg.URL))
+	if err != nil {
+		return nil, fmt.Errorf("a2a: peer %q: %w", cfg.Name, err)
+	}
+	// The headers go to the peer's origin only, whoever asks: a redirect or the card's interface URL cannot take
+	// them elsewhere.
+	p.http = origin.Client(opts.HTTPClient, home, cfg.Headers)
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	return p, nil
 }
@@ -278,11 +285,17 @@ func (p *Peer) resolveOnce(ctx context.Context) error {
 	if p.state == StateClosed {
 		return errors.New("closed")
 	}
-	p.card, p.conn = card, &conn{http: p.http, ep: *ep, headers: p.cfg.Headers, tel: p.opts.Telemetry}
+	p.card, p.conn = card, &conn{http: p.http, ep: *ep, tel: p.opts.Telemetry}
 	p.tools = []host.Tool{&peerTool{peer: p, spec: p.spec(card)}}
 	defer p.toolsChanged.Notify() // under p.mu, which a watcher waits for in Tools
 	p.state, p.lastErr = StateReady, nil
 	p.logger.Info("A2A peer resolved", "agent", card.Name, "protocol", ep.Version.String(), "url", ep.URL, "streaming", ep.Streaming)
+	if len(p.cfg.Headers) > 0 {
+		if home, there := originOf(p.cfg.URL), originOf(ep.URL); home != there {
+			p.logger.Warn("the A2A peer's card names an interface at another origin than its url: the configured "+
+				"headers are not sent there; configure the peer by that origin's URL", "origin", there.String())
+		}
+	}
 	return nil
 }
 
@@ -296,7 +309,7 @@ func (p *Peer) resolve(ctx context.Context) (*agentCard, *endpoint, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	setHeaders(req, p.cfg.Headers, v10)
+	setVersion(req, v10)
 	req.Header.Set("Accept", "application/json")
 	resp, err := p.http.Do(req)
 	if err != nil {
@@ -393,4 +406,10 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// originOf is the origin of a URL already checked, or the zero Origin.
+func originOf(raw string) origin.Origin {
+	o, _ := origin.Parse(strings.TrimSpace(raw))
+	return o
 }
