@@ -11,67 +11,137 @@ import (
 	"testing"
 )
 
+// TestSSRFNonPublic covers every range of the IANA IPv4 and IPv6 Special-Purpose Address Registries that is not
+// globally reachable, and the IPv6 forms that carry an IPv4 address.
 func TestSSRFNonPublic(t *testing.T) {
+	const md = "a cloud metadata address"
 	tests := []struct {
 		addr, want string
+		metadata   bool
 	}{
-		// IPv4
-		{"8.8.8.8", ""},
-		{"1.1.1.1", ""},
-		{"172.32.0.1", ""},
-		{"100.128.0.1", ""},
-		{"192.169.0.1", ""},
-		{"169.253.255.255", ""},
-		{"0.0.0.0", "an unspecified address"},
-		{"0.1.2.3", `a "this network" address (0.0.0.0/8)`},
-		{"127.0.0.1", "a loopback address"},
-		{"127.255.255.254", "a loopback address"},
-		{"10.0.0.1", "a private address"},
-		{"172.16.0.1", "a private address"},
-		{"172.31.255.255", "a private address"},
-		{"192.168.1.1", "a private address"},
-		{"100.64.0.1", "a carrier-grade NAT address (100.64.0.0/10)"},
-		{"100.127.255.255", "a carrier-grade NAT address (100.64.0.0/10)"},
-		{"169.254.1.1", "a link-local address"},
-		{"169.254.169.254", "a cloud metadata address"},
-		{"100.100.100.200", "a cloud metadata address"},
-		{"224.0.0.1", "a multicast address"},
-		{"239.255.255.250", "a multicast address"},
-		{"255.255.255.255", "a broadcast address"},
-		{"240.0.0.1", "a reserved address"},
-		// IPv6
-		{"2606:4700:4700::1111", ""},
-		{"2001:db8::1", ""},
-		{"::", "an unspecified address"},
-		{"::1", "a loopback address"},
-		{"fc00::1", "a private address"},
-		{"fd12:3456::1", "a private address"},
-		{"fd00:ec2::254", "a cloud metadata address"},
-		{"fd00:ec2::253", "a private address"},
-		{"fe80::1", "a link-local address"},
-		{"fe80::1%eth0", "a link-local address"},
-		{"fec0::1", "a site-local address"},
-		{"ff02::1", "a multicast address"},
-		// IPv4 in IPv6: mapped and NAT64
-		{"::ffff:127.0.0.1", "a loopback address"},
-		{"::ffff:10.1.2.3", "a private address"},
-		{"::ffff:169.254.169.254", "a cloud metadata address"},
-		{"::ffff:0.0.0.0", "an unspecified address"},
-		{"::ffff:8.8.8.8", ""},
-		{"64:ff9b::7f00:1", "a loopback address"},
-		{"64:ff9b::a9fe:a9fe", "a cloud metadata address"},
-		{"64:ff9b::c0a8:101", "a private address"},
-		{"64:ff9b::808:808", ""},
+		// IPv4, public
+		{addr: "8.8.8.8"},
+		{addr: "1.1.1.1"},
+		{addr: "172.32.0.1"},
+		{addr: "100.128.0.1"},
+		{addr: "192.169.0.1"},
+		{addr: "169.253.255.255"},
+		{addr: "192.0.1.255"},
+		{addr: "192.0.3.0"},
+		{addr: "198.17.255.255"},
+		{addr: "198.20.0.0"},
+		{addr: "192.88.98.1"},
+		{addr: "223.255.255.255"},
+		// IPv4, special purpose
+		{addr: "0.0.0.0", want: "an unspecified address"},
+		{addr: "0.1.2.3", want: `a "this network" address (0.0.0.0/8)`},
+		{addr: "10.0.0.1", want: "a private address"},
+		{addr: "10.255.255.255", want: "a private address"},
+		{addr: "100.64.0.1", want: "a carrier-grade NAT address (100.64.0.0/10)"},
+		{addr: "100.127.255.255", want: "a carrier-grade NAT address (100.64.0.0/10)"},
+		{addr: "127.0.0.1", want: "a loopback address"},
+		{addr: "127.255.255.254", want: "a loopback address"},
+		{addr: "169.254.1.1", want: "a link-local address"},
+		{addr: "172.16.0.1", want: "a private address"},
+		{addr: "172.31.255.255", want: "a private address"},
+		{addr: "192.0.0.1", want: "an IETF protocol assignment (192.0.0.0/24)"},
+		{addr: "192.0.0.170", want: "an IETF protocol assignment (192.0.0.0/24)"},
+		{addr: "192.0.2.1", want: "a documentation address (192.0.2.0/24)"},
+		{addr: "192.88.99.1", want: "a 6to4 relay anycast address (192.88.99.0/24)"},
+		{addr: "192.168.1.1", want: "a private address"},
+		{addr: "198.18.0.1", want: "a benchmarking address (198.18.0.0/15)"},
+		{addr: "198.19.255.255", want: "a benchmarking address (198.18.0.0/15)"},
+		{addr: "198.51.100.7", want: "a documentation address (198.51.100.0/24)"},
+		{addr: "203.0.113.9", want: "a documentation address (203.0.113.0/24)"},
+		{addr: "224.0.0.1", want: "a multicast address"},
+		{addr: "239.255.255.250", want: "a multicast address"},
+		{addr: "240.0.0.1", want: "a reserved address"},
+		{addr: "255.255.255.254", want: "a reserved address"},
+		{addr: "255.255.255.255", want: "a broadcast address"},
+		{addr: "169.254.169.254", want: md, metadata: true},
+		{addr: "169.254.170.2", want: md, metadata: true},
+		{addr: "100.100.100.200", want: md, metadata: true},
+		// IPv6, public
+		{addr: "2606:4700:4700::1111"},
+		{addr: "2001:4860:4860::8888"},
+		{addr: "2001:200::1"},
+		{addr: "2003::1"},
+		{addr: "3ffe::1"},
+		{addr: "3fff:1000::1"},
+		// IPv6, special purpose
+		{addr: "::", want: "an unspecified address"},
+		{addr: "::1", want: "a loopback address"},
+		{addr: "100::1", want: "a discard-only address (100::/64)"},
+		{addr: "100::ffff:ffff:ffff:ffff", want: "a discard-only address (100::/64)"},
+		{addr: "100:0:0:1::1", want: "a dummy address (100:0:0:1::/64)"},
+		{addr: "2001:1::1", want: "an IETF protocol assignment (2001::/23)"},
+		{addr: "2001:1ff::1", want: "an IETF protocol assignment (2001::/23)"},
+		{addr: "2001:db8::1", want: "a documentation address (2001:db8::/32)"},
+		{addr: "3fff::1", want: "a documentation address (3fff::/20)"},
+		{addr: "3fff:fff::1", want: "a documentation address (3fff::/20)"},
+		{addr: "5f00::1", want: "an SRv6 segment identifier (5f00::/16)"},
+		{addr: "fc00::1", want: "a private address"},
+		{addr: "fd12:3456::1", want: "a private address"},
+		{addr: "fd00:ec2::253", want: "a private address"},
+		{addr: "fe80::1", want: "a link-local address"},
+		{addr: "fe80::1%eth0", want: "a link-local address"},
+		{addr: "fec0::1", want: "a site-local address"},
+		{addr: "ff02::1", want: "a multicast address"},
+		{addr: "fd00:ec2::254", want: md, metadata: true},
+		// IPv6 outside global unicast (2000::/3), unassigned
+		{addr: "4000::1", want: "an address outside IPv6 global unicast (2000::/3)"},
+		{addr: "1::1", want: "an address outside IPv6 global unicast (2000::/3)"},
+		{addr: "::1:0:0:1", want: "an address outside IPv6 global unicast (2000::/3)"},
+		// IPv4-mapped: judged as the IPv4 address
+		{addr: "::ffff:127.0.0.1", want: "a loopback address"},
+		{addr: "::ffff:10.1.2.3", want: "a private address"},
+		{addr: "::ffff:198.18.0.1", want: "a benchmarking address (198.18.0.0/15)"},
+		{addr: "::ffff:169.254.169.254", want: md, metadata: true},
+		{addr: "::ffff:0.0.0.0", want: "an unspecified address"},
+		{addr: "::ffff:8.8.8.8"},
+		// NAT64 well-known prefix: the last 32 bits; a public IPv4 is reachable through it
+		{addr: "64:ff9b::7f00:1", want: "a loopback address (127.0.0.1 in a NAT64 address)"},
+		{addr: "64:ff9b::a9fe:a9fe", want: md + " (169.254.169.254 in a NAT64 address)", metadata: true},
+		{addr: "64:ff9b::c0a8:101", want: "a private address (192.168.1.1 in a NAT64 address)"},
+		{addr: "64:ff9b::c000:201", want: "a documentation address (192.0.2.0/24) (192.0.2.1 in a NAT64 address)"},
+		{addr: "64:ff9b::808:808"},
+		// Local-use NAT64: refused; the prefix length is the operator's, so a metadata address at any RFC 6052
+		// position is named
+		{addr: "64:ff9b:1::808:808", want: "a local-use NAT64 address (64:ff9b:1::/48)"},
+		{addr: "64:ff9b:1::7f00:1", want: "a local-use NAT64 address (64:ff9b:1::/48)"},
+		{addr: "64:ff9b:1:a9fe:a9:fe00::", want: md + " (169.254.169.254 in a local-use NAT64 address)", metadata: true},   // /48
+		{addr: "64:ff9b:1:a9:fe:a9fe::", want: md + " (169.254.169.254 in a local-use NAT64 address)", metadata: true},     // /56
+		{addr: "64:ff9b:1:0:a9:fea9:fe00:0", want: md + " (169.254.169.254 in a local-use NAT64 address)", metadata: true}, // /64
+		{addr: "64:ff9b:1::a9fe:a9fe", want: md + " (169.254.169.254 in a local-use NAT64 address)", metadata: true},       // /96
+		// 6to4: bits 16-47
+		{addr: "2002:7f00:1::1", want: "a loopback address (127.0.0.1 in a 6to4 address)"},
+		{addr: "2002:a9fe:a9fe::", want: md + " (169.254.169.254 in a 6to4 address)", metadata: true},
+		{addr: "2002:a00:1::", want: "a private address (10.0.0.1 in a 6to4 address)"},
+		{addr: "2002:808:808::1", want: "a 6to4 address (2002::/16)"},
+		// Teredo: the server in bits 32-63, the client in the last 32 bits inverted
+		{addr: "2001:0:4136:e378:8000:63bf:3fff:fdd2", want: "a documentation address (192.0.2.0/24) (192.0.2.45 in a Teredo address)"},
+		{addr: "2001:0:808:808::80ff:fffe", want: "a loopback address (127.0.0.1 in a Teredo address)"},
+		{addr: "2001:0:7f00:1::f7f7:f7f7", want: "a loopback address (127.0.0.1 in a Teredo address)"},
+		{addr: "2001:0:808:808::5601:5601", want: md + " (169.254.169.254 in a Teredo address)", metadata: true},
+		{addr: "2001:0:808:808::f7f7:f7f7", want: "a Teredo address (2001::/32)"},
+		// IPv4-translated and IPv4-compatible: the last 32 bits
+		{addr: "::ffff:0:7f00:1", want: "a loopback address (127.0.0.1 in an IPv4-translated address)"},
+		{addr: "::ffff:0:808:808", want: "an IPv4-translated address (::ffff:0:0:0/96)"},
+		{addr: "::7f00:1", want: "a loopback address (127.0.0.1 in an IPv4-compatible address)"},
+		{addr: "::a9fe:a9fe", want: md + " (169.254.169.254 in an IPv4-compatible address)", metadata: true},
+		{addr: "::808:808", want: "an IPv4-compatible address (::/96)"},
+		{addr: "::2", want: `a "this network" address (0.0.0.0/8) (0.0.0.2 in an IPv4-compatible address)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.addr, func(t *testing.T) {
-			if got := nonPublic(netip.MustParseAddr(tt.addr)); got != tt.want {
-				t.Errorf("nonPublic(%s) = %q, want %q", tt.addr, got, tt.want)
+			what, metadata := nonPublic(netip.MustParseAddr(tt.addr))
+			if what != tt.want || metadata != tt.metadata {
+				t.Errorf("nonPublic(%s) = %q, %v; want %q, %v", tt.addr, what, metadata, tt.want, tt.metadata)
 			}
 		})
 	}
-	if got := nonPublic(netip.Addr{}); got != "not an IP address" {
-		t.Errorf("nonPublic(zero) = %q", got)
+	if what, _ := nonPublic(netip.Addr{}); what != "not an IP address" {
+		t.Errorf("nonPublic(zero) = %q", what)
 	}
 }
 
@@ -129,6 +199,17 @@ func TestSSRFGuardCheck(t *testing.T) {
 			"refused: evil.example resolves to fd00:ec2::254, a cloud metadata address" + metadataHint},
 		{"mapped metadata", true, "::ffff:169.254.169.254", "::ffff:169.254.169.254",
 			"refused: ::ffff:169.254.169.254 is a cloud metadata address" + metadataHint},
+		{"6to4 metadata stays refused", true, "2002:a9fe:a9fe::1", "2002:a9fe:a9fe::1",
+			"refused: 2002:a9fe:a9fe::1 is a cloud metadata address (169.254.169.254 in a 6to4 address)" + metadataHint},
+		{"Teredo metadata by resolution", true, "evil.example", "2001:0:808:808::5601:5601",
+			"refused: evil.example resolves to 2001:0:808:808::5601:5601, a cloud metadata address " +
+				"(169.254.169.254 in a Teredo address)" + metadataHint},
+		{"6to4 of a public address", false, "2002:808:808::1", "2002:808:808::1",
+			"refused: 2002:808:808::1 is a 6to4 address (2002::/16)" + publicHint},
+		{"6to4 allowed", true, "2002:808:808::1", "2002:808:808::1", ""},
+		{"NAT64 of a public address", false, "example.com", "64:ff9b::808:808", ""},
+		{"benchmarking", false, "bench.example", "198.18.0.1",
+			"refused: bench.example resolves to 198.18.0.1, a benchmarking address (198.18.0.0/15)" + publicHint},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -260,5 +341,55 @@ func TestSSRFDialContext(t *testing.T) {
 				t.Errorf("the server saw %d connections, want none", n)
 			}
 		})
+	}
+}
+
+// The special-purpose addresses are refused before anything is dialled: the guard's hook, called just before a
+// connection is attempted, is never called for them, while it is for an address that is allowed.
+func TestSSRFRefusedBeforeDialling(t *testing.T) {
+	for _, addr := range []string{
+		"0.0.0.1", "10.0.0.1", "100.64.0.1", "127.0.0.1", "169.254.169.254", "172.16.0.1", "192.0.0.8", "192.0.2.1",
+		"192.88.99.1", "192.168.0.1", "198.18.0.1", "198.51.100.1", "203.0.113.1", "224.0.0.1", "240.0.0.1",
+		"255.255.255.255",
+		"::", "::1", "::ffff:10.0.0.1", "64:ff9b::a00:1", "64:ff9b:1::808:808", "100::1", "2001::1",
+		"2001:0:808:808::80ff:fffe", "2001:db8::1", "2002:808:808::", "2002:7f00:1::", "fc00::1", "fe80::1",
+		"ff02::1", "3fff::1", "5f00::1", "::7f00:1", "::808:808", "4000::1",
+	} {
+		t.Run(addr, func(t *testing.T) {
+			g, err := newDialGuard(false, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var attempts atomic.Int64
+			g.connecting = func(string) { attempts.Add(1) }
+			conn, err := g.DialContext(t.Context(), "tcp", net.JoinHostPort(addr, "80"))
+			if err == nil {
+				conn.Close()
+				t.Fatal("DialContext succeeded")
+			}
+			var refused *refusedError
+			if !errors.As(err, &refused) {
+				t.Errorf("DialContext = %v, want a refusal", err)
+			}
+			if n := attempts.Load(); n != 0 {
+				t.Errorf("%d connections attempted, want none", n)
+			}
+		})
+	}
+	// The hook does see the connections that are made, by name too: what is checked is the address dialled.
+	srv := newCountingServer(t, http.NotFoundHandler())
+	g, err := newDialGuard(true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dialled []string
+	g.connecting = func(address string) { dialled = append(dialled, address) }
+	conn, err := g.DialContext(t.Context(), "tcp", "localhost:"+srv.port())
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+	if len(dialled) == 0 || dialled[len(dialled)-1] != "127.0.0.1:"+srv.port() {
+		t.Errorf("connections attempted to %q, want the last to 127.0.0.1:%s", dialled, srv.port())
 	}
 }
