@@ -18,6 +18,7 @@ import (
 	"golang.org/x/net/html/charset"
 
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/internal/origin"
 )
 
 const (
@@ -224,7 +225,9 @@ type fetched struct {
 func (t *fetchURL) fetch(ctx context.Context, u *url.URL) (*fetched, error) {
 	r := &fetched{url: u}
 	client := &http.Client{
-		Transport: t.transport,
+		// fetch_url sends no credentials; a redirect elsewhere gets no Referer either, which net/http would set to
+		// the URL redirected from, query included.
+		Transport: &origin.Transport{Origin: origin.Of(u), Base: t.transport},
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			r.url = req.URL
 			if len(via) > maxRedirects {

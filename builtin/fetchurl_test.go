@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"reflect"
@@ -444,6 +445,39 @@ func TestFetchURLRefusals(t *testing.T) {
 		})
 	}
 	target.assertUntouched(t)
+}
+
+// fetch_url sends no credentials, and a page it is redirected to at another origin gets the request headers
+// fetch_url sends anywhere and nothing else: no Referer, which net/http sets on a redirect to the URL redirected
+// from, query and its secrets included.
+func TestFetchURLRedirectCarriesNoCredentials(t *testing.T) {
+	var got []http.Header
+	landing := newCountingServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = append(got, r.Header.Clone())
+		w.Header().Set("Content-Type", "text/plain")
+		io.WriteString(w, "landed")
+	}))
+	sent := map[string]bool{"User-Agent": true, "Accept": true, "Accept-Encoding": true}
+	for _, to := range []string{"http://localhost:" + landing.port() + "/b", landing.URL + "/b"} {
+		for _, code := range []int{http.StatusTemporaryRedirect, http.StatusFound} {
+			t.Run(fmt.Sprintf("%s/%d", to, code), func(t *testing.T) {
+				got = nil
+				first := newCountingServer(t, http.RedirectHandler(to, code))
+				res := callFetchURL(t, fetchURLTool(t, FetchURLOptions{AllowPrivate: true}), fetchArgs(first.URL+"/a?token=s3cret"))
+				if res.IsError || !strings.Contains(res.Text, "landed") {
+					t.Fatalf("result = %q", res.Text)
+				}
+				if len(got) != 1 {
+					t.Fatalf("the landing page got %d requests", len(got))
+				}
+				for k := range got[0] {
+					if !sent[k] {
+						t.Errorf("the other origin got %s: %q", k, got[0].Get(k))
+					}
+				}
+			})
+		}
+	}
 }
 
 func TestFetchURLRefusesRedirectToPrivate(t *testing.T) {

@@ -1,11 +1,12 @@
 // Package origin keeps the credentials agenthost sends as a client with the origin they were configured for. The
 // headers configured for an MCP server or an A2A peer (an API key, a bearer token) and the OAuth tokens of a server
 // go only to requests whose origin, scheme, host and port, is the configured URL's: Transport adds them there and
-// removes them, and any Authorization or Cookie header, from requests to any other origin; CheckRedirect refuses a
-// redirect that leaves the origin.
+// removes them, and any Authorization, Cookie or Referer header, from requests to any other origin; CheckRedirect
+// refuses a redirect that leaves the origin.
 //
-// net/http alone is not enough: its client copies custom headers to any redirect target, and keeps Authorization
-// and Cookie when only the port or the scheme changes, or the target is a subdomain.
+// net/http alone is not enough: its client copies custom headers to any redirect target, keeps Authorization and
+// Cookie when only the port or the scheme changes or the target is a subdomain, and sets Referer to the URL
+// redirected from, query included.
 //
 // It imports only the standard library.
 package origin
@@ -68,12 +69,13 @@ func (o Origin) String() string {
 	return o.scheme + "://" + host + ":" + o.port
 }
 
-// credentialHeaders are removed from every request to another origin, whoever set them: the SDK's OAuth bearer
-// token, say, or a header net/http copied on a redirect.
-var credentialHeaders = []string{"Authorization", "Cookie"}
+// privateHeaders are removed from every request to another origin, whoever set them: the SDK's OAuth bearer token,
+// say, or the Referer net/http sets on a redirect, which may hold a secret in its query.
+var privateHeaders = []string{"Authorization", "Cookie", "Referer"}
 
 // Transport adds Header to the requests to Origin and sends every request through Base. A request to another
-// origin carries none of Header's names, nor Authorization nor Cookie. It is safe for concurrent use if Base is.
+// origin carries none of Header's names, nor Authorization, Cookie or Referer. It is safe for concurrent use if
+// Base is.
 type Transport struct {
 	Origin Origin
 	// Header is added to the requests to Origin, replacing what they had under the same names.
@@ -104,21 +106,21 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		for k := range t.Header {
 			req.Header.Del(k)
 		}
-		for _, k := range credentialHeaders {
+		for _, k := range privateHeaders {
 			req.Header.Del(k)
 		}
 	}
 	return base.RoundTrip(req)
 }
 
-// carries reports whether h has one of configured's names or a credential header.
+// carries reports whether h has one of configured's names or a private header.
 func carries(h http.Header, configured map[string]string) bool {
 	for k := range configured {
 		if _, ok := h[http.CanonicalHeaderKey(k)]; ok {
 			return true
 		}
 	}
-	for _, k := range credentialHeaders {
+	for _, k := range privateHeaders {
 		if _, ok := h[k]; ok {
 			return true
 		}
