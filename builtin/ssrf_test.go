@@ -2,6 +2,7 @@ package builtin
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -392,4 +393,55 @@ func TestSSRFRefusedBeforeDialling(t *testing.T) {
 	if len(dialled) == 0 || dialled[len(dialled)-1] != "127.0.0.1:"+srv.port() {
 		t.Errorf("connections attempted to %q, want the last to 127.0.0.1:%s", dialled, srv.port())
 	}
+}
+
+// FuzzNonPublic checks the embeddings against the IPv4 address they carry: NAT64's well-known prefix and an
+// IPv4-mapped address are judged as that address, the other forms are always refused, and a metadata address stays
+// one in every form.
+func FuzzNonPublic(f *testing.F) {
+	f.Add([]byte{127, 0, 0, 1}, []byte{0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1})
+	f.Add([]byte{169, 254, 169, 254}, []byte{0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1})
+	f.Add([]byte{8, 8, 8, 8}, []byte{0x26, 0x06, 0x47, 0, 0x47, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x11, 0x11})
+	f.Fuzz(func(t *testing.T, v4 []byte, v6 []byte) {
+		if len(v6) == 16 {
+			nonPublic(netip.AddrFrom16([16]byte(v6))) // must not panic
+		}
+		if len(v4) != 4 {
+			return
+		}
+		a := [4]byte(v4)
+		what4, metadata4 := nonPublic(netip.AddrFrom4(a))
+		forms := map[string]string{
+			"mapped":     "::ffff:%d.%d.%d.%d",
+			"NAT64":      "64:ff9b::%d.%d.%d.%d",
+			"6to4":       "2002:%02x%02x:%02x%02x::1",
+			"compatible": "::%d.%d.%d.%d",
+			"translated": "::ffff:0:%d.%d.%d.%d",
+		}
+		for name, form := range forms {
+			ip := netip.MustParseAddr(fmt.Sprintf(form, a[0], a[1], a[2], a[3]))
+			what, metadata := nonPublic(ip)
+			if metadata != metadata4 {
+				t.Errorf("%s %s: metadata %v, the IPv4 address %v", name, ip, metadata, metadata4)
+			}
+			switch name {
+			case "mapped", "NAT64":
+				if (what == "") != (what4 == "") {
+					t.Errorf("%s %s = %q, the IPv4 address %q", name, ip, what, what4)
+				}
+			default:
+				if what == "" {
+					t.Errorf("%s %s is allowed", name, ip)
+				}
+			}
+		}
+		// Teredo, with the address as the client (inverted) and as the server.
+		client := netip.AddrFrom16([16]byte{0x20, 0x01, 0, 0, 8, 8, 8, 8, 0, 0, 0, 0, ^a[0], ^a[1], ^a[2], ^a[3]})
+		server := netip.AddrFrom16([16]byte{0x20, 0x01, 0, 0, a[0], a[1], a[2], a[3], 0, 0, 0, 0, 0xf7, 0xf7, 0xf7, 0xf7})
+		for _, ip := range []netip.Addr{client, server} {
+			if what, metadata := nonPublic(ip); what == "" || metadata != metadata4 {
+				t.Errorf("Teredo %s = %q, %v; the IPv4 address %q, %v", ip, what, metadata, what4, metadata4)
+			}
+		}
+	})
 }

@@ -45,13 +45,14 @@ func Of(u *url.URL) Origin {
 	return Origin{scheme: scheme, host: host, port: port}
 }
 
-// Parse returns the origin of an absolute URL with a host.
+// Parse returns the origin of an absolute URL with a host name or an IP address.
 func Parse(raw string) (Origin, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return Origin{}, err
 	}
-	if u.Scheme == "" || u.Host == "" {
+	h := u.Hostname()
+	if _, err := netip.ParseAddr(h); u.Scheme == "" || h == "" || strings.Contains(h, ":") && err != nil {
 		return Origin{}, fmt.Errorf("%q is not an absolute URL with a host", raw)
 	}
 	return Of(u), nil
@@ -64,7 +65,7 @@ func (o Origin) String() string {
 	}
 	host := o.host
 	if strings.Contains(host, ":") {
-		host = "[" + host + "]"
+		host = "[" + strings.Replace(host, "%", "%25", 1) + "]" // a zone's % is escaped in a URL
 	}
 	return o.scheme + "://" + host + ":" + o.port
 }

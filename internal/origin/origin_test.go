@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -196,3 +197,30 @@ func TestClientRefusesCrossOriginRedirects(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// FuzzParse: an origin written out is read back as the same origin, and a URL's origin does not depend on its path,
+// query, fragment or user info.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{"http://example.com/a", "HTTPS://[::1]:8443/x?y#z", "http://u:p@127.0.0.1:1/", "ws://h",
+		"http://[fe80::1%25eth0]/", "A://::"} {
+		f.Add(s, "/path?q=1#f")
+	}
+	f.Fuzz(func(t *testing.T, raw, rest string) {
+		o, err := Parse(raw)
+		if err != nil {
+			return
+		}
+		again, err := Parse(o.String())
+		if err != nil || again != o {
+			t.Errorf("Parse(%q) = %s, read back as %s, %v", raw, o, again, err)
+		}
+		u, _ := url.Parse(raw)
+		ref, err := url.Parse(rest)
+		if err != nil || ref.Scheme != "" || ref.Host != "" || strings.HasPrefix(rest, "//") {
+			return
+		}
+		if o2 := Of(u.ResolveReference(ref)); o2 != o {
+			t.Errorf("Of(%q resolved against %q) = %s, want %s", rest, raw, o2, o)
+		}
+	})
+}
