@@ -198,6 +198,7 @@ func mcpServers(cfg *config.Config, honourRequired bool, grants mcpauth.Store, l
 			Args:              s.Args,
 			Env:               s.Env,
 			Cwd:               s.Cwd,
+			EnvPassthrough:    s.EnvPassthrough,
 			URL:               s.URL,
 			Headers:           s.Headers,
 			ProtocolVersion:   s.ProtocolVersion,

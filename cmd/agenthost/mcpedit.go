@@ -70,6 +70,7 @@ func cmdMCPAdd(sub string, args []string, io *stdio) error {
 			return fmt.Errorf("%w: %s: %w", errUsage, first, err)
 		}
 		tables, variables, notes = im.Servers, im.Variables, im.Notes
+		notes = append(notes, keepEnvironment(first, im.VSCode, tables)...)
 		if first != "-" {
 			comment = "Imported from " + filepath.Base(first) + "."
 		}
@@ -141,6 +142,48 @@ func cmdMCPAdd(sub string, args []string, io *stdio) error {
 		return fmt.Errorf("not added, as %s has servers of these names: %s", path, strings.Join(taken, ", "))
 	}
 	return nil
+}
+
+// keepEnvironment makes the imported stdio servers see the environment their client gave them, and returns notes
+// that say so. agenthost gives a stdio server only a few of its variables (see mcpclients.ServerConfig.Env): so does
+// Claude Desktop (the MCP SDK's default: HOME, LOGNAME, PATH, SHELL, TERM, USER), but VS Code starts its servers with
+// its own whole environment (plus envFile and env), and so do Cursor and Claude Code. A server of theirs may read a
+// variable that its configuration does not name (an AWS profile, a token in the user's shell): env_passthrough = ["*"]
+// keeps it working as it did, and the note says to narrow it. The client is told by the file: VS Code's format, else
+// its name and place; for a file that names no client, the note says what changed.
+func keepEnvironment(file string, vscode bool, tables []config.ServerTable) []string {
+	client := ""
+	base := filepath.Base(file)
+	switch {
+	case vscode:
+		client = "VS Code"
+	case base == "claude_desktop_config.json":
+		return nil // the same few variables as agenthost's
+	case slices.Contains(strings.Split(filepath.ToSlash(file), "/"), ".cursor"):
+		client = "Cursor"
+	case base == ".mcp.json" || base == ".claude.json":
+		client = "Claude Code"
+	}
+	var stdio []string
+	for i := range tables {
+		if tables[i].URL != "" {
+			continue
+		}
+		stdio = append(stdio, tables[i].Name)
+		if client != "" {
+			tables[i].EnvPassthrough = []string{"*"}
+			tables[i].EnvPassthroughWhy = client + " gave this server its whole environment, secrets included: \"*\" keeps that. Narrow it to what the server reads."
+		}
+	}
+	if len(stdio) == 0 {
+		return nil
+	}
+	if client == "" {
+		return []string{fmt.Sprintf("a stdio server gets only HOME, LOGNAME, PATH, SHELL, TERM, USER, LANG, LC_*, TZ and TMPDIR of agenthost's environment, "+
+			"plus its env: if the client gave %s more (Cursor, Claude Code and VS Code give their whole environment), name what each reads in env_passthrough", strings.Join(stdio, ", "))}
+	}
+	return []string{fmt.Sprintf("%s gives stdio servers its whole environment, agenthost only HOME, LOGNAME, PATH, SHELL, TERM, USER, LANG, LC_*, TZ and TMPDIR: "+
+		"env_passthrough = [\"*\"] keeps %s as they ran there, secrets included; narrow it to the variables each reads", client, strings.Join(stdio, ", "))}
 }
 
 // serverFromFlags builds the table of `mcp add NAME`: a remote server with -url, else a command and its arguments.
