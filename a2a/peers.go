@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/internal/redact"
 	"github.com/agenthost/agenthost/telemetry"
 )
 
@@ -241,7 +242,7 @@ func (p *Peer) Status() PeerStatus {
 	defer p.mu.Unlock()
 	st := PeerStatus{Name: p.cfg.Name, State: p.state}
 	if p.conn != nil {
-		st.ProtocolVersion, st.URL, st.Streaming = p.conn.ep.Version.String(), p.conn.ep.URL, p.conn.ep.Streaming
+		st.ProtocolVersion, st.URL, st.Streaming = p.conn.ep.Version.String(), redact.URL(p.conn.ep.URL), p.conn.ep.Streaming
 	}
 	if p.card != nil {
 		st.Agent = p.card.Name
@@ -250,7 +251,7 @@ func (p *Peer) Status() PeerStatus {
 		}
 	}
 	if p.lastErr != nil && p.state != StateReady {
-		st.Error = p.lastErr.Error()
+		st.Error = redact.Text(p.lastErr.Error())
 	}
 	return st
 }
@@ -266,6 +267,7 @@ func (p *Peer) resolveOnce(ctx context.Context) error {
 	stop := context.AfterFunc(p.ctx, cancel)
 	defer stop()
 	card, ep, err := p.resolve(ctx)
+	err = redact.Error(err) // it is logged, and shown by check and healthz
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if err != nil {
@@ -282,7 +284,7 @@ func (p *Peer) resolveOnce(ctx context.Context) error {
 	p.tools = []host.Tool{&peerTool{peer: p, spec: p.spec(card)}}
 	defer p.toolsChanged.Notify() // under p.mu, which a watcher waits for in Tools
 	p.state, p.lastErr = StateReady, nil
-	p.logger.Info("A2A peer resolved", "agent", card.Name, "protocol", ep.Version.String(), "url", ep.URL, "streaming", ep.Streaming)
+	p.logger.Info("A2A peer resolved", "agent", card.Name, "protocol", ep.Version.String(), "url", redact.URL(ep.URL), "streaming", ep.Streaming)
 	return nil
 }
 

@@ -202,7 +202,7 @@ const (
 )
 
 // Status describes a server for `agenthost check` and health endpoints. It holds no secrets: no headers, no
-// environment.
+// environment, and Error's URLs are redacted (internal/redact).
 type Status struct {
 	Name            string `json:"name"`
 	Transport       string `json:"transport"`

@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/agenthost/agenthost/config"
+	"github.com/agenthost/agenthost/internal/redact"
 	"github.com/agenthost/agenthost/internal/wiring"
 	"github.com/agenthost/agenthost/mcpclients"
 )
@@ -259,25 +260,13 @@ func describeServer(t config.ServerTable) string {
 	return "stdio: " + serverTarget(t)
 }
 
-// serverTarget is where a server is: its command line, shortened, or its URL without query or user info.
+// serverTarget is where a server is: its command line, shortened, with the values of secret-looking arguments
+// masked, or its URL with its userinfo and query values redacted.
 func serverTarget(t config.ServerTable) string {
 	if t.URL != "" {
-		return redactURL(t.URL)
+		return redact.URL(t.URL)
 	}
-	return truncate(strings.Join(append([]string{t.Command}, t.Args...), " "), 60)
-}
-
-// redactURL drops a URL's query and user info, where keys sometimes are.
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(not a URL)"
-	}
-	if u.RawQuery != "" {
-		u.RawQuery = "…"
-	}
-	u.User = nil
-	return u.String()
+	return truncate(strings.Join(append([]string{t.Command}, redact.Args(t.Args)...), " "), 60)
 }
 
 // readInput reads the file name, or r when name is "-".

@@ -3,6 +3,7 @@ package redact
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"slices"
 	"strings"
@@ -97,4 +98,20 @@ func FuzzRedact(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestHandler(t *testing.T) {
+	var b strings.Builder
+	logger := slog.New(Handler(slog.NewTextHandler(&b, nil))).With("url", "https://u:with-attrs@h/")
+	logger.WithGroup("g").Warn("dial https://u:in-message@h/ failed", "err", errors.New(`Get "http://h/?token=in-error"`),
+		"target", "http://h/?k=in-string", "n", 3, slog.Group("sub", "u", "https://h/?k=in-group"), "any", []string{"http://h/?k=in-any"})
+	out := b.String()
+	for _, secret := range []string{"with-attrs", "in-message", "in-error", "in-string", "in-group", "in-any"} {
+		if strings.Contains(out, secret) {
+			t.Errorf("the log line holds %q:\n%s", secret, out)
+		}
+	}
+	if !strings.Contains(out, "n=3") || !strings.Contains(out, "token=REDACTED") {
+		t.Errorf("the log line lost what it should keep:\n%s", out)
+	}
 }
