@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/internal/redact"
 )
 
 // peerTool is the tool of a resolved peer.
@@ -256,7 +257,7 @@ func (x *exchange) failure(err error) *host.Result {
 	if errors.As(err, &rpc) {
 		return errorResult("the A2A agent %q answered with an error: %s", x.peer.cfg.Name, rpc.Error())
 	}
-	return errorResult("the A2A agent %q could not be reached: %v", x.peer.cfg.Name, err)
+	return errorResult("the A2A agent %q could not be reached: %v", x.peer.cfg.Name, redact.Error(err))
 }
 
 // result is what the model reads of the exchange's outcome.

@@ -9,6 +9,6 @@
 //     approvals asked through the input-required state.
 //
 // A2A's wire types are unexported and stop here: host sees tools, results and events only. a2a imports host and the
-// standard library (and internal/httpedge for the HTTP edge it shares with mcpserver); it must not import
+// standard library (and internal/httpedge for the HTTP edge it shares with mcpserver, internal/redact for the errors it shows); it must not import
 // mcpclients, mcpserver, config, builtin or a model SDK.
 package a2a

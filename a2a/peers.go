@@ -14,6 +14,7 @@ import (
 
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/internal/origin"
+	"github.com/agenthost/agenthost/internal/redact"
 	"github.com/agenthost/agenthost/telemetry"
 )
 
@@ -248,7 +249,7 @@ func (p *Peer) Status() PeerStatus {
 	defer p.mu.Unlock()
 	st := PeerStatus{Name: p.cfg.Name, State: p.state}
 	if p.conn != nil {
-		st.ProtocolVersion, st.URL, st.Streaming = p.conn.ep.Version.String(), p.conn.ep.URL, p.conn.ep.Streaming
+		st.ProtocolVersion, st.URL, st.Streaming = p.conn.ep.Version.String(), redact.URL(p.conn.ep.URL), p.conn.ep.Streaming
 	}
 	if p.card != nil {
 		st.Agent = p.card.Name
@@ -257,7 +258,7 @@ func (p *Peer) Status() PeerStatus {
 		}
 	}
 	if p.lastErr != nil && p.state != StateReady {
-		st.Error = p.lastErr.Error()
+		st.Error = redact.Text(p.lastErr.Error())
 	}
 	return st
 }
@@ -273,6 +274,7 @@ func (p *Peer) resolveOnce(ctx context.Context) error {
 	stop := context.AfterFunc(p.ctx, cancel)
 	defer stop()
 	card, ep, err := p.resolve(ctx)
+	err = redact.Error(err) // it is logged, and shown by check and healthz
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if err != nil {
@@ -289,7 +291,7 @@ func (p *Peer) resolveOnce(ctx context.Context) error {
 	p.tools = []host.Tool{&peerTool{peer: p, spec: p.spec(card)}}
 	defer p.toolsChanged.Notify() // under p.mu, which a watcher waits for in Tools
 	p.state, p.lastErr = StateReady, nil
-	p.logger.Info("A2A peer resolved", "agent", card.Name, "protocol", ep.Version.String(), "url", ep.URL, "streaming", ep.Streaming)
+	p.logger.Info("A2A peer resolved", "agent", card.Name, "protocol", ep.Version.String(), "url", redact.URL(ep.URL), "streaming", ep.Streaming)
 	if len(p.cfg.Headers) > 0 {
 		if home, there := originOf(p.cfg.URL), originOf(ep.URL); home != there {
 			p.logger.Warn("the A2A peer's card names an interface at another origin than its url: the configured "+

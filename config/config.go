@@ -269,11 +269,15 @@ type MCPServer struct {
 	// means stdio, url means http. Parse fills it in; see EffectiveTransport.
 	Transport string
 
-	// Command, Args, Env and Cwd start a stdio server. Env is added to agenthost's own environment.
+	// Command, Args, Env and Cwd start a stdio server. Env is added to the little of agenthost's environment that a
+	// server inherits (HOME, LOGNAME, PATH, SHELL, TERM, USER, LANG, LC_*, TZ, TMPDIR) and to EnvPassthrough's.
 	Command string
 	Args    []string
 	Env     map[string]string
 	Cwd     string
+	// EnvPassthrough names more of agenthost's environment variables to pass to a stdio server: names, or patterns
+	// in which "*" stands for any run of characters ("AWS_*"; "*" passes the whole environment).
+	EnvPassthrough []string
 
 	// URL and Headers reach an http or sse server.
 	URL     string

@@ -136,6 +136,16 @@ func (t ServerTable) TOML() string {
 		fmt.Fprintf(&b, "%s = { %s }\n", key, strings.Join(pairs, ", "))
 	}
 	inline("env", t.Env)
+	if len(t.EnvPassthrough) > 0 {
+		if t.EnvPassthroughWhy != "" {
+			fmt.Fprintf(&b, "# %s\n", t.EnvPassthroughWhy)
+		}
+		quoted := make([]string, len(t.EnvPassthrough))
+		for i, p := range t.EnvPassthrough {
+			quoted[i] = tomlString(p)
+		}
+		fmt.Fprintf(&b, "env_passthrough = [%s]\n", strings.Join(quoted, ", "))
+	}
 	str("cwd", t.Cwd)
 	str("url", t.URL)
 	inline("headers", t.Headers)

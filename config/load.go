@@ -405,6 +405,7 @@ func (d *decoder) mcpServer(path []string, v any, s *MCPServer) {
 		"args":                d.strList(&s.Args),
 		"env":                 d.strMap(&s.Env),
 		"cwd":                 d.str(&s.Cwd),
+		"env_passthrough":     d.strList(&s.EnvPassthrough),
 		"url":                 d.str(&s.URL),
 		"headers":             d.strMap(&s.Headers),
 		"auth":                d.str(&s.Auth),

@@ -426,6 +426,11 @@ agent.toml:4: mcp.servers.fs.redirect_port: must be a port, 1 to 65535, or 0 for
 			`agent.toml:3: mcp.servers.fs.protocol_version: must be an MCP protocol version such as "2025-06-18" (got "latest")`},
 		{"pattern", "[mcp.servers.fs]\ncommand = \"x\"\ninclude = [\"ok\", \"[bad\"]\n", nil,
 			`agent.toml:3: mcp.servers.fs.include[1]: invalid pattern "[bad": syntax error in pattern`},
+		{"env_passthrough", "[mcp.servers.fs]\ncommand = \"x\"\nenv_passthrough = [\"AWS_*\", \"*\", \"A-B\", \"\"]\n", nil,
+			`agent.toml:3: mcp.servers.fs.env_passthrough[2]: must be a variable name, or a pattern in which * stands for any run of characters: letters, digits, _ and * (got "A-B")
+agent.toml:3: mcp.servers.fs.env_passthrough[3]: must be a variable name, or a pattern in which * stands for any run of characters: letters, digits, _ and * (got "")`},
+		{"env_passthrough on http", "[mcp.servers.fs]\nurl = \"http://x\"\nenv_passthrough = [\"A\"]\n", nil,
+			`agent.toml:3: mcp.servers.fs.env_passthrough: not used with transport "http"`},
 		{"prefix", "[mcp.servers.fs]\ncommand = \"x\"\nprefix = \"f s\"\n", nil,
 			`agent.toml:3: mcp.servers.fs.prefix: must match ^[a-zA-Z0-9_-]{1,64}$, or be "" for bare tool names (got "f s")`},
 		{"sampling", "[mcp.servers.fs]\ncommand = \"x\"\nsampling = \"model\"\n", nil,

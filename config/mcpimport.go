@@ -21,6 +21,9 @@ type ServerTable struct {
 	Cwd       string
 	URL       string
 	Headers   map[string]string
+	// EnvPassthrough is written as env_passthrough, after a comment line saying EnvPassthroughWhy when it is set.
+	EnvPassthrough    []string
+	EnvPassthroughWhy string
 }
 
 // Imported is what ImportServers found in another client's configuration.
@@ -31,6 +34,9 @@ type Imported struct {
 	Notes []string
 	// Variables are the environment variables the servers now refer to as ${NAME}, sorted.
 	Variables []string
+	// VSCode reports that the file is VS Code's (its "servers" object, or the "mcp" section of its settings), whose
+	// stdio servers get VS Code's whole environment.
+	VSCode bool
 }
 
 // ImportServers reads the MCP servers of another client's JSON configuration (comments and trailing commas allowed,
@@ -61,6 +67,7 @@ func ImportServers(data []byte) (*Imported, error) {
 	if servers == nil && doc.MCP != nil {
 		servers = doc.MCP.Servers
 	}
+	vscode := doc.MCPServers == nil && servers != nil
 	if servers == nil {
 		return nil, fmt.Errorf(`no "mcpServers" or "servers" object: not an MCP client's configuration`)
 	}
@@ -72,7 +79,7 @@ func ImportServers(data []byte) (*Imported, error) {
 	for _, in := range doc.Inputs {
 		inputs[in.ID] = in.Description
 	}
-	im := &Imported{}
+	im := &Imported{VSCode: vscode}
 	vars := map[string]bool{}
 	taken := map[string]bool{}
 	for _, name := range order {

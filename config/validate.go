@@ -372,6 +372,14 @@ func checkOrder[V any](is *issues, table, sub string, m map[string]V, order []st
 	}
 }
 
+// validEnvPattern reports whether p is an env_passthrough pattern: a portable variable name (letters, digits and _)
+// in which * stands for any run of characters.
+func validEnvPattern(p string) bool {
+	return p != "" && strings.IndexFunc(p, func(r rune) bool {
+		return !(r == '_' || r == '*' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
+	}) < 0
+}
+
 func checkServer(is *issues, p []string, name string, s MCPServer) {
 	k := func(key string) []string { return append(slices.Clip(p), key) }
 	if !validName(name) {
@@ -390,7 +398,8 @@ func checkServer(is *issues, p []string, name string, s MCPServer) {
 	stdioFields := []struct {
 		key string
 		set bool
-	}{{"command", s.Command != ""}, {"args", s.Args != nil}, {"env", s.Env != nil}, {"cwd", s.Cwd != ""}}
+	}{{"command", s.Command != ""}, {"args", s.Args != nil}, {"env", s.Env != nil}, {"cwd", s.Cwd != ""},
+		{"env_passthrough", s.EnvPassthrough != nil}}
 	httpFields := []struct {
 		key string
 		set bool
@@ -424,6 +433,12 @@ func checkServer(is *issues, p []string, name string, s MCPServer) {
 	for envName := range s.Env {
 		if envName == "" || strings.ContainsAny(envName, "=\x00") {
 			is.add(append(k("env"), envName), "not a valid environment variable name")
+		}
+	}
+	for i, pat := range s.EnvPassthrough {
+		if !validEnvPattern(pat) {
+			is.addKey(k("env_passthrough"), fmt.Sprintf("%s[%d]", formatKey(k("env_passthrough")), i),
+				"must be a variable name, or a pattern in which * stands for any run of characters: letters, digits, _ and * (got %q)", pat)
 		}
 	}
 	if s.ProtocolVersion != "" && !mcpVersionPattern.MatchString(s.ProtocolVersion) {

@@ -35,6 +35,8 @@ func TestMain(m *testing.M) {
 		os.Exit(serveFamily())
 	case "crashy":
 		os.Exit(serveCrashy())
+	case "env":
+		os.Exit(serveEnv())
 	default:
 		fmt.Fprintln(os.Stderr, "unknown test server", os.Getenv(serverEnv))
 		os.Exit(2)
@@ -88,6 +90,19 @@ func serveFamily() int {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "family", Version: "1"}, nil)
 	srv.AddTool(&mcp.Tool{Name: "pids", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%d %d", os.Getpid(), sleeper.Process.Pid)}}}, nil
+	})
+	if err := srv.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// serveEnv is a stdio server whose tool "environ" answers with the process's environment, one variable a line.
+func serveEnv() int {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "env", Version: "1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "environ", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Join(os.Environ(), "\n")}}}, nil
 	})
 	if err := srv.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -30,11 +30,16 @@ type ServerConfig struct {
 	Name string
 	// Transport is TransportStdio, TransportHTTP or TransportSSE.
 	Transport string
-	// Command, Args, Env (added to agenthost's environment) and Cwd start a stdio server.
+	// Command, Args, Env and Cwd start a stdio server. The server does not inherit agenthost's whole environment,
+	// which holds its secrets: only HOME, LOGNAME, PATH, SHELL, TERM, USER, LANG, LC_*, TZ and TMPDIR (see
+	// inheritedEnv), the variables EnvPassthrough names, and Env, which wins.
 	Command string
 	Args    []string
 	Env     map[string]string
 	Cwd     string
+	// EnvPassthrough names more of agenthost's variables to pass to a stdio server: names, or patterns in which "*"
+	// stands for any run of characters ("AWS_*"; "*" passes everything).
+	EnvPassthrough []string
 	// URL and Headers (sent on every request) reach an HTTP or SSE server.
 	URL     string
 	Headers map[string]string
@@ -197,7 +202,7 @@ const (
 )
 
 // Status describes a server for `agenthost check` and health endpoints. It holds no secrets: no headers, no
-// environment.
+// environment, and Error's URLs are redacted (internal/redact).
 type Status struct {
 	Name            string `json:"name"`
 	Transport       string `json:"transport"`

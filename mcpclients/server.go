@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/internal/redact"
 	"github.com/agenthost/agenthost/llm"
 	"github.com/agenthost/agenthost/mcpauth"
 	"github.com/agenthost/agenthost/telemetry"
@@ -173,7 +174,7 @@ func (s *Server) Status() Status {
 	defer s.mu.Unlock()
 	st := Status{Name: s.cfg.Name, Transport: s.cfg.Transport, State: s.state, ProtocolVersion: s.protocol, Tools: len(s.tools)}
 	if s.lastErr != nil && s.state != StateConnected {
-		st.Error = s.lastErr.Error()
+		st.Error = redact.Text(s.lastErr.Error())
 	}
 	return st
 }
@@ -189,6 +190,7 @@ func (s *Server) start(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.ConnectTimeout)
 	defer cancel()
 	if err := s.connect(ctx); err != nil {
+		err = redact.Error(err) // it is logged, shown by check and healthz, and told to the model
 		s.mu.Lock()
 		s.lastErr = err
 		if errors.Is(err, mcpauth.ErrNeedsLogin) {
@@ -407,6 +409,7 @@ func (s *Server) lost(session *mcp.ClientSession, err error) {
 	if err == nil {
 		err = errors.New("the connection closed")
 	}
+	err = redact.Error(err)
 	s.lastErr = err
 	s.signalLocked()
 	s.mu.Unlock()
@@ -435,7 +438,7 @@ func (s *Server) reconnect() bool {
 			delay = min(delay*2, s.maxBackoff)
 		}
 		ctx, cancel := context.WithTimeout(s.ctx, s.cfg.ConnectTimeout)
-		err := s.connect(ctx)
+		err := redact.Error(s.connect(ctx))
 		cancel()
 		if err == nil {
 			s.logger.Info("MCP server reconnected", "attempt", attempt)

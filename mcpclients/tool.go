@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/internal/redact"
 )
 
 // tool is one tool of an MCP server.
@@ -61,6 +62,7 @@ func (s *Server) do(ctx context.Context, call *host.Call, params progressParams,
 			return &host.Result{Text: err.Error(), IsError: true}, nil
 		}
 		res, err := s.once(ctx, call, params, session, f)
+		err = redact.Error(err) // the model reads it
 		switch {
 		case err == nil:
 			return res, nil

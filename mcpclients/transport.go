@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"net/http"
 	"os"
 	"os/exec"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -32,10 +30,7 @@ func (s *Server) transport(ctx context.Context) (mcp.Transport, *exec.Cmd, error
 	case TransportStdio:
 		cmd := exec.Command(c.Command, c.Args...)
 		cmd.Dir = c.Cwd
-		cmd.Env = os.Environ()
-		for _, k := range slices.Sorted(maps.Keys(c.Env)) {
-			cmd.Env = append(cmd.Env, k+"="+c.Env[k])
-		}
+		cmd.Env = childEnv(os.Environ(), c.EnvPassthrough, c.Env)
 		// The child's stderr is its log: it goes to ours, line by line and tagged, never to stdout (which may be
 		// agenthost's own MCP channel).
 		cmd.Stderr = newLineLogger(s.logger, "stderr") // s.logger is tagged with the server's name

@@ -20,6 +20,7 @@ import (
 	"github.com/agenthost/agenthost/builtin"
 	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/internal/redact"
 	"github.com/agenthost/agenthost/internal/wiring"
 	"github.com/agenthost/agenthost/llm"
 	"github.com/agenthost/agenthost/llm/openai"
@@ -65,7 +66,8 @@ func (c *common) logger(w io.Writer) (*slog.Logger, error) {
 	if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
 		return nil, fmt.Errorf("%w: -log-level: %v", errUsage, err)
 	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})), nil
+	// Every line is redacted: a URL's userinfo and query values never reach the log (see internal/redact).
+	return slog.New(redact.Handler(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))), nil
 }
 
 // loadConfig reads the configuration. A missing file at the default path means the built-in defaults; a missing file
@@ -198,6 +200,7 @@ func mcpServers(cfg *config.Config, honourRequired bool, grants mcpauth.Store, l
 			Args:              s.Args,
 			Env:               s.Env,
 			Cwd:               s.Cwd,
+			EnvPassthrough:    s.EnvPassthrough,
 			URL:               s.URL,
 			Headers:           s.Headers,
 			ProtocolVersion:   s.ProtocolVersion,

@@ -21,6 +21,7 @@ import (
 	"github.com/agenthost/agenthost/a2a"
 	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/internal/redact"
 	"github.com/agenthost/agenthost/internal/wiring"
 	"github.com/agenthost/agenthost/mcpclients"
 )
@@ -469,7 +470,7 @@ func checkTelemetry(ctx context.Context, io *stdio, cfg *config.Config) error {
 	}
 	tw := tabwriter.NewWriter(io.out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TELEMETRY\tPROTOCOL\tENDPOINT\tSERVICE\tCONTENT\tSTATUS")
-	fmt.Fprintf(tw, "otlp\t%s\t%s\t%s\t%s\t%s\n", r.Protocol, r.Endpoint, r.Service, content, status)
+	fmt.Fprintf(tw, "otlp\t%s\t%s\t%s\t%s\t%s\n", r.Protocol, redact.URL(r.Endpoint), r.Service, content, status)
 	return tw.Flush()
 }
 

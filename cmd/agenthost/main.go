@@ -12,6 +12,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/agenthost/agenthost/internal/redact"
 )
 
 // Exit codes.
@@ -93,10 +95,10 @@ func run(ctx context.Context, args []string, io *stdio) int {
 	case errors.Is(err, errFlagHelp):
 		return exitOK
 	case errors.Is(err, errUsage):
-		fmt.Fprintln(io.err, "agenthost:", err)
+		fmt.Fprintln(io.err, "agenthost:", redact.Text(err.Error()))
 		return exitUsage
 	default:
-		fmt.Fprintln(io.err, "agenthost:", err)
+		fmt.Fprintln(io.err, "agenthost:", redact.Text(err.Error()))
 		return exitFailed
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
 	"github.com/agenthost/agenthost/config"
+	"github.com/agenthost/agenthost/internal/redact"
 	"github.com/agenthost/agenthost/internal/wiring"
 	"github.com/agenthost/agenthost/mcpauth"
 	"github.com/agenthost/agenthost/mcpclients"
@@ -225,7 +226,7 @@ func printAuth(ctx context.Context, w io.Writer, cfg *config.Config, grants mcpa
 			case g == nil:
 				state = "needs login: agenthost mcp login " + name
 			case g.URL != s.URL:
-				state = "needs login: the login was for " + g.URL
+				state = "needs login: the login was for " + redact.URL(g.URL)
 			default:
 				state = g.State(time.Now())
 				if state == "expired" {

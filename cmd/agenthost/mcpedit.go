@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/agenthost/agenthost/config"
+	"github.com/agenthost/agenthost/internal/redact"
 	"github.com/agenthost/agenthost/internal/wiring"
 	"github.com/agenthost/agenthost/mcpclients"
 )
@@ -70,6 +71,7 @@ func cmdMCPAdd(sub string, args []string, io *stdio) error {
 			return fmt.Errorf("%w: %s: %w", errUsage, first, err)
 		}
 		tables, variables, notes = im.Servers, im.Variables, im.Notes
+		notes = append(notes, keepEnvironment(first, im.VSCode, tables)...)
 		if first != "-" {
 			comment = "Imported from " + filepath.Base(first) + "."
 		}
@@ -141,6 +143,48 @@ func cmdMCPAdd(sub string, args []string, io *stdio) error {
 		return fmt.Errorf("not added, as %s has servers of these names: %s", path, strings.Join(taken, ", "))
 	}
 	return nil
+}
+
+// keepEnvironment makes the imported stdio servers see the environment their client gave them, and returns notes
+// that say so. agenthost gives a stdio server only a few of its variables (see mcpclients.ServerConfig.Env): so does
+// Claude Desktop (the MCP SDK's default: HOME, LOGNAME, PATH, SHELL, TERM, USER), but VS Code starts its servers with
+// its own whole environment (plus envFile and env), and so do Cursor and Claude Code. A server of theirs may read a
+// variable that its configuration does not name (an AWS profile, a token in the user's shell): env_passthrough = ["*"]
+// keeps it working as it did, and the note says to narrow it. The client is told by the file: VS Code's format, else
+// its name and place; for a file that names no client, the note says what changed.
+func keepEnvironment(file string, vscode bool, tables []config.ServerTable) []string {
+	client := ""
+	base := filepath.Base(file)
+	switch {
+	case vscode:
+		client = "VS Code"
+	case base == "claude_desktop_config.json":
+		return nil // the same few variables as agenthost's
+	case slices.Contains(strings.Split(filepath.ToSlash(file), "/"), ".cursor"):
+		client = "Cursor"
+	case base == ".mcp.json" || base == ".claude.json":
+		client = "Claude Code"
+	}
+	var stdio []string
+	for i := range tables {
+		if tables[i].URL != "" {
+			continue
+		}
+		stdio = append(stdio, tables[i].Name)
+		if client != "" {
+			tables[i].EnvPassthrough = []string{"*"}
+			tables[i].EnvPassthroughWhy = client + " gave this server its whole environment, secrets included: \"*\" keeps that. Narrow it to what the server reads."
+		}
+	}
+	if len(stdio) == 0 {
+		return nil
+	}
+	if client == "" {
+		return []string{fmt.Sprintf("a stdio server gets only HOME, LOGNAME, PATH, SHELL, TERM, USER, LANG, LC_*, TZ and TMPDIR of agenthost's environment, "+
+			"plus its env: if the client gave %s more (Cursor, Claude Code and VS Code give their whole environment), name what each reads in env_passthrough", strings.Join(stdio, ", "))}
+	}
+	return []string{fmt.Sprintf("%s gives stdio servers its whole environment, agenthost only HOME, LOGNAME, PATH, SHELL, TERM, USER, LANG, LC_*, TZ and TMPDIR: "+
+		"env_passthrough = [\"*\"] keeps %s as they ran there, secrets included; narrow it to the variables each reads", client, strings.Join(stdio, ", "))}
 }
 
 // serverFromFlags builds the table of `mcp add NAME`: a remote server with -url, else a command and its arguments.
@@ -216,25 +260,13 @@ func describeServer(t config.ServerTable) string {
 	return "stdio: " + serverTarget(t)
 }
 
-// serverTarget is where a server is: its command line, shortened, or its URL without query or user info.
+// serverTarget is where a server is: its command line, shortened, with the values of secret-looking arguments
+// masked, or its URL with its userinfo and query values redacted.
 func serverTarget(t config.ServerTable) string {
 	if t.URL != "" {
-		return redactURL(t.URL)
+		return redact.URL(t.URL)
 	}
-	return truncate(strings.Join(append([]string{t.Command}, t.Args...), " "), 60)
-}
-
-// redactURL drops a URL's query and user info, where keys sometimes are.
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(not a URL)"
-	}
-	if u.RawQuery != "" {
-		u.RawQuery = "…"
-	}
-	u.User = nil
-	return u.String()
+	return truncate(strings.Join(append([]string{t.Command}, redact.Args(t.Args)...), " "), 60)
 }
 
 // readInput reads the file name, or r when name is "-".

@@ -135,3 +135,45 @@ func TestMCPAddCreatesConfig(t *testing.T) {
 		t.Errorf("list: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// TestMCPImportKeepsTheEnvironment checks that the servers of a client that gave them its whole environment keep it
+// (env_passthrough = ["*"], said in a comment and a note), and that Claude Desktop's, which got the same few
+// variables as agenthost gives, get nothing more.
+func TestMCPImportKeepsTheEnvironment(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "mcp.json", `{"servers": {"local": {"command": "npx", "args": ["-y", "x"]}, "remote": {"url": "http://127.0.0.1:9/mcp"}}}`)
+	if err := os.Mkdir(filepath.Join(dir, ".cursor"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, dir, ".cursor/mcp.json", `{"mcpServers": {"cur": {"command": "uvx", "args": ["y"]}}}`)
+	writeFile(t, dir, "claude_desktop_config.json", `{"mcpServers": {"desk": {"command": "npx"}}}`)
+	writeFile(t, dir, "other.json", `{"mcpServers": {"other": {"command": "npx"}}}`)
+
+	r := agenthost(t, dir, "", nil, "mcp", "import", "mcp.json", "-print")
+	want := "[mcp.servers.local]\ncommand = \"npx\"\nargs = [\"-y\", \"x\"]\n" +
+		"# VS Code gave this server its whole environment, secrets included: \"*\" keeps that. Narrow it to what the server reads.\n" +
+		"env_passthrough = [\"*\"]\n\n[mcp.servers.remote]\nurl = \"http://127.0.0.1:9/mcp\"\n"
+	if r.code != 0 || r.stdout != want || !strings.Contains(r.stderr, `VS Code gives stdio servers its whole environment`) ||
+		!strings.Contains(r.stderr, `env_passthrough = ["*"] keeps local as they ran there`) {
+		t.Fatalf("import mcp.json: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = agenthost(t, dir, "", nil, "mcp", "import", ".cursor/mcp.json")
+	data, _ := os.ReadFile(filepath.Join(dir, "agent.toml"))
+	if r.code != 0 || !strings.Contains(string(data), "# Cursor gave this server its whole environment") ||
+		!strings.Contains(string(data), "env_passthrough = [\"*\"]") || !strings.Contains(r.stderr, "Cursor gives stdio servers") {
+		t.Fatalf("import .cursor/mcp.json: exit %d\n%s%s\n%s", r.code, r.stdout, r.stderr, data)
+	}
+	// The file it wrote is a valid configuration.
+	if r := agenthost(t, dir, "", nil, "tools"); strings.Contains(r.stderr, "env_passthrough") {
+		t.Fatalf("the imported table does not load:\n%s", r.stderr)
+	}
+	r = agenthost(t, dir, "", nil, "mcp", "import", "claude_desktop_config.json", "-print")
+	if r.code != 0 || strings.Contains(r.stdout, "env_passthrough") || strings.Contains(r.stderr, "env_passthrough") {
+		t.Fatalf("import claude_desktop_config.json: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = agenthost(t, dir, "", nil, "mcp", "import", "other.json", "-print")
+	if r.code != 0 || strings.Contains(r.stdout, "env_passthrough") ||
+		!strings.Contains(r.stderr, "if the client gave other more (Cursor, Claude Code and VS Code give their whole environment), name what each reads in env_passthrough") {
+		t.Fatalf("import other.json: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
