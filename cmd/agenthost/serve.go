@@ -193,7 +193,7 @@ Flags:`)
 		}
 		handler := srv.Handler(wiring.HTTPOptions(sc, access, mcpLn.Addr().String(), func() any { return a.mcp.Status() }))
 		fmt.Fprintf(io.err, "agenthost: serving MCP at http://%s%s (tool %s)\n", mcpLn.Addr(), orDefault(sc.Path, "/mcp"), srv.ToolName())
-		serve = append(serve, func(ctx context.Context) error { return httpedge.Serve(ctx, mcpLn, handler) })
+		serve = append(serve, func(ctx context.Context) error { return httpedge.Serve(ctx, mcpLn, handler, wiring.Timeouts(sc)) })
 	}
 	if a2aAddr.set {
 		url := sc.A2APublicURL
@@ -229,7 +229,7 @@ Flags:`)
 			return map[string]any{"servers": a.mcp.Status(), "peers": a.peers.Status()}
 		})
 		fmt.Fprintf(io.err, "agenthost: serving A2A at %s (card http://%s/.well-known/agent-card.json)\n", url, a2aLn.Addr())
-		serve = append(serve, func(ctx context.Context) error { return httpedge.Serve(ctx, a2aLn, handler) })
+		serve = append(serve, func(ctx context.Context) error { return httpedge.Serve(ctx, a2aLn, handler, wiring.Timeouts(sc)) })
 	}
 	if err := launch(engine); err != nil {
 		return err

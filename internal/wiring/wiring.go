@@ -329,6 +329,16 @@ func Edge(sc config.Serve, access Access, listenAddr string) httpedge.Options {
 	return o
 }
 
+// Timeouts returns how long the connections of `agenthost serve`'s HTTP listeners may take to send a request's
+// headers and body, and may idle between requests ([serve]).
+func Timeouts(sc config.Serve) *httpedge.ServeOptions {
+	return &httpedge.ServeOptions{
+		ReadHeaderTimeout: sc.ReadHeaderTimeout.Duration,
+		ReadBodyTimeout:   sc.ReadBodyTimeout.Duration,
+		IdleTimeout:       sc.IdleTimeout.Duration,
+	}
+}
+
 // oauthScheme describes v's tokens for the A2A card: the flows its issuer's metadata offers.
 func oauthScheme(v *jwtauth.Verifier) *a2a.OAuthScheme {
 	s := &a2a.OAuthScheme{Scopes: v.RequiredScopes()}
