@@ -59,13 +59,14 @@ func (s *Sessions) Open(kind, subject string, perSubject int) (release func(), e
 	key := subjectKey{kind, subject}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.max > 0 && s.open >= s.max {
-		return nil, &LimitError{Status: http.StatusServiceUnavailable,
-			Message: fmt.Sprintf("the server is at its limit of %d open sessions and tasks; retry later", s.max)}
-	}
+	// The caller's own cap first: a caller that holds its share is told so, whatever the others hold.
 	if subject != "" && perSubject > 0 && s.bySubject[key] >= perSubject {
 		return nil, &LimitError{Status: http.StatusTooManyRequests,
 			Message: fmt.Sprintf("this caller already holds its limit of %d open %ss; close one or let it finish, then retry", perSubject, kind)}
+	}
+	if s.max > 0 && s.open >= s.max {
+		return nil, &LimitError{Status: http.StatusServiceUnavailable,
+			Message: fmt.Sprintf("the server is at its limit of %d open sessions and tasks; retry later", s.max)}
 	}
 	s.open++
 	if subject != "" {
