@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/agenthost/agenthost/internal/httpedge"
 )
 
 // JSON-RPC 2.0, as A2A's JSON-RPC binding uses it.
@@ -30,6 +32,9 @@ type rpcError struct {
 	Code    int             `json:"code"`
 	Message string          `json:"message"`
 	Data    json.RawMessage `json:"data,omitempty"`
+
+	// limit, when set, is the cap that refused the request: the response has its HTTP status and Retry-After.
+	limit *httpedge.LimitError
 }
 
 // RPCCode implements telemetry.RPCError.
@@ -58,6 +63,10 @@ const (
 	codeExtendedCardNotAvailable = -32007
 	codeExtensionSupportRequired = -32008
 	codeVersionNotSupported      = -32009
+
+	// codeServerBusy refuses a task past a cap (ServerOptions.Sessions): A2A defines no error for it, and this code
+	// is in the range JSON-RPC leaves to servers, unused by A2A.
+	codeServerBusy = -32000
 )
 
 // errorInfo names each code as v1.0's error.data reason and as the error's name.
@@ -97,7 +106,7 @@ func newError(code int, format string, args ...any) *rpcError {
 // forVersion returns e as a server of version v sends it: v0.3's error.data is free-form, and left out.
 func (e *rpcError) forVersion(v version) *rpcError {
 	if v.major == 0 {
-		return &rpcError{Code: e.Code, Message: e.Message}
+		return &rpcError{Code: e.Code, Message: e.Message, limit: e.limit}
 	}
 	return e
 }

@@ -77,6 +77,13 @@ type ServerOptions struct {
 	// its caller's: another caller can neither see, list, cancel, answer nor follow it, and the contexts of two
 	// callers are two conversations even under one contextId.
 	Caller func(*http.Request) string
+	// Sessions, when set, counts the unfinished tasks (submitted, working or waiting for input) against its caps,
+	// shared with the MCP listener's sessions: past them a new task is refused with HTTP 503, or 429 past
+	// MaxTasksPerSubject, with Retry-After and a JSON-RPC error saying why. A task gives its place back when its
+	// run ends. The tasks a durable engine resumes are not counted.
+	Sessions *httpedge.Sessions
+	// MaxTasksPerSubject bounds the unfinished tasks of one caller (Caller); 0 means no cap per caller.
+	MaxTasksPerSubject int
 
 	// now and newID replace the clock and the id source in tests.
 	now   func() time.Time
@@ -519,7 +526,13 @@ func (s *Server) accept(ctx context.Context, subject string, m message, endOnly 
 		id: m.TaskID, contextID: contextID, subject: subject, done: make(chan struct{}),
 		t: task{ID: m.TaskID, ContextID: contextID, Status: taskStatus{State: stateSubmitted, Timestamp: timestamp(now)}, History: []message{m}},
 	}
+	release, lerr := s.opts.Sessions.Open("task", subject, s.opts.MaxTasksPerSubject)
+	if lerr != nil {
+		le := lerr.(*httpedge.LimitError)
+		return nil, nil, &rpcError{Code: codeServerBusy, Message: le.Message, limit: le}
+	}
 	if err := s.store.add(st); err != nil {
+		release()
 		return nil, nil, err
 	}
 	sub := s.listen(st, endOnly)
@@ -527,6 +540,7 @@ func (s *Server) accept(ctx context.Context, subject string, m message, endOnly 
 	ctx, cancel := context.WithCancelCause(telemetry.Carry(ctx, s.ctx))
 	st.cancel = cancel
 	s.wg.Go(func() {
+		defer release()
 		defer close(st.done)
 		defer cancel(nil)
 		s.run(ctx, st, prompt, schema)
@@ -642,6 +656,9 @@ func writeResult(w http.ResponseWriter, id json.RawMessage, result any) {
 func writeError(w http.ResponseWriter, id json.RawMessage, e *rpcError) {
 	if len(id) == 0 {
 		id = json.RawMessage("null")
+	}
+	if e.limit != nil {
+		e.limit.WriteHeaders(w)
 	}
 	writeJSON(w, rpcResponse{JSONRPC: "2.0", ID: id, Error: e})
 }

@@ -504,6 +504,23 @@ type Serve struct {
 	InputTimeout Duration
 	// MaxWaitingCalls bounds the calls that wait for such callers' answers: 1..100000, default 100.
 	MaxWaitingCalls int
+	// ReadHeaderTimeout is how long the headers of a request to the HTTP or A2A listener may take to arrive before
+	// its connection is closed: positive, at most 10m, default 10s.
+	ReadHeaderTimeout Duration
+	// ReadBodyTimeout is how long a request's body may take to arrive, from the end of its headers, before its
+	// connection is closed: positive, at most 1h, default 30s. It bounds reading only: responses (SSE streams)
+	// may last longer.
+	ReadBodyTimeout Duration
+	// IdleTimeout is how long a kept-alive connection may wait for its next request before it is closed: positive,
+	// at most 1h, default 2m.
+	IdleTimeout Duration
+	// MaxSessions bounds what callers hold open on the two listeners together: the MCP sessions of --http and the
+	// unfinished tasks of --a2a. Past it a new session or task is refused with HTTP 503 and Retry-After:
+	// 1..1000000, default 10000.
+	MaxSessions int
+	// SessionIdleTimeout closes an MCP session that has received no request for this long, and frees what it
+	// holds: positive, at most 168h, default 30m.
+	SessionIdleTimeout Duration
 	// OAuth, from [serve.oauth], makes the HTTP and A2A listeners an OAuth protected resource that accepts only
 	// bearer JWTs from one issuer; nil (default) leaves them to AuthTokenEnv. The two exclude each other.
 	OAuth *ServeOAuth
@@ -523,6 +540,12 @@ type ServeOAuth struct {
 	JWKSURL string
 	// RequiredScopes are the scopes every token must carry; default none.
 	RequiredScopes []string
+	// MaxSessionsPerSubject bounds the MCP sessions one subject (the "sub" of its tokens) holds open; past it a new
+	// one is refused with HTTP 429: 1..1000000, default 100.
+	MaxSessionsPerSubject int
+	// MaxTasksPerSubject bounds the unfinished A2A tasks of one subject; past it a new one is refused with HTTP 429:
+	// 1..1000000, default 100.
+	MaxTasksPerSubject int
 }
 
 // ResourcesExposed reports whether gateway mode offers the MCP servers' resources (expose_resources, default true).
@@ -634,6 +657,12 @@ func Default() *Config {
 			ProgressInterval: Duration{250 * time.Millisecond},
 			InputTimeout:     Duration{10 * time.Minute},
 			MaxWaitingCalls:  100,
+
+			ReadHeaderTimeout:  Duration{10 * time.Second},
+			ReadBodyTimeout:    Duration{30 * time.Second},
+			IdleTimeout:        Duration{2 * time.Minute},
+			MaxSessions:        10000,
+			SessionIdleTimeout: Duration{30 * time.Minute},
 		},
 	}
 }

@@ -52,6 +52,8 @@ func TestDefault(t *testing.T) {
 		{"Serve", c.Serve, Serve{
 			HTTP: "127.0.0.1:8765", A2A: "127.0.0.1:8766", Path: "/mcp", MaxBodyBytes: 4194304, ProgressInterval: Duration{250 * time.Millisecond},
 			InputTimeout: Duration{10 * time.Minute}, MaxWaitingCalls: 100,
+			ReadHeaderTimeout: Duration{10 * time.Second}, ReadBodyTimeout: Duration{30 * time.Second}, IdleTimeout: Duration{2 * time.Minute},
+			MaxSessions: 10000, SessionIdleTimeout: Duration{30 * time.Minute},
 		}},
 		{"DefaultMCPServer", DefaultMCPServer(), MCPServer{ConnectTimeout: Duration{30 * time.Second}, ReconnectWait: Duration{10 * time.Second}, SamplingMaxTokens: 1024}},
 		{"Serve.A2APublicURL", c.Serve.A2APublicURL, ""},
@@ -197,7 +199,12 @@ serve.path: must be a URL path such as "/mcp": starting with "/", without spaces
 serve.max_body_bytes: must be between 1024 and 1073741824 (got 0)
 serve.progress_interval: must be positive (got "0s")
 serve.input_timeout: must be positive (got "0s")
-serve.max_waiting_calls: must be between 1 and 100000 (got 0)`
+serve.max_waiting_calls: must be between 1 and 100000 (got 0)
+serve.read_header_timeout: must be positive and at most 10m (got "0s")
+serve.read_body_timeout: must be positive and at most 1h (got "0s")
+serve.idle_timeout: must be positive and at most 1h (got "0s")
+serve.max_sessions: must be between 1 and 1000000 (got 0)
+serve.session_idle_timeout: must be positive and at most 168h (got "0s")`
 	if err == nil || err.Error() != want {
 		t.Fatalf("Validate() with a zero Serve =\n%v\nwant\n%s", err, want)
 	}

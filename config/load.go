@@ -460,18 +460,27 @@ func (d *decoder) serve(path []string, v any, s *Serve) {
 		"input_timeout":     d.duration(&s.InputTimeout),
 		"max_waiting_calls": d.integer(&s.MaxWaitingCalls),
 		"oauth":             d.serveOAuth(&s.OAuth),
+
+		"read_header_timeout":  d.duration(&s.ReadHeaderTimeout),
+		"read_body_timeout":    d.duration(&s.ReadBodyTimeout),
+		"idle_timeout":         d.duration(&s.IdleTimeout),
+		"max_sessions":         d.integer(&s.MaxSessions),
+		"session_idle_timeout": d.duration(&s.SessionIdleTimeout),
 	})
 }
 
 // serveOAuth decodes [serve.oauth].
 func (d *decoder) serveOAuth(dst **ServeOAuth) fieldFunc {
 	return func(path []string, v any) {
-		o := &ServeOAuth{}
+		o := &ServeOAuth{MaxSessionsPerSubject: 100, MaxTasksPerSubject: 100}
 		d.table(path, v, map[string]fieldFunc{
 			"issuer":          d.str(&o.Issuer),
 			"audience":        d.str(&o.Audience),
 			"jwks_url":        d.str(&o.JWKSURL),
 			"required_scopes": d.strList(&o.RequiredScopes),
+
+			"max_sessions_per_subject": d.integer(&o.MaxSessionsPerSubject),
+			"max_tasks_per_subject":    d.integer(&o.MaxTasksPerSubject),
 		})
 		*dst = o
 	}

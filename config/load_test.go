@@ -161,6 +161,11 @@ expose_tools = true
 progress_interval = "1s"
 input_timeout = "2m"
 max_waiting_calls = 20
+read_header_timeout = "5s"
+read_body_timeout = "1m"
+idle_timeout = "30s"
+max_sessions = 500
+session_idle_timeout = "1h"
 
 [[serve.skills]]
 id = "research"
@@ -265,6 +270,8 @@ model = "gpt-4o"
 			AllowedOrigins: []string{"https://app.example.com", "http://localhost:3000"},
 			MaxBodyBytes:   1 << 20, ExposeTools: true, ProgressInterval: Duration{time.Second},
 			InputTimeout: Duration{2 * time.Minute}, MaxWaitingCalls: 20,
+			ReadHeaderTimeout: Duration{5 * time.Second}, ReadBodyTimeout: Duration{time.Minute}, IdleTimeout: Duration{30 * time.Second},
+			MaxSessions: 500, SessionIdleTimeout: Duration{time.Hour},
 		},
 		Telemetry: Telemetry{Exporter: "otlp", Protocol: "grpc", Endpoint: "http://collector:4317", Headers: map[string]string{"api-key": "k"},
 			ServiceName: "helper-agent", CaptureContent: true},
@@ -604,6 +611,16 @@ agent.toml:5: telemetry.headers."a b": not a valid HTTP header name`},
 			`agent.toml:2: serve.input_timeout: must be positive (got "-1s")`},
 		{"serve max_waiting_calls", "[serve]\n\nmax_waiting_calls = 0\n", nil,
 			`agent.toml:3: serve.max_waiting_calls: must be between 1 and 100000 (got 0)`},
+		{"serve timeouts", "[serve]\nread_header_timeout = \"0s\"\nread_body_timeout = \"2h\"\nidle_timeout = \"-1s\"\nsession_idle_timeout = \"169h\"\n", nil,
+			`agent.toml:2: serve.read_header_timeout: must be positive and at most 10m (got "0s")
+agent.toml:3: serve.read_body_timeout: must be positive and at most 1h (got "2h0m0s")
+agent.toml:4: serve.idle_timeout: must be positive and at most 1h (got "-1s")
+agent.toml:5: serve.session_idle_timeout: must be positive and at most 168h (got "169h0m0s")`},
+		{"serve max_sessions", "[serve]\nmax_sessions = 0\n", nil,
+			`agent.toml:2: serve.max_sessions: must be between 1 and 1000000 (got 0)`},
+		{"serve oauth caps", "[serve.oauth]\nissuer = \"https://idp.example.com\"\naudience = \"a\"\nmax_sessions_per_subject = 0\nmax_tasks_per_subject = 1000001\n", nil,
+			`agent.toml:4: serve.oauth.max_sessions_per_subject: must be between 1 and 1000000 (got 0)
+agent.toml:5: serve.oauth.max_tasks_per_subject: must be between 1 and 1000000 (got 1000001)`},
 		{"serve stateless type", "[serve]\nstateless = 1\n", nil,
 			`agent.toml:2: serve.stateless: must be a boolean (got integer 1)`},
 		{"serve not a table", "serve = \"stdio\"\n", nil,
@@ -1154,5 +1171,16 @@ func TestExampleResearch(t *testing.T) {
 	}
 	if c.Builtin.WebSearch.Backend != "brave" || !slices.Contains(c.Builtin.Tools, "fetch_url") {
 		t.Errorf("builtin = %+v", c.Builtin)
+	}
+}
+
+// TestServeOAuthDefaults: the caps per subject of [serve.oauth] have their defaults when the table leaves them out.
+func TestServeOAuthDefaults(t *testing.T) {
+	c, err := Parse("agent.toml", []byte("[serve.oauth]\nissuer = \"https://idp.example.com/\"\naudience = \"a\"\n"), envOf(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := c.Serve.OAuth; o.MaxSessionsPerSubject != 100 || o.MaxTasksPerSubject != 100 {
+		t.Errorf("caps per subject %d and %d; want 100 and 100", o.MaxSessionsPerSubject, o.MaxTasksPerSubject)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Validate checks every value and cross-field rule of c and reports every problem at once (see Error); the
@@ -580,6 +581,11 @@ func checkServe(is *issues, s *Serve) {
 	checkPositive(is, p("progress_interval"), s.ProgressInterval)
 	checkPositive(is, p("input_timeout"), s.InputTimeout)
 	checkRange(is, p("max_waiting_calls"), s.MaxWaitingCalls, 1, 100000)
+	checkDuration(is, p("read_header_timeout"), s.ReadHeaderTimeout, "10m")
+	checkDuration(is, p("read_body_timeout"), s.ReadBodyTimeout, "1h")
+	checkDuration(is, p("idle_timeout"), s.IdleTimeout, "1h")
+	checkRange(is, p("max_sessions"), s.MaxSessions, 1, 1000000)
+	checkDuration(is, p("session_idle_timeout"), s.SessionIdleTimeout, "168h")
 	checkSkills(is, s.Skills)
 	if s.OAuth != nil {
 		checkServeOAuth(is, s)
@@ -606,6 +612,8 @@ func checkServeOAuth(is *issues, s *Serve) {
 				"must be a scope: printable, without spaces, quotes or backslashes (got %q)", scope)
 		}
 	}
+	checkRange(is, p("max_sessions_per_subject"), o.MaxSessionsPerSubject, 1, 1000000)
+	checkRange(is, p("max_tasks_per_subject"), o.MaxTasksPerSubject, 1, 1000000)
 	if s.AuthTokenEnv != "" {
 		is.add([]string{"serve", "auth_token_env"}, "conflicts with [serve.oauth]: requests carry either the issuer's tokens or a static one; keep one")
 	}
@@ -762,6 +770,13 @@ func checkMin(is *issues, p []string, n, lo int) {
 func checkPositive(is *issues, p []string, d Duration) {
 	if d.Duration <= 0 {
 		is.add(p, "must be positive (got %q)", d.String())
+	}
+}
+
+// checkDuration checks a duration that must be positive and at most hi, a Go duration such as "1h".
+func checkDuration(is *issues, p []string, d Duration, hi string) {
+	if max, _ := time.ParseDuration(hi); d.Duration <= 0 || d.Duration > max {
+		is.add(p, "must be positive and at most %s (got %q)", hi, d.String())
 	}
 }
 

@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"encoding/json"
 	"net/http"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -34,6 +35,16 @@ type HTTPOptions struct {
 	MaxBodyBytes int64
 	// Health, when set, is reported as JSON by GET /healthz; it must hold no secrets.
 	Health func() any
+	// Sessions, when set, counts the sessions against its caps (shared with the A2A listener's tasks): past them a
+	// new session gets 503, or 429 past MaxSessionsPerSubject, with Retry-After and a JSON-RPC error saying why.
+	// Without sessions (Stateless) nothing is counted.
+	Sessions *httpedge.Sessions
+	// MaxSessionsPerSubject bounds the sessions of one subject (the token's under Auth, as the SDK's TokenInfo names
+	// it); 0 means no cap per subject.
+	MaxSessionsPerSubject int
+	// SessionIdleTimeout closes a session that has received no request for this long; 0 means never. An open GET
+	// stream does not keep a session: its client keeps it with requests (a ping).
+	SessionIdleTimeout time.Duration
 }
 
 // Handler returns the HTTP handler of the MCP endpoint and /healthz. Every request passes httpedge's checks first:
@@ -50,12 +61,16 @@ func (s *Server) Handler(opts *HTTPOptions) http.Handler {
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = 4 << 20
 	}
-	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
-		Stateless: o.Stateless,
-		Logger:    s.opts.Logger,
+	var mcpHandler http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
+		Stateless:      o.Stateless,
+		Logger:         s.opts.Logger,
+		SessionTimeout: o.SessionIdleTimeout,
 		// Host and Origin are checked below, against lists the admin can extend.
 		DisableLocalhostProtection: true,
 	})
+	if o.Sessions != nil && !o.Stateless {
+		mcpHandler = s.limitSessions(mcpHandler, o.Sessions, o.MaxSessionsPerSubject)
+	}
 	mux := http.NewServeMux()
 	mux.Handle(o.Path, mcpHandler)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {

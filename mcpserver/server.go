@@ -101,6 +101,9 @@ type Server struct {
 	rounds    *roundTrips      // calls that ask their callers through input requests
 
 	agentTools []string // the tools the agent tool names, guarded by gateway.mu (set only from its sync)
+
+	slots          sync.Map  // key → *slot: the places taken for sessions being created (limitSessions)
+	adoptSlotsOnce sync.Once // adds adoptSlot to the MCP server once
 }
 
 // New returns a Server for orch. The agent tool's description and schema name the orchestrator's tools; their list is

@@ -143,6 +143,8 @@ Flags:`)
 	}
 
 	var serve []func(context.Context) error
+	// The MCP sessions of --http and the unfinished tasks of --a2a share one cap.
+	sessions := httpedge.NewSessions(sc.MaxSessions)
 	if !a2aAddr.set || httpAddr.set {
 		opts := wiring.ServerOptions(a.cfg, version, sampling(a.cfg, a.provider, c.model), a.logger)
 		opts.Telemetry = a.tel
@@ -191,9 +193,11 @@ Flags:`)
 			closeEngine()
 			return err
 		}
-		handler := srv.Handler(wiring.HTTPOptions(sc, access, mcpLn.Addr().String(), func() any { return a.mcp.Status() }))
+		hopts := wiring.HTTPOptions(sc, access, mcpLn.Addr().String(), func() any { return a.mcp.Status() })
+		hopts.Sessions = sessions
+		handler := srv.Handler(hopts)
 		fmt.Fprintf(io.err, "agenthost: serving MCP at http://%s%s (tool %s)\n", mcpLn.Addr(), orDefault(sc.Path, "/mcp"), srv.ToolName())
-		serve = append(serve, func(ctx context.Context) error { return httpedge.Serve(ctx, mcpLn, handler) })
+		serve = append(serve, func(ctx context.Context) error { return httpedge.Serve(ctx, mcpLn, handler, wiring.Timeouts(sc)) })
 	}
 	if a2aAddr.set {
 		url := sc.A2APublicURL
@@ -202,6 +206,7 @@ Flags:`)
 		}
 		opts := wiring.A2AServerOptions(a.cfg, version, url, access, a.logger)
 		opts.Telemetry = a.tel
+		opts.Sessions = sessions
 		if a.state != nil {
 			opts.Tasks = wiring.TaskStore(a.state)
 			if opts.Owner, err = wiring.ExecutorID(a.cfg); err != nil {
@@ -229,7 +234,7 @@ Flags:`)
 			return map[string]any{"servers": a.mcp.Status(), "peers": a.peers.Status()}
 		})
 		fmt.Fprintf(io.err, "agenthost: serving A2A at %s (card http://%s/.well-known/agent-card.json)\n", url, a2aLn.Addr())
-		serve = append(serve, func(ctx context.Context) error { return httpedge.Serve(ctx, a2aLn, handler) })
+		serve = append(serve, func(ctx context.Context) error { return httpedge.Serve(ctx, a2aLn, handler, wiring.Timeouts(sc)) })
 	}
 	if err := launch(engine); err != nil {
 		return err

@@ -97,7 +97,7 @@ func serveChild(ctx context.Context, args []string, stdin io.Reader, stderr io.W
 		}()
 	}
 	fmt.Fprintf(stderr, "agenthost: serving A2A at %s (built-in wiring)\n", url)
-	return httpedge.Serve(serveCtx, ln, handler)
+	return httpedge.Serve(serveCtx, ln, handler, nil)
 }
 
 func writeHeapProfile(path string) error {

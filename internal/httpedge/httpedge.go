@@ -1,7 +1,8 @@
 // Package httpedge is the HTTP edge that agenthost's servers share (the MCP endpoint of mcpserver and the A2A
 // endpoint of a2a): the checks every request passes before it reaches a handler (Host and Origin against allow-lists,
-// a bearer token compared in constant time or the caller's authenticator, a cap on the body), and serving a listener
-// until shutdown with the requests in flight cancelled and drained.
+// a bearer token compared in constant time or the caller's authenticator, a cap on the body), serving a listener
+// until shutdown with the requests in flight cancelled and drained and slow or idle connections cut, and the count of
+// sessions the listeners hold open (Sessions).
 //
 // It imports only the standard library.
 package httpedge
@@ -150,14 +151,36 @@ func (g *guard) originAllowed(origin string) bool {
 // drainTimeout is how long Serve lets requests finish after it cancelled their runs, before it cuts them.
 const drainTimeout = 5 * time.Second
 
+// ServeOptions bounds how long a connection may hold the server without doing its part. A nil *ServeOptions, or a
+// zero field, means the default.
+type ServeOptions struct {
+	// ReadHeaderTimeout is how long a request's headers may take to arrive; 0 means 10s.
+	ReadHeaderTimeout time.Duration
+	// ReadBodyTimeout is how long a request's body may take to arrive, from the end of its headers; 0 means 30s.
+	// It bounds reading only: a response may stream for as long as it has something to say (an SSE stream of MCP
+	// or A2A), which a whole-request ReadTimeout would cut.
+	ReadBodyTimeout time.Duration
+	// IdleTimeout is how long a kept-alive connection may wait for its next request; 0 means 2m.
+	IdleTimeout time.Duration
+}
+
 // Serve serves handler on ln until ctx ends, then cancels the requests in flight (and so their runs, which end
-// promptly) and drains: connections get drainTimeout to finish, then the rest are cut.
-func Serve(ctx context.Context, ln net.Listener, handler http.Handler) error {
+// promptly) and drains: connections get drainTimeout to finish, then the rest are cut. A connection that is slow to
+// send a request's headers or its body, or idle between requests, is closed (opts).
+func Serve(ctx context.Context, ln net.Listener, handler http.Handler, opts *ServeOptions) error {
+	var o ServeOptions
+	if opts != nil {
+		o = *opts
+	}
+	o.ReadHeaderTimeout = orDefault(o.ReadHeaderTimeout, 10*time.Second)
+	o.ReadBodyTimeout = orDefault(o.ReadBodyTimeout, 30*time.Second)
+	o.IdleTimeout = orDefault(o.IdleTimeout, 2*time.Minute)
 	runs, cancelRuns := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRuns()
 	hs := &http.Server{
-		Handler:           handler,
-		ReadHeaderTimeout: 10 * time.Second,
+		Handler:           bodyDeadline(handler, o.ReadBodyTimeout),
+		ReadHeaderTimeout: o.ReadHeaderTimeout,
+		IdleTimeout:       o.IdleTimeout,
 		BaseContext:       func(net.Listener) context.Context { return runs },
 	}
 	served := make(chan error, 1)
@@ -177,4 +200,25 @@ func Serve(ctx context.Context, ln net.Listener, handler http.Handler) error {
 		return err
 	}
 	return nil
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
+// bodyDeadline sets a read deadline of timeout on the connection of every request that has a body: a body still
+// arriving after timeout fails to read, and its connection is closed. The deadline bounds the body alone: once the
+// body has been read to its end, net/http lifts it as it starts reading the connection in the background (to notice
+// a caller that goes away), so a response may stream for as long as it needs.
+func bodyDeadline(next http.Handler, timeout time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0 {
+			// A writer that is not net/http's (a test's recorder) has no connection to set a deadline on.
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(timeout))
+		}
+		next.ServeHTTP(w, r)
+	})
 }

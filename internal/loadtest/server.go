@@ -92,7 +92,7 @@ func serveChild(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	defer profSrv.Close()
 
 	fmt.Fprintf(stdout, "mcp=http://%s%s pprof=%s tool=%s\n", ln.Addr(), cfg.Serve.Path, profLn.Addr(), toolName)
-	return httpedge.Serve(ctx, ln, handler)
+	return httpedge.Serve(ctx, ln, handler, nil)
 }
 
 // agentHandler builds the agent's MCP handler as cmd/agenthost's build and cmdServe do for cfg, with the model at

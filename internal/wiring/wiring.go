@@ -296,10 +296,10 @@ func Verifier(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*jw
 }
 
 // HTTPOptions returns the options of the MCP server's HTTP handler for sc, listening at listenAddr, with access and
-// health reporting the MCP servers' states.
+// health reporting the MCP servers' states. The caller sets Sessions, which the A2A listener shares.
 func HTTPOptions(sc config.Serve, access Access, listenAddr string, health func() any) *mcpserver.HTTPOptions {
 	edge := Edge(sc, access, listenAddr)
-	return &mcpserver.HTTPOptions{
+	o := &mcpserver.HTTPOptions{
 		Path:           sc.Path,
 		Stateless:      sc.Stateless,
 		Token:          edge.Token,
@@ -311,6 +311,11 @@ func HTTPOptions(sc config.Serve, access Access, listenAddr string, health func(
 		MaxBodyBytes:   edge.MaxBodyBytes,
 		Health:         health,
 	}
+	o.SessionIdleTimeout = sc.SessionIdleTimeout.Duration
+	if sc.OAuth != nil {
+		o.MaxSessionsPerSubject = sc.OAuth.MaxSessionsPerSubject
+	}
+	return o
 }
 
 // Edge returns the checks of an HTTP listener of `agenthost serve` at listenAddr, with access: the same for the MCP
@@ -327,6 +332,16 @@ func Edge(sc config.Serve, access Access, listenAddr string) httpedge.Options {
 		o.Auth, o.Documents = access.JWT.Middleware, access.JWT.Documents()
 	}
 	return o
+}
+
+// Timeouts returns how long the connections of `agenthost serve`'s HTTP listeners may take to send a request's
+// headers and body, and may idle between requests ([serve]).
+func Timeouts(sc config.Serve) *httpedge.ServeOptions {
+	return &httpedge.ServeOptions{
+		ReadHeaderTimeout: sc.ReadHeaderTimeout.Duration,
+		ReadBodyTimeout:   sc.ReadBodyTimeout.Duration,
+		IdleTimeout:       sc.IdleTimeout.Duration,
+	}
 }
 
 // oauthScheme describes v's tokens for the A2A card: the flows its issuer's metadata offers.
@@ -384,7 +399,7 @@ func A2AServerOptions(cfg *config.Config, version, url string, access Access, lo
 			return ""
 		}
 	}
-	return &a2a.ServerOptions{
+	o := &a2a.ServerOptions{
 		Caller:        caller,
 		OAuth:         oauth,
 		Name:          cfg.Agent.Name,
@@ -396,6 +411,10 @@ func A2AServerOptions(cfg *config.Config, version, url string, access Access, lo
 		InputTimeout:  cfg.Serve.InputTimeout.Duration,
 		Logger:        logger,
 	}
+	if so := cfg.Serve.OAuth; so != nil {
+		o.MaxTasksPerSubject = so.MaxTasksPerSubject
+	}
+	return o
 }
 
 // TaskStore returns db as the A2A server's task store.

@@ -12,6 +12,7 @@ import (
 	"github.com/agenthost/agenthost/builtin"
 	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/internal/httpedge"
 	"github.com/agenthost/agenthost/llm/openai"
 	"github.com/agenthost/agenthost/mcpserver"
 	"github.com/agenthost/agenthost/telemetry"
@@ -148,9 +149,12 @@ func TestMapping(t *testing.T) {
 	got := HTTPOptions(cfg.Serve, Access{Token: "tok"}, "127.0.0.1:1", nil)
 	if want := (&mcpserver.HTTPOptions{
 		Path: "/agent/mcp", Stateless: true, Token: "tok", ListenAddr: "127.0.0.1:1", AllowedHosts: []string{"agent.example.com"},
-		AllowedOrigins: []string{"https://app.example.com"}, MaxBodyBytes: 2048,
+		AllowedOrigins: []string{"https://app.example.com"}, MaxBodyBytes: 2048, SessionIdleTimeout: 30 * time.Minute,
 	}); !reflect.DeepEqual(got, want) {
 		t.Errorf("HTTPOptions = %+v\nwant %+v", got, want)
+	}
+	if to := Timeouts(cfg.Serve); *to != (httpedge.ServeOptions{ReadHeaderTimeout: 10 * time.Second, ReadBodyTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}) {
+		t.Errorf("Timeouts = %+v", to)
 	}
 }
 

@@ -1,0 +1,194 @@
+package httpedge
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// serve serves h on a loopback listener with opts until the test ends, and returns its address.
+func serve(t *testing.T, h http.Handler, opts *ServeOptions) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Serve(ctx, ln, h, opts) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return ln.Addr().String()
+}
+
+// closedWithin reports whether the server closes conn within wait: a read ends in EOF or a reset, not in the
+// test's own deadline. What the server wrote before closing is returned.
+func closedWithin(t *testing.T, conn net.Conn, wait time.Duration) (string, bool) {
+	t.Helper()
+	if err := conn.SetReadDeadline(time.Now().Add(wait)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(conn)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return string(got), false
+	}
+	return string(got), true
+}
+
+// TestServeCutsAHalfSentBody: a request whose headers came but whose body never ends has its connection closed
+// once the body's read deadline has passed, whatever the handler does with the error.
+func TestServeCutsAHalfSentBody(t *testing.T) {
+	readErr := make(chan error, 1)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, err := io.ReadAll(r.Body)
+		readErr <- err
+	})
+	addr := serve(t, h, &ServeOptions{ReadBodyTimeout: 200 * time.Millisecond})
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "POST / HTTP/1.1\r\nHost: localhost\r\nContent-Length: 100\r\n\r\n{\"half\":"); err != nil {
+		t.Fatal(err)
+	}
+	if _, closed := closedWithin(t, conn, 30*time.Second); !closed {
+		t.Fatal("the connection is still open after 30s; want it closed once the body's read deadline passed")
+	}
+	var ne net.Error
+	if err := <-readErr; !errors.As(err, &ne) || !ne.Timeout() {
+		t.Errorf("the handler read %v; want a timeout", err)
+	}
+}
+
+// TestServeKeepsStreamsPastTheBodyDeadline: once the body has been read, the response may stream for longer than
+// the body's deadline, and the request is not cancelled.
+func TestServeKeepsStreamsPastTheBodyDeadline(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := io.ReadAll(r.Body); err != nil {
+			t.Errorf("read body: %v", err)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		for i := range 4 {
+			// Past the body's deadline after the second event; a cancelled request would end the stream early.
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(150 * time.Millisecond):
+			}
+			_, _ = io.WriteString(w, "data: "+string(rune('0'+i))+"\n\n")
+			http.NewResponseController(w).Flush()
+		}
+		_, _ = io.WriteString(w, "data: end\n\n")
+	})
+	addr := serve(t, h, &ServeOptions{ReadBodyTimeout: 200 * time.Millisecond})
+	resp, err := http.Post("http://"+addr+"/", "application/json", strings.NewReader(`{"a":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(body), "data: 3") || !strings.Contains(string(body), "data: end") {
+		t.Errorf("stream %q; want all four events and the end", body)
+	}
+}
+
+// TestServeClosesIdleConnections: a kept-alive connection that sends no next request is closed after IdleTimeout.
+func TestServeClosesIdleConnections(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok") })
+	addr := serve(t, h, &ServeOptions{IdleTimeout: 200 * time.Millisecond})
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "GET / HTTP/1.1\r\nHost: localhost\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadAll(resp.Body); err != nil || resp.Close {
+		t.Fatalf("first response: %v, close %v; want a kept-alive connection", err, resp.Close)
+	}
+	if err := conn.SetReadDeadline(time.Now().Add(30 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := br.ReadByte(); err == nil {
+		t.Fatal("the server wrote more than its response")
+	} else if ne := net.Error(nil); errors.As(err, &ne) && ne.Timeout() {
+		t.Fatal("the idle connection is still open after 30s; want it closed after IdleTimeout")
+	}
+}
+
+// TestServeCutsSlowHeaders: headers that never end are cut after ReadHeaderTimeout.
+func TestServeCutsSlowHeaders(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { t.Error("the handler was called") })
+	addr := serve(t, h, &ServeOptions{ReadHeaderTimeout: 200 * time.Millisecond})
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "GET / HTTP/1.1\r\nHost: local"); err != nil {
+		t.Fatal(err)
+	}
+	// 5s: generous for 200ms, and short of the 10s default, so the option is seen to apply.
+	if _, closed := closedWithin(t, conn, 5*time.Second); !closed {
+		t.Fatal("the connection is still open after 5s; want it closed after ReadHeaderTimeout")
+	}
+}
+
+func TestSessions(t *testing.T) {
+	s := NewSessions(3)
+	a1, err := s.Open("session", "alice", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Open("session", "alice", 2); err != nil {
+		t.Fatal(err)
+	}
+	var le *LimitError
+	if _, err := s.Open("session", "alice", 2); !errors.As(err, &le) || le.Status != http.StatusTooManyRequests || !strings.Contains(le.Message, "limit of 2 open sessions") {
+		t.Fatalf("alice's third session: %v; want 429", err)
+	}
+	// Another kind has its own cap per subject, but the cap over all is shared.
+	if _, err := s.Open("task", "alice", 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Open("session", "bob", 2); !errors.As(err, &le) || le.Status != http.StatusServiceUnavailable || !strings.Contains(le.Message, "limit of 3") {
+		t.Fatalf("a fourth session: %v; want 503", err)
+	}
+	a1()
+	a1() // twice gives back one place
+	if s.Len() != 2 {
+		t.Fatalf("Len %d after one release; want 2", s.Len())
+	}
+	if _, err := s.Open("session", "bob", 2); err != nil {
+		t.Fatalf("after a release: %v", err)
+	}
+	if _, err := s.Open("session", "", 0); !errors.As(err, &le) || le.Status != http.StatusServiceUnavailable {
+		t.Fatalf("full again: %v; want 503", err)
+	}
+	var none *Sessions
+	if release, err := none.Open("session", "x", 1); err != nil || release == nil {
+		t.Fatalf("nil Sessions: %v", err)
+	}
+}
