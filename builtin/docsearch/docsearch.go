@@ -23,6 +23,8 @@ import (
 	"unicode"
 
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
+
+	"github.com/agenthost/agenthost/internal/statedir"
 )
 
 // schemaVersion is the version of the tables below; an index written by a newer one is refused.
@@ -48,7 +50,8 @@ var DefaultExtensions = []string{".md", ".markdown", ".txt", ".html", ".htm"}
 
 // Options configures an Index.
 type Options struct {
-	// Path is the database file; its directory is created.
+	// Path is the database file. Its directory is created (0700) when missing, the file and its -wal and -shm are
+	// made 0600 (an existing one readable by others is tightened, with a warning).
 	Path string
 	// Roots are the directories indexed.
 	Roots []string
@@ -98,7 +101,8 @@ func Open(opts *Options) (*Index, error) {
 	for _, e := range exts {
 		ix.exts[strings.ToLower(e)] = true
 	}
-	if err := os.MkdirAll(filepath.Dir(opts.Path), 0o700); err != nil {
+	// The index holds the documents' text: it is made private before SQLite opens it, as the state database is.
+	if err := statedir.PrepareSQLite(opts.Path, ix.logger); err != nil {
 		return nil, fmt.Errorf("docsearch: %w", err)
 	}
 	dsn := "file:" + opts.Path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"

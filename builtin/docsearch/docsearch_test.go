@@ -1,13 +1,16 @@
 package docsearch
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -273,5 +276,43 @@ func TestIndexCancel(t *testing.T) {
 	}
 	if st := refresh(t, ix); st.Indexed != 1200-batchSize {
 		t.Errorf("the next refresh %+v", st)
+	}
+}
+
+// The index holds the documents' text: it, its -wal and -shm, and its directory are private whatever the umask,
+// and an index left readable by others is tightened once, with a warning. The umask is process-wide: this test is
+// not parallel, and none of this package is.
+func TestIndexFilesPrivate(t *testing.T) {
+	old := syscall.Umask(0o022)
+	t.Cleanup(func() { syscall.Umask(old) })
+	docs := t.TempDir()
+	write(t, docs, "a.md", "# Salaries\n\nconfidential figures")
+	dir := filepath.Join(t.TempDir(), "state")
+	path := filepath.Join(dir, "docs.db")
+	ix := open(t, Options{Path: path, Roots: []string{docs}})
+	refresh(t, ix)
+	want := map[string]os.FileMode{dir: 0o700, path: 0o600, path + "-wal": 0o600, path + "-shm": 0o600}
+	for p, m := range want {
+		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != m {
+			t.Errorf("%s: %v, %v, want %#o", p, fi.Mode(), err, m)
+		}
+	}
+	ix.Close()
+
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	for range 2 {
+		ix := open(t, Options{Path: path, Roots: []string{docs}, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		ix.Close()
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("reopened: %v, %v", fi.Mode(), err)
+	}
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	if len(lines) != 1 || !strings.Contains(lines[0], "level=WARN") || !strings.Contains(lines[0], "path="+path) ||
+		!strings.Contains(lines[0], "mode=0644") {
+		t.Errorf("want one warning naming the index and its old mode:\n%s", logs.String())
 	}
 }
