@@ -220,6 +220,13 @@ refresh_interval = "0s"
 			t.Fatalf("index %s: exit %d, want %q\n%s%s", agent, r.code, want, r.stdout, r.stderr)
 		}
 	}
+	// They hold the documents' text: private, as the state database is.
+	for p, want := range map[string]os.FileMode{filepath.Join(state, "agenthost"): 0o700,
+		filepath.Join(state, "agenthost", "newbie.docsearch.db"): 0o600} {
+		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != want {
+			t.Errorf("%s: %v, %v, want %#o", p, fi.Mode(), err, want)
+		}
+	}
 
 	// Sharing one file, indexing the other agent's documents leaves the first agent's.
 	newbie, other := config("newbie", "shared.db"), config("other", "shared.db")
