@@ -35,6 +35,9 @@ type Options struct {
 	// StateDir is agenthost's state directory, where doc_search keeps its index unless DocSearch.Index is set;
 	// "" means DefaultStateDir().
 	StateDir string
+	// Agent is the agent's name, which names doc_search's index in StateDir, so that each agent has its own; ""
+	// means one index, docsearch.db, for every agent that does not give a name.
+	Agent string
 
 	FetchURL  FetchURLOptions
 	WebSearch WebSearchOptions
@@ -92,7 +95,8 @@ type DocSearchOptions struct {
 	Roots []string
 	// Extensions are the file extensions indexed, with their dot; nil means .md, .markdown, .txt, .html, .htm.
 	Extensions []string
-	// Index is the database file; "" means docsearch.db in the state directory.
+	// Index is the database file; "" means "<agent>.docsearch.db" in the state directory (see Options.Agent). Agents
+	// sharing a file keep their documents apart by root.
 	Index string
 	// RefreshInterval is how often the index is brought up to date in the background; 0 means 5m, negative
 	// means only at start-up.
@@ -119,8 +123,9 @@ func DefaultStateDir() (string, error) {
 	return dir, nil
 }
 
-// DocSearchIndex returns the path of doc_search's database: DocSearch.Index, else docsearch.db in the state
-// directory.
+// DocSearchIndex returns the path of doc_search's database: DocSearch.Index, else "<agent>.docsearch.db" in the
+// state directory (the agent's state database is "<agent>.db": an agent's name has no dot, so the two never meet),
+// or docsearch.db when Agent is "".
 func (o *Options) DocSearchIndex() (string, error) {
 	if o.DocSearch.Index != "" {
 		return o.DocSearch.Index, nil
@@ -132,7 +137,11 @@ func (o *Options) DocSearchIndex() (string, error) {
 			return "", err
 		}
 	}
-	return filepath.Join(dir, "docsearch.db"), nil
+	name := "docsearch.db"
+	if o.Agent != "" {
+		name = o.Agent + "." + name
+	}
+	return filepath.Join(dir, name), nil
 }
 
 // env is what a tool constructor gets: Options with the defaults filled in, and the Toolset's hooks.

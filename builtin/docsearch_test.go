@@ -32,6 +32,7 @@ func TestDocSearch(t *testing.T) {
 	var logs testwait.Buffer
 	ts, err := New([]string{"doc_search"}, &Options{
 		StateDir:  state,
+		Agent:     "newbie",
 		Logger:    slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		DocSearch: DocSearchOptions{Roots: []string{docs}, RefreshInterval: 50 * time.Millisecond, MaxResults: 1},
 	})
@@ -43,8 +44,8 @@ func TestDocSearch(t *testing.T) {
 	if st := ts.Statuses()[0]; st.Tool != "doc_search" || !strings.HasPrefix(st.Detail, "3 documents, indexed ") {
 		t.Errorf("status %+v", st)
 	}
-	if _, err := os.Stat(filepath.Join(state, "docsearch.db")); err != nil {
-		t.Errorf("the index is not in the state directory: %v", err)
+	if _, err := os.Stat(filepath.Join(state, "newbie.docsearch.db")); err != nil {
+		t.Errorf("the index is not the agent's in the state directory: %v", err)
 	}
 	if !strings.Contains(logs.String(), "msg=\"doc_search: indexed\" documents=3") {
 		t.Errorf("log:\n%s", logs.String())
@@ -128,5 +129,25 @@ func TestDocSearchNew(t *testing.T) {
 	})
 	if _, err := os.Stat(filepath.Join(dir, "ix.db")); err != nil {
 		t.Errorf("the index option was not used: %v", err)
+	}
+}
+
+// Each agent has its own index by default, named like its state database but never the same file.
+func TestDocSearchIndexPath(t *testing.T) {
+	state := t.TempDir()
+	tests := []struct {
+		opts Options
+		want string
+	}{
+		{Options{StateDir: state, Agent: "newbie"}, filepath.Join(state, "newbie.docsearch.db")},
+		{Options{StateDir: state, Agent: "other"}, filepath.Join(state, "other.docsearch.db")},
+		{Options{StateDir: state, Agent: "newbie-docsearch"}, filepath.Join(state, "newbie-docsearch.docsearch.db")},
+		{Options{StateDir: state}, filepath.Join(state, "docsearch.db")},
+		{Options{StateDir: state, Agent: "newbie", DocSearch: DocSearchOptions{Index: "/x/shared.db"}}, "/x/shared.db"},
+	}
+	for _, tt := range tests {
+		if got, err := tt.opts.DocSearchIndex(); err != nil || got != tt.want {
+			t.Errorf("%q: %s, %v, want %s", tt.opts.Agent, got, err, tt.want)
+		}
 	}
 }

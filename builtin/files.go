@@ -162,6 +162,17 @@ func (fr *fileRoots) resolve(p string) (target, error) {
 	return target{}, fmt.Errorf("%s is outside the allowed roots (%s)", p, fr.list())
 }
 
+// within reports whether dest, the text of a symbolic link in the directory dir of root r, names a place inside
+// the roots, as written: a link leading out is not shown.
+func (fr *fileRoots) within(r *fileRoot, dir, dest string) bool {
+	if !filepath.IsAbs(dest) {
+		rel := filepath.Join(filepath.FromSlash(dir), dest)
+		return rel == "." || filepath.IsLocal(rel)
+	}
+	_, err := fr.resolve(dest)
+	return err == nil
+}
+
 // explain turns an error of the root into words for the model.
 func (fr *fileRoots) explain(t target, err error) error {
 	name := fr.show(t)
@@ -173,14 +184,16 @@ func (fr *fileRoots) explain(t target, err error) error {
 	case errors.Is(err, syscall.ENOTDIR):
 		return fmt.Errorf("%s is not a directory", name)
 	}
-	// os.Root's error for an escape is not exported; a symlink leading out is the one way to reach it.
+	// os.Root's error for an escape is not exported; a symlink leading out is the one way to reach it. Where it
+	// leads is not said: what lies outside the roots is none of the model's business.
+	escapes := strings.Contains(err.Error(), "escapes")
 	if real, rerr := filepath.EvalSymlinks(filepath.Join(t.root.real, filepath.FromSlash(t.rel))); rerr == nil {
 		if rel, _ := filepath.Rel(t.root.real, real); !filepath.IsLocal(rel) && rel != "." {
-			return fmt.Errorf("%s is a symbolic link to %s, outside the allowed roots (%s)", name, real, fr.list())
+			escapes = true
 		}
 	}
-	if strings.Contains(err.Error(), "escapes") {
-		return fmt.Errorf("%s leads outside the allowed roots (%s)", name, fr.list())
+	if escapes {
+		return fmt.Errorf("%s leads outside the allowed roots (%s) through a symbolic link", name, fr.list())
 	}
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
@@ -437,8 +450,11 @@ func (t listDir) Call(ctx context.Context, args json.RawMessage, _ *host.Call) (
 			fmt.Fprintf(&b, "%s/\n", ent.Name())
 		case m&fs.ModeSymlink != 0:
 			dest, err := tg.root.root.Readlink(rel)
-			if err != nil {
+			switch {
+			case err != nil:
 				dest = "?"
+			case !t.roots.within(tg.root, path.Dir(rel), dest):
+				dest = "(outside the allowed roots)"
 			}
 			fmt.Fprintf(&b, "%s -> %s\n", ent.Name(), dest)
 		case m.IsRegular():

@@ -138,6 +138,7 @@ func TestFilesRefusals(t *testing.T) {
 	must(os.Symlink(filepath.Join(outside, "dir"), filepath.Join(dir, "escape-dir")))
 	must(os.Symlink("ok.txt", filepath.Join(dir, "inside-link.txt")))
 	must(os.Symlink("/dev/zero", filepath.Join(dir, "zero")))
+	must(os.Symlink(filepath.Join(outside, "missing"), filepath.Join(dir, "dangling")))
 	must(syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o644))
 	tools := fileTools(t, FilesOptions{Roots: []string{dir}, MaxFileBytes: 1024})
 	roots := "(" + dir + ")"
@@ -149,11 +150,12 @@ func TestFilesRefusals(t *testing.T) {
 		{"read_file", `{"path":"sub/../../x"}`, "sub/../../x is outside the allowed roots " + roots},
 		{"read_file", `{"path":"` + filepath.Join(outside, "secret.txt") + `"}`, filepath.Join(outside, "secret.txt") + " is outside the allowed roots " + roots},
 		{"read_file", `{"path":"/etc/passwd"}`, "/etc/passwd is outside the allowed roots " + roots},
-		{"read_file", `{"path":"escape.txt"}`, "escape.txt is a symbolic link to " + filepath.Join(outside, "secret.txt") + ", outside the allowed roots " + roots},
-		{"read_file", `{"path":"escape-dir/s.txt"}`, "escape-dir/s.txt is a symbolic link to " + filepath.Join(outside, "dir/s.txt") + ", outside the allowed roots " + roots},
-		{"list_dir", `{"path":"escape-dir"}`, "escape-dir is a symbolic link to " + filepath.Join(outside, "dir") + ", outside the allowed roots " + roots},
-		{"search_files", `{"pattern":"secret","path":"escape-dir"}`, "escape-dir is a symbolic link to " + filepath.Join(outside, "dir") + ", outside the allowed roots " + roots},
-		{"read_file", `{"path":"zero"}`, "zero is a symbolic link to /dev/zero, outside the allowed roots " + roots},
+		{"read_file", `{"path":"escape.txt"}`, "escape.txt leads outside the allowed roots " + roots + " through a symbolic link"},
+		{"read_file", `{"path":"escape-dir/s.txt"}`, "escape-dir/s.txt leads outside the allowed roots " + roots + " through a symbolic link"},
+		{"list_dir", `{"path":"escape-dir"}`, "escape-dir leads outside the allowed roots " + roots + " through a symbolic link"},
+		{"search_files", `{"pattern":"secret","path":"escape-dir"}`, "escape-dir leads outside the allowed roots " + roots + " through a symbolic link"},
+		{"read_file", `{"path":"zero"}`, "zero leads outside the allowed roots " + roots + " through a symbolic link"},
+		{"read_file", `{"path":"dangling"}`, "dangling leads outside the allowed roots " + roots + " through a symbolic link"},
 		{"read_file", `{"path":"fifo"}`, "fifo is a named pipe, not a file that can be read"},
 		{"read_file", `{"path":"big.txt"}`, "big.txt is 2.0 KiB, over the 1.0 KiB limit of the file tools"},
 		{"read_file", `{"path":"bin.dat"}`, "bin.dat is a binary file (9 bytes), not text: read_file reads text files only"},
@@ -182,6 +184,10 @@ func TestFilesRefusals(t *testing.T) {
 			if strings.Contains(res.Text, "secret\n") {
 				t.Error("the refused file's content reached the result")
 			}
+			// Where a link leads out of the roots is not said, unless the model gave that path itself.
+			if !strings.Contains(tt.args, outside) && (strings.Contains(res.Text, outside) || strings.Contains(res.Text, "/dev/zero")) {
+				t.Error("the result names a place outside the roots")
+			}
 		})
 	}
 
@@ -198,12 +204,17 @@ func TestFilesRefusals(t *testing.T) {
 
 func TestListDir(t *testing.T) {
 	dir := fileTree(t, map[string]string{"b.txt": "hello\n", "a/x.md": "", ".hidden": "h"})
-	if err := os.Symlink("b.txt", filepath.Join(dir, "link")); err != nil {
-		t.Fatal(err)
+	// Links are shown with where they lead, unless that is outside the roots.
+	for link, dest := range map[string]string{"link": "b.txt", "a/up": "../b.txt", "a/out": "../../etc", "passwd": "/etc/passwd",
+		"abs": filepath.Join(dir, "b.txt")} {
+		if err := os.Symlink(dest, filepath.Join(dir, filepath.FromSlash(link))); err != nil {
+			t.Fatal(err)
+		}
 	}
 	tools := fileTools(t, FilesOptions{Roots: []string{dir}})
 	res := callTool(t, tools["list_dir"], `{}`)
-	want := ".: 4 entries\n.hidden  (1 bytes)\na/\nb.txt  (6 bytes)\nlink -> b.txt\n"
+	want := ".: 6 entries\n.hidden  (1 bytes)\na/\nabs -> " + filepath.Join(dir, "b.txt") + "\nb.txt  (6 bytes)\nlink -> b.txt\n" +
+		"passwd -> (outside the allowed roots)\n"
 	if res.IsError || res.Text != want {
 		t.Errorf("list_dir: %q\nwant %q", res.Text, want)
 	}
@@ -211,12 +222,12 @@ func TestListDir(t *testing.T) {
 		t.Errorf("references %+v", res.References)
 	}
 	res = callTool(t, tools["list_dir"], `{"path":"a"}`)
-	if res.Text != "a: 1 entries\nx.md  (0 bytes)\n" {
+	if res.Text != "a: 3 entries\nout -> (outside the allowed roots)\nup -> ../b.txt\nx.md  (0 bytes)\n" {
 		t.Errorf("list_dir a: %q", res.Text)
 	}
 
 	capped := fileTools(t, FilesOptions{Roots: []string{dir}, MaxResults: 2})
-	if res := callTool(t, capped["list_dir"], `{"path":"."}`); res.Text != ".: 4 entries\n.hidden  (1 bytes)\na/\n... and 2 more\n" {
+	if res := callTool(t, capped["list_dir"], `{"path":"."}`); res.Text != ".: 6 entries\n.hidden  (1 bytes)\na/\n... and 4 more\n" {
 		t.Errorf("capped: %q", res.Text)
 	}
 }

@@ -196,7 +196,7 @@ type DocSearch struct {
 	Roots []string
 	// Extensions are the file extensions indexed; default .md, .markdown, .txt, .html, .htm.
 	Extensions []string
-	// Index is the database file; default docsearch.db in agenthost's state directory.
+	// Index is the database file; default "<agent>.docsearch.db" in agenthost's state directory.
 	Index string
 	// RefreshInterval is how often the index is updated in the background: default 5m; "0s" updates it at
 	// start-up only.

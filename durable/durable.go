@@ -27,6 +27,7 @@ import (
 	_ "github.com/dbos-inc/dbos-transact-golang/dbos/driver/sqlite" // SQLite system databases
 
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/internal/statedir"
 	"github.com/agenthost/agenthost/store"
 	"github.com/agenthost/agenthost/telemetry"
 )
@@ -151,6 +152,9 @@ func New(ctx context.Context, orch *host.Orchestrator, opts Options) (*Engine, e
 	e.executor = cfg.ExecutorID
 	switch {
 	case opts.SQLitePath != "":
+		if err := statedir.PrepareSQLite(opts.SQLitePath, logger); err != nil { // the runs' inputs are private
+			return nil, fmt.Errorf("durable: %w", err)
+		}
 		db, err := sql.Open("sqlite", store.SQLiteDSN(opts.SQLitePath)) // DBOS closes it at Shutdown
 		if err != nil {
 			return nil, fmt.Errorf("durable: %w", err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/oauth2"
+
+	"github.com/agenthost/agenthost/internal/statedir"
 )
 
 // Grant is what a login to one server leaves: the client it used, the authorization server's endpoints, and the
@@ -75,12 +78,20 @@ type Store interface {
 // memory. Several processes may share it; the last save wins.
 type FileStore struct {
 	Path string
-	mu   sync.Mutex
+	// Logger receives the warning that the file was readable by others, when it is tightened; nil discards it.
+	Logger *slog.Logger
+
+	mu sync.Mutex
 }
 
 var _ Store = (*FileStore)(nil)
 
 func (f *FileStore) read() (map[string]*Grant, error) {
+	// A file left readable by others (by an older agenthost, or copied in) is made private before its tokens are
+	// read.
+	if err := statedir.TightenFile(f.Path, f.Logger); err != nil {
+		return nil, err
+	}
 	b, err := os.ReadFile(f.Path)
 	if errors.Is(err, os.ErrNotExist) {
 		return map[string]*Grant{}, nil
@@ -100,7 +111,7 @@ func (f *FileStore) write(grants map[string]*Grant) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(f.Path), 0o700); err != nil {
+	if err := statedir.MkdirPrivate(filepath.Dir(f.Path)); err != nil {
 		return err
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(f.Path), ".grants-*")

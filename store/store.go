@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
-	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -36,7 +35,9 @@ const (
 type Options struct {
 	// Backend is SQLite or Postgres.
 	Backend string
-	// Path is the SQLite file. Its directory is created (0700) when missing. Required for SQLite.
+	// Path is the SQLite file. Its directory is created (0700) when missing, the file and its -wal, -shm and
+	// -journal are made 0600 (an existing one readable by others is tightened, with a warning). Required for
+	// SQLite.
 	Path string
 	// DSN is the Postgres connection string. Required for Postgres; never logged.
 	DSN string
@@ -110,7 +111,9 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 			return nil, errors.New("store: no SQLite file given")
 		}
 		s.where = opts.Where()
-		if err := os.MkdirAll(filepath.Dir(opts.Path), 0o700); err != nil {
+		// Conversations are private: the file is made 0600 before SQLite opens it, which then gives its -wal,
+		// -shm and -journal the same mode.
+		if err := statedir.PrepareSQLite(opts.Path, s.logger); err != nil {
 			return nil, fmt.Errorf("store: %w", err)
 		}
 		s.db, err = sql.Open("sqlite", SQLiteDSN(opts.Path))
@@ -138,12 +141,6 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 	if err := s.prepare(ctx); err != nil {
 		s.Close()
 		return nil, err
-	}
-	if opts.Backend == SQLite {
-		if err := os.Chmod(opts.Path, 0o600); err != nil { // conversations are private
-			s.db.Close()
-			return nil, fmt.Errorf("store: %w", err)
-		}
 	}
 	return s, nil
 }

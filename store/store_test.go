@@ -1,14 +1,18 @@
 package store
 
 import (
+	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -341,5 +345,86 @@ func TestOpenErrors(t *testing.T) {
 		if err != nil && strings.Contains(err.Error(), "secret") {
 			t.Errorf("the error shows the password: %v", err)
 		}
+	}
+}
+
+// withUmask sets the process's umask for the test. The umask is process-wide: the tests of this package that
+// call it are not parallel, and none of this package is.
+func withUmask(t *testing.T, mask int) {
+	old := syscall.Umask(mask)
+	t.Cleanup(func() { syscall.Umask(old) })
+}
+
+func TestSQLiteFilesPrivate(t *testing.T) {
+	withUmask(t, 0o022)
+	dir := filepath.Join(t.TempDir(), "state")
+	path := filepath.Join(dir, "agent.db")
+	db, err := Open(t.Context(), Options{Backend: SQLite, Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	id, err := db.Create(t.Context(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Append(t.Context(), id, 0, []llm.Message{{Role: llm.RoleUser, Content: "a private prompt"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	// While the database is open, the prompt is in the write-ahead log, which must be as private as the file.
+	want := map[string]os.FileMode{dir: 0o700, path: 0o600, path + "-wal": 0o600, path + "-shm": 0o600}
+	for p, m := range want {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != m {
+			t.Errorf("%s: mode %#o, want %#o", p, fi.Mode().Perm(), m)
+		}
+	}
+	if b, _ := os.ReadFile(path + "-wal"); !strings.Contains(string(b), "a private prompt") {
+		t.Error("the prompt is not in the -wal file: the test checks the wrong file")
+	}
+}
+
+func TestSQLiteFileTightened(t *testing.T) {
+	withUmask(t, 0o022)
+	path := filepath.Join(t.TempDir(), "agent.db")
+	// A database an older agenthost left readable by others, with its -wal.
+	old, err := sql.Open("sqlite", SQLiteDSN(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.Exec(`CREATE TABLE t (x TEXT)`); err != nil {
+		t.Fatal(err)
+	}
+	old.Close()
+	if err := os.WriteFile(path+"-wal", nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{path, path + "-wal"} {
+		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != 0o644 {
+			t.Fatalf("%s: %v, %v: the test needs a file readable by others", p, fi.Mode(), err)
+		}
+	}
+	var logs bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&logs, nil))
+	for range 2 {
+		db, err := Open(t.Context(), Options{Backend: SQLite, Path: path, Logger: logger})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Create(t.Context(), ""); err != nil {
+			t.Fatal(err)
+		}
+		db.Close()
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("after Open: %v, %v", fi.Mode(), err)
+	}
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], "level=WARN") || !strings.Contains(lines[0], "path="+path+" ") ||
+		!strings.Contains(lines[0], "mode=0644") || !strings.Contains(lines[1], "path="+path+"-wal") {
+		t.Errorf("want one warning for the file and one for its -wal, naming the old mode, once:\n%s", logs.String())
 	}
 }

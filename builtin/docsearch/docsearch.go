@@ -3,6 +3,12 @@
 //
 // The database is one file, written through modernc.org/sqlite (pure Go). Searches run while a refresh writes:
 // the database is in WAL mode, and a refresh commits in batches, so an interrupted one keeps what it did.
+//
+// An index file may be shared by several agents with different roots: each document is kept with the root it was
+// found under, and an Index searches, counts, refreshes and removes only the documents of its own roots.
+//
+// Files are read as the file tools read them: through an os.Root of their root, never following a symbolic link
+// put in a file's place, only regular files, and never more than the size cap.
 package docsearch
 
 import (
@@ -11,31 +17,39 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 	"unicode"
 
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
+
+	"github.com/agenthost/agenthost/internal/statedir"
 )
 
 // schemaVersion is the version of the tables below; an index written by a newer one is refused.
-const schemaVersion = 1
+// Version 2 added the documents' roots. An index of an older version is rebuilt: it holds nothing the files
+// do not.
+const schemaVersion = 2
 
 const schema = `
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS docs (
 	id    INTEGER PRIMARY KEY,
-	path  TEXT NOT NULL UNIQUE,
+	root  TEXT NOT NULL,
+	path  TEXT NOT NULL,
 	size  INTEGER NOT NULL,
 	mtime INTEGER NOT NULL,
-	title TEXT NOT NULL
+	title TEXT NOT NULL,
+	UNIQUE (root, path)
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(title, body, tokenize = 'porter unicode61 remove_diacritics 2');
 `
@@ -48,14 +62,16 @@ var DefaultExtensions = []string{".md", ".markdown", ".txt", ".html", ".htm"}
 
 // Options configures an Index.
 type Options struct {
-	// Path is the database file; its directory is created.
+	// Path is the database file. Its directory is created (0700) when missing, the file and its -wal and -shm are
+	// made 0600 (an existing one readable by others is tightened, with a warning).
 	Path string
-	// Roots are the directories indexed.
+	// Roots are the directories indexed. The Index searches, counts and removes only the documents found under
+	// them: other agents sharing the file keep theirs.
 	Roots []string
 	// Extensions are the extensions of the files indexed, with their dot, matched without regard to case; nil
 	// means DefaultExtensions.
 	Extensions []string
-	// MaxFileBytes is the size above which a file is skipped; 0 means 10 MiB.
+	// MaxFileBytes is the size above which a file is skipped, never read in part; 0 means 10 MiB.
 	MaxFileBytes int64
 	// Logger receives the progress of refreshes; nil discards it.
 	Logger *slog.Logger
@@ -66,6 +82,8 @@ type Index struct {
 	db       *sql.DB
 	path     string
 	roots    []string
+	inRoots  string // the SQL list of the roots' placeholders, "(?, ?)"
+	rootArgs []any  // the roots, for inRoots
 	exts     map[string]bool
 	maxBytes int64
 	logger   *slog.Logger
@@ -89,8 +107,12 @@ func Open(opts *Options) (*Index, error) {
 		if err != nil {
 			return nil, fmt.Errorf("docsearch: root %s: %w", r, err)
 		}
-		ix.roots = append(ix.roots, abs)
+		if !slices.Contains(ix.roots, abs) {
+			ix.roots = append(ix.roots, abs)
+			ix.rootArgs = append(ix.rootArgs, abs)
+		}
 	}
+	ix.inRoots = "(" + strings.TrimSuffix(strings.Repeat("?, ", len(ix.roots)), ", ") + ")"
 	exts := opts.Extensions
 	if exts == nil {
 		exts = DefaultExtensions
@@ -98,7 +120,8 @@ func Open(opts *Options) (*Index, error) {
 	for _, e := range exts {
 		ix.exts[strings.ToLower(e)] = true
 	}
-	if err := os.MkdirAll(filepath.Dir(opts.Path), 0o700); err != nil {
+	// The index holds the documents' text: it is made private before SQLite opens it, as the state database is.
+	if err := statedir.PrepareSQLite(opts.Path, ix.logger); err != nil {
 		return nil, fmt.Errorf("docsearch: %w", err)
 	}
 	dsn := "file:" + opts.Path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"
@@ -115,22 +138,30 @@ func Open(opts *Options) (*Index, error) {
 }
 
 func (ix *Index) migrate() error {
-	if _, err := ix.db.Exec(schema); err != nil {
+	if _, err := ix.db.Exec(`CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)`); err != nil {
 		return err
 	}
 	var v string
 	err := ix.db.QueryRow(`SELECT value FROM meta WHERE key = 'schema'`).Scan(&v)
-	switch {
+	switch n, _ := strconv.Atoi(v); {
 	case errors.Is(err, sql.ErrNoRows):
-		_, err = ix.db.Exec(`INSERT INTO meta (key, value) VALUES ('schema', ?)`, strconv.Itoa(schemaVersion))
-		return err
 	case err != nil:
 		return err
-	}
-	if n, _ := strconv.Atoi(v); n != schemaVersion {
+	case n > schemaVersion || n < 1:
 		return fmt.Errorf("the index has schema version %s, and this agenthost reads version %d: delete the file to rebuild it", v, schemaVersion)
+	case n < schemaVersion:
+		// The next refresh reads every document again.
+		ix.logger.Info("doc_search: the index is rebuilt for this version of agenthost", "path", ix.path, "version", n)
+		if _, err := ix.db.Exec(`DROP TABLE IF EXISTS docs; DROP TABLE IF EXISTS fts`); err != nil {
+			return err
+		}
 	}
-	return nil
+	if _, err := ix.db.Exec(schema); err != nil {
+		return err
+	}
+	_, err = ix.db.Exec(`INSERT INTO meta (key, value) VALUES ('schema', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
+		strconv.Itoa(schemaVersion))
+	return err
 }
 
 // Close closes the database.
@@ -150,12 +181,17 @@ type Stats struct {
 	Duration                           time.Duration
 }
 
-// file is a document found under the roots.
+// file is a document found under the roots: its root, its path inside the root (slash-separated), and its
+// absolute path.
 type file struct {
-	path  string
-	size  int64
-	mtime int64
+	root      string
+	rel, path string
+	size      int64
+	mtime     int64
 }
+
+// key identifies a document in the index: the same file found under two roots is two documents.
+func (f file) key() string { return f.root + "\x00" + f.path }
 
 // stored is a document as the index has it.
 type stored struct {
@@ -171,7 +207,20 @@ func (ix *Index) Refresh(ctx context.Context, progress func(Progress)) (Stats, e
 	defer ix.refreshing.Unlock()
 	start := time.Now()
 	var st Stats
-	files, err := ix.scan(ctx)
+	roots := make(map[string]*os.Root, len(ix.roots))
+	defer func() {
+		for _, r := range roots {
+			r.Close()
+		}
+	}()
+	for _, dir := range ix.roots {
+		r, err := os.OpenRoot(dir)
+		if err != nil {
+			return st, fmt.Errorf("docsearch: %w", err)
+		}
+		roots[dir] = r
+	}
+	files, err := ix.scan(ctx, roots)
 	if err != nil {
 		return st, err
 	}
@@ -186,10 +235,10 @@ func (ix *Index) Refresh(ctx context.Context, progress func(Progress)) (Stats, e
 		if err := ctx.Err(); err != nil {
 			return st, err
 		}
-		old, ok := known[f.path]
-		delete(known, f.path)
+		old, ok := known[f.key()]
+		delete(known, f.key())
 		if !ok || old.size != f.size || old.mtime != f.mtime {
-			doc, err := ix.read(f)
+			doc, err := ix.read(roots[f.root], &f)
 			switch {
 			case err != nil:
 				st.Skipped++
@@ -226,46 +275,49 @@ func (ix *Index) Refresh(ctx context.Context, progress func(Progress)) (Stats, e
 	return st, nil
 }
 
-// scan lists the files under the roots with an indexed extension, in path order. Symbolic links are not
-// followed, hidden directories are skipped, and a root that cannot be read is an error.
-func (ix *Index) scan(ctx context.Context) ([]file, error) {
+// scan lists the files under the roots with an indexed extension, in path order (then root order, when roots
+// overlap). Symbolic links are not followed, hidden directories are skipped, and a root that cannot be read is an
+// error.
+func (ix *Index) scan(ctx context.Context, roots map[string]*os.Root) ([]file, error) {
 	var files []file
 	for _, root := range ix.roots {
-		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		err := fs.WalkDir(roots[root].FS(), ".", func(rel string, d fs.DirEntry, err error) error {
 			if ctxErr := ctx.Err(); ctxErr != nil {
 				return ctxErr
 			}
+			p := filepath.Join(root, filepath.FromSlash(rel))
 			switch {
-			case err != nil && p == root:
+			case err != nil && rel == ".":
 				return err
 			case err != nil:
 				ix.logger.Debug("doc_search: skipped", "path", p, "why", err)
 				return nil
 			case d.IsDir():
-				if p != root && strings.HasPrefix(d.Name(), ".") {
-					return filepath.SkipDir
+				if rel != "." && strings.HasPrefix(d.Name(), ".") {
+					return fs.SkipDir
 				}
 				return nil
-			case !d.Type().IsRegular() || !ix.exts[strings.ToLower(filepath.Ext(p))]:
+			case !d.Type().IsRegular() || !ix.exts[strings.ToLower(path.Ext(rel))]:
 				return nil
 			}
 			fi, err := d.Info()
 			if err != nil {
 				return nil
 			}
-			files = append(files, file{path: p, size: fi.Size(), mtime: fi.ModTime().UnixNano()})
+			files = append(files, file{root: root, rel: rel, path: p, size: fi.Size(), mtime: fi.ModTime().UnixNano()})
 			return nil
 		})
 		if err != nil {
-			return nil, fmt.Errorf("docsearch: %w", err)
+			return nil, fmt.Errorf("docsearch: %s: %w", root, err)
 		}
 	}
-	slices.SortFunc(files, func(a, b file) int { return strings.Compare(a.path, b.path) })
-	return slices.CompactFunc(files, func(a, b file) bool { return a.path == b.path }), nil
+	slices.SortStableFunc(files, func(a, b file) int { return strings.Compare(a.path, b.path) })
+	return files, nil
 }
 
+// stored returns the documents of the roots in the index, by key.
 func (ix *Index) stored(ctx context.Context) (map[string]stored, error) {
-	rows, err := ix.db.QueryContext(ctx, `SELECT id, path, size, mtime FROM docs`)
+	rows, err := ix.db.QueryContext(ctx, `SELECT id, root, path, size, mtime FROM docs WHERE root IN `+ix.inRoots, ix.rootArgs...)
 	if err != nil {
 		return nil, fmt.Errorf("docsearch: %w", err)
 	}
@@ -273,24 +325,56 @@ func (ix *Index) stored(ctx context.Context) (map[string]stored, error) {
 	m := map[string]stored{}
 	for rows.Next() {
 		var s stored
-		var p string
-		if err := rows.Scan(&s.id, &p, &s.size, &s.mtime); err != nil {
+		var f file
+		if err := rows.Scan(&s.id, &f.root, &f.path, &s.size, &s.mtime); err != nil {
 			return nil, fmt.Errorf("docsearch: %w", err)
 		}
-		m[p] = s
+		m[f.key()] = s
 	}
 	return m, rows.Err()
 }
 
-// read reads and extracts one file.
-func (ix *Index) read(f file) (document, error) {
+// testHookBeforeRead, when set, runs between the scan that found a file and its read.
+var testHookBeforeRead func(path string)
+
+// read reads and extracts the file f of root, setting its size and time to those of what was read. The file may
+// have changed since the scan found it: what is read is the regular file at f.rel when it is opened, never a
+// symbolic link's target (os.Root would follow one that stays inside the root, and refuses one that leads out), a
+// named pipe (opened without blocking) or a device, and never more than the size cap.
+func (ix *Index) read(root *os.Root, f *file) (document, error) {
 	if f.size > ix.maxBytes {
 		return document{}, fmt.Errorf("%d bytes, over the %d-byte limit", f.size, ix.maxBytes)
 	}
-	data, err := os.ReadFile(f.path)
+	if testHookBeforeRead != nil {
+		testHookBeforeRead(f.path)
+	}
+	h, err := root.OpenFile(f.rel, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return document{}, err
 	}
+	defer h.Close()
+	fi, err := h.Stat()
+	if err != nil {
+		return document{}, err
+	}
+	if !fi.Mode().IsRegular() {
+		return document{}, errors.New("not a regular file")
+	}
+	// The entry at f.rel must be the file opened, not a link to it.
+	if li, err := root.Lstat(f.rel); err != nil || !os.SameFile(fi, li) {
+		return document{}, errors.New("replaced by a symbolic link or another file while it was read")
+	}
+	if fi.Size() > ix.maxBytes {
+		return document{}, fmt.Errorf("%d bytes, over the %d-byte limit", fi.Size(), ix.maxBytes)
+	}
+	data, err := io.ReadAll(io.LimitReader(h, ix.maxBytes+1)) // it may grow while it is read
+	if err != nil {
+		return document{}, err
+	}
+	if int64(len(data)) > ix.maxBytes {
+		return document{}, fmt.Errorf("over the %d-byte limit", ix.maxBytes)
+	}
+	f.size, f.mtime = fi.Size(), fi.ModTime().UnixNano()
 	return extract(f.path, data)
 }
 
@@ -347,7 +431,7 @@ func (w *writer) add(ctx context.Context, f file, doc document) error {
 	if err != nil {
 		return err
 	}
-	res, err := tx.ExecContext(ctx, `INSERT INTO docs (path, size, mtime, title) VALUES (?, ?, ?, ?)`, f.path, f.size, f.mtime, doc.title)
+	res, err := tx.ExecContext(ctx, `INSERT INTO docs (root, path, size, mtime, title) VALUES (?, ?, ?, ?, ?)`, f.root, f.path, f.size, f.mtime, doc.title)
 	if err != nil {
 		return w.done(err)
 	}
@@ -385,10 +469,10 @@ func (w *writer) remove(ctx context.Context, id int64) error {
 	return w.done(err)
 }
 
-// Count returns the number of documents indexed.
+// Count returns the number of files of the roots indexed.
 func (ix *Index) Count(ctx context.Context) (int, error) {
 	var n int
-	if err := ix.db.QueryRowContext(ctx, `SELECT count(*) FROM docs`).Scan(&n); err != nil {
+	if err := ix.db.QueryRowContext(ctx, `SELECT count(DISTINCT path) FROM docs WHERE root IN `+ix.inRoots, ix.rootArgs...).Scan(&n); err != nil {
 		return 0, fmt.Errorf("docsearch: %w", err)
 	}
 	return n, nil
@@ -408,9 +492,9 @@ type Hit struct {
 // ErrNoTerms is the error of a query with nothing to search for.
 var ErrNoTerms = errors.New("the query has no words to search for")
 
-// Search returns the limit best documents for query, best first. The query is words, not FTS5 syntax: documents
-// with all of them are found, or, when none has all, documents with any of them. A title match counts ten times
-// a match in the text.
+// Search returns the limit best documents of the roots for query, best first. The query is words, not FTS5
+// syntax: documents with all of them are found, or, when none has all, documents with any of them. A title match
+// counts ten times a match in the text.
 func (ix *Index) Search(ctx context.Context, query string, limit int) ([]Hit, error) {
 	terms := strings.FieldsFunc(strings.ToLower(query), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
 	if len(terms) == 0 {
@@ -429,11 +513,13 @@ func (ix *Index) Search(ctx context.Context, query string, limit int) ([]Hit, er
 }
 
 func (ix *Index) match(ctx context.Context, expr string, limit int) ([]Hit, error) {
+	// A file under two overlapping roots is two documents: as many rows are asked for as could be one file's.
+	args := append([]any{expr}, ix.rootArgs...)
 	rows, err := ix.db.QueryContext(ctx, `
 		SELECT d.path, d.title, snippet(fts, 1, '', '', '…', 32), bm25(fts, 10.0, 1.0) AS score
 		FROM fts JOIN docs d ON d.id = fts.rowid
-		WHERE fts MATCH ?
-		ORDER BY score LIMIT ?`, expr, limit)
+		WHERE fts MATCH ? AND d.root IN `+ix.inRoots+`
+		ORDER BY score LIMIT ?`, append(args, limit*len(ix.roots))...)
 	if err != nil {
 		return nil, fmt.Errorf("docsearch: %w", err)
 	}
@@ -445,7 +531,9 @@ func (ix *Index) match(ctx context.Context, expr string, limit int) ([]Hit, erro
 			return nil, fmt.Errorf("docsearch: %w", err)
 		}
 		h.Snippet = strings.Join(strings.Fields(h.Snippet), " ")
-		hits = append(hits, h)
+		if len(hits) < limit && !slices.ContainsFunc(hits, func(o Hit) bool { return o.Path == h.Path }) {
+			hits = append(hits, h)
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("docsearch: %w", err)

@@ -1,13 +1,16 @@
 package docsearch
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -165,15 +168,27 @@ func TestIndexIncremental(t *testing.T) {
 		t.Errorf("Count = %d, %v", n, err)
 	}
 
-	// The index survives a reopen, and a root no longer configured is dropped.
+	// The index survives a reopen. The documents of a root that is not configured are neither counted, found nor
+	// removed: they may be another agent's.
 	path := ix.path
 	ix.Close()
 	ix2 := open(t, Options{Path: path, Roots: []string{filepath.Join(dir, "sub")}})
-	if n, _ := ix2.Count(t.Context()); n != 3 {
+	if n, _ := ix2.Count(t.Context()); n != 0 {
+		t.Errorf("Count over other roots = %d", n)
+	}
+	if st := refresh(t, ix2); st.Removed != 0 || st.Scanned != 0 {
+		t.Errorf("refresh over other roots %+v", st)
+	}
+	if got := paths(search(t, ix2, "avocados")); len(got) != 0 {
+		t.Errorf("found over other roots: %v", got)
+	}
+	ix2.Close()
+	ix3 := open(t, Options{Path: path, Roots: []string{dir}})
+	if n, _ := ix3.Count(t.Context()); n != 3 {
 		t.Errorf("reopened Count = %d", n)
 	}
-	if st := refresh(t, ix2); st.Removed != 3 || st.Scanned != 0 {
-		t.Errorf("refresh over other roots %+v", st)
+	if st := refresh(t, ix3); st.Indexed != 0 || st.Removed != 0 {
+		t.Errorf("refresh after a reopen %+v", st)
 	}
 }
 
@@ -238,7 +253,7 @@ func TestIndexOpenErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
-	if _, err := Open(&Options{Path: path}); err == nil || !strings.Contains(err.Error(), "the index has schema version 99, and this agenthost reads version 1") {
+	if _, err := Open(&Options{Path: path}); err == nil || !strings.Contains(err.Error(), "the index has schema version 99, and this agenthost reads version 2") {
 		t.Errorf("newer schema: %v", err)
 	}
 
@@ -273,5 +288,179 @@ func TestIndexCancel(t *testing.T) {
 	}
 	if st := refresh(t, ix); st.Indexed != 1200-batchSize {
 		t.Errorf("the next refresh %+v", st)
+	}
+}
+
+// The index holds the documents' text: it, its -wal and -shm, and its directory are private whatever the umask,
+// and an index left readable by others is tightened once, with a warning. The umask is process-wide: this test is
+// not parallel, and none of this package is.
+func TestIndexFilesPrivate(t *testing.T) {
+	old := syscall.Umask(0o022)
+	t.Cleanup(func() { syscall.Umask(old) })
+	docs := t.TempDir()
+	write(t, docs, "a.md", "# Salaries\n\nconfidential figures")
+	dir := filepath.Join(t.TempDir(), "state")
+	path := filepath.Join(dir, "docs.db")
+	ix := open(t, Options{Path: path, Roots: []string{docs}})
+	refresh(t, ix)
+	want := map[string]os.FileMode{dir: 0o700, path: 0o600, path + "-wal": 0o600, path + "-shm": 0o600}
+	for p, m := range want {
+		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != m {
+			t.Errorf("%s: %v, %v, want %#o", p, fi.Mode(), err, m)
+		}
+	}
+	ix.Close()
+
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	for range 2 {
+		ix := open(t, Options{Path: path, Roots: []string{docs}, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		ix.Close()
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("reopened: %v, %v", fi.Mode(), err)
+	}
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	if len(lines) != 1 || !strings.Contains(lines[0], "level=WARN") || !strings.Contains(lines[0], "path="+path) ||
+		!strings.Contains(lines[0], "mode=0644") {
+		t.Errorf("want one warning naming the index and its old mode:\n%s", logs.String())
+	}
+}
+
+// setHook runs hook between the scan that found a file and its read, for the test.
+func setHook(t *testing.T, hook func(path string)) {
+	testHookBeforeRead = hook
+	t.Cleanup(func() { testHookBeforeRead = nil })
+}
+
+// A file swapped, between the scan and the read, for a symbolic link (out of the root or inside it), a named pipe or
+// a file over the size cap is skipped: the read never follows the link, never blocks, never reads past the cap.
+func TestIndexReadsWhatWasScanned(t *testing.T) {
+	outside := write(t, t.TempDir(), "secret.md", "# Secret\n\nzanzibar payroll")
+	dir := t.TempDir()
+	write(t, dir, "inside.md", "# Inside\n\nquokka notes")
+	if err := syscall.Mkfifo(filepath.Join(dir, "pipe.md"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	swaps := map[string]func(p string) error{
+		"out.md":  func(p string) error { return os.Symlink(outside, p) },
+		"in.md":   func(p string) error { return os.Symlink(filepath.Join(dir, "inside.md"), p) },
+		"fifo.md": func(p string) error { return syscall.Mkfifo(p, 0o644) },
+		"grown.md": func(p string) error {
+			return os.WriteFile(p, []byte(strings.Repeat("zanzibar ", 200)), 0o644)
+		},
+	}
+	for name := range swaps {
+		write(t, dir, name, "# Plain\n\nplain words")
+	}
+	setHook(t, func(p string) {
+		swap := swaps[filepath.Base(p)]
+		if swap == nil {
+			return
+		}
+		if err := os.Remove(p); err != nil {
+			t.Error(err)
+		}
+		if err := swap(p); err != nil {
+			t.Error(err)
+		}
+	})
+	ix := open(t, Options{Roots: []string{dir}, MaxFileBytes: 1000})
+	st := refresh(t, ix)
+	if st.Scanned != 5 || st.Indexed != 1 || st.Skipped != 4 {
+		t.Errorf("stats %+v, want 5 scanned (not the pipe), 1 indexed, 4 skipped", st)
+	}
+	if hits := search(t, ix, "zanzibar"); len(hits) != 0 {
+		t.Errorf("a file outside the root or over the cap is indexed: %v", paths(hits))
+	}
+	if got := paths(search(t, ix, "quokka")); len(got) != 1 || got[0] != "inside.md" {
+		t.Errorf("quokka: %v, want inside.md only (not through in.md)", got)
+	}
+	if got := paths(search(t, ix, "plain")); len(got) != 0 {
+		t.Errorf("plain: %v", got)
+	}
+}
+
+// Agents sharing an index file keep their documents apart: each refresh reads, finds, counts and removes the
+// documents of its own roots only.
+func TestIndexSharedByAgents(t *testing.T) {
+	kb1, kb2 := t.TempDir(), t.TempDir()
+	write(t, kb1, "memo.md", "# Memo one\n\nthe budget of agent one")
+	write(t, kb2, "memo.md", "# Memo two\n\nthe budget of agent two")
+	write(t, kb2, "other.md", "# Other\n\nmore budget")
+	path := filepath.Join(t.TempDir(), "shared.db")
+	one := open(t, Options{Path: path, Roots: []string{kb1}})
+	two := open(t, Options{Path: path, Roots: []string{kb2}})
+	for range 2 { // refreshed in turn, neither removes the other's
+		if st := refresh(t, one); st.Removed != 0 {
+			t.Errorf("one removed %d", st.Removed)
+		}
+		if st := refresh(t, two); st.Removed != 0 {
+			t.Errorf("two removed %d", st.Removed)
+		}
+	}
+	for _, tt := range []struct {
+		ix    *Index
+		root  string
+		count int
+	}{{one, kb1, 1}, {two, kb2, 2}} {
+		hits := search(t, tt.ix, "budget")
+		for _, h := range hits {
+			if !strings.HasPrefix(h.Path, tt.root+string(filepath.Separator)) {
+				t.Errorf("%s found %s", tt.root, h.Path)
+			}
+		}
+		if len(hits) != tt.count {
+			t.Errorf("%s: %d hits, want %d", tt.root, len(hits), tt.count)
+		}
+		if n, err := tt.ix.Count(t.Context()); err != nil || n != tt.count {
+			t.Errorf("%s: Count %d, %v", tt.root, n, err)
+		}
+	}
+
+	// Overlapping roots: a file under both is found once.
+	write(t, kb2, "sub/deep.md", "# Deep\n\nbudget below")
+	both := open(t, Options{Path: path, Roots: []string{kb1, kb2, filepath.Join(kb2, "sub")}})
+	if st := refresh(t, both); st.Scanned != 5 {
+		t.Errorf("both: %+v, want 5 scanned, deep.md twice", st)
+	}
+	if hits := search(t, both, "budget"); len(hits) != 4 {
+		t.Errorf("both: %v, want 4 files", paths(hits))
+	}
+	if n, err := both.Count(t.Context()); err != nil || n != 4 {
+		t.Errorf("both: Count %d, %v", n, err)
+	}
+}
+
+// An index of the first version, whose documents have no root, is rebuilt.
+func TestIndexOldSchemaRebuilt(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "docs.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = db.Exec(`CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+		INSERT INTO meta VALUES ('schema', '1');
+		CREATE TABLE docs (id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, size INTEGER NOT NULL, mtime INTEGER NOT NULL, title TEXT NOT NULL);
+		INSERT INTO docs VALUES (1, '/elsewhere/x.md', 1, 1, 'x');
+		CREATE VIRTUAL TABLE fts USING fts5(title, body);`)
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	write(t, dir, "a.md", "# A\n\nwombat")
+	ix := open(t, Options{Path: path, Roots: []string{dir}})
+	if st := refresh(t, ix); st.Indexed != 1 {
+		t.Errorf("refresh %+v", st)
+	}
+	if got := paths(search(t, ix, "wombat")); len(got) != 1 {
+		t.Errorf("wombat: %v", got)
+	}
+	var n int
+	if err := ix.db.QueryRow(`SELECT count(*) FROM docs`).Scan(&n); err != nil || n != 1 {
+		t.Errorf("%d documents, %v: the old ones are kept", n, err)
 	}
 }

@@ -114,7 +114,7 @@ func (a *app) grantStore(ctx context.Context) (mcpauth.Store, error) {
 		return nil, nil
 	}
 	if a.state != nil || a.cfg.State.Backend == config.StateMemory {
-		return wiring.GrantStore(a.cfg, a.state)
+		return wiring.GrantStore(a.cfg, a.state, a.logger)
 	}
 	s, closer, err := wiring.OpenGrantStore(ctx, a.cfg, os.Getenv, a.logger)
 	if err != nil {

@@ -174,3 +174,91 @@ func TestProgressBar(t *testing.T) {
 		t.Errorf("drew %q without a terminal", off.String())
 	}
 }
+
+// TestIndexPerAgent indexes the documents of two agents through the binary. Each has its own index by default; and
+// when they share one file, indexing either neither drops nor serves the other's documents.
+func TestIndexPerAgent(t *testing.T) {
+	dir := t.TempDir()
+	for _, sub := range []string{"newbie/kb", "other/kb"} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile(t, dir, "newbie/kb/memo.md", "# Newbie memo\n\nThe onboarding budget is small.\n")
+	writeFile(t, dir, "other/kb/memo.md", "# Other memo\n\nThe secret budget is large.\n")
+	srv := fakellm.New()
+	defer srv.Close()
+	state := filepath.Join(dir, "xdg")
+	env := []string{"TEST_KEY=k", "XDG_STATE_HOME=" + state}
+	config := func(agent, index string) string {
+		return writeFile(t, dir, agent+index+".toml", fmt.Sprintf(`
+[agent]
+name = %q
+
+[model]
+provider = "openai"
+model = "m"
+base_url = %q
+api_key_env = "TEST_KEY"
+max_retries = 0
+
+[builtin]
+tools = ["doc_search"]
+
+[builtin.doc_search]
+roots = [%q]
+index = %q
+refresh_interval = "0s"
+`, agent, srv.URL, filepath.Join(agent, "kb"), index))
+	}
+
+	// By default, each agent's index is its own file in the state directory.
+	for _, agent := range []string{"newbie", "other"} {
+		r := agenthost(t, dir, "", env, "index", "-config", config(agent, ""))
+		want := filepath.Join(state, "agenthost", agent+".docsearch.db") + ": 1 document (1 read, 0 removed, 0 skipped)"
+		if r.code != 0 || !strings.Contains(r.stdout, want) {
+			t.Fatalf("index %s: exit %d, want %q\n%s%s", agent, r.code, want, r.stdout, r.stderr)
+		}
+	}
+	// They hold the documents' text: private, as the state database is.
+	for p, want := range map[string]os.FileMode{filepath.Join(state, "agenthost"): 0o700,
+		filepath.Join(state, "agenthost", "newbie.docsearch.db"): 0o600} {
+		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != want {
+			t.Errorf("%s: %v, %v, want %#o", p, fi.Mode(), err, want)
+		}
+	}
+
+	// Sharing one file, indexing the other agent's documents leaves the first agent's.
+	newbie, other := config("newbie", "shared.db"), config("other", "shared.db")
+	for _, step := range []struct{ cfg, want string }{
+		{newbie, "shared.db: 1 document (1 read, 0 removed, 0 skipped)"},
+		{other, "shared.db: 1 document (1 read, 0 removed, 0 skipped)"},
+		{newbie, "shared.db: 1 document (0 read, 0 removed, 0 skipped)"},
+	} {
+		r := agenthost(t, dir, "", env, "index", "-config", step.cfg)
+		if r.code != 0 || !strings.Contains(r.stdout, step.want) {
+			t.Fatalf("index %s: exit %d, want %q\n%s%s", step.cfg, r.code, step.want, r.stdout, r.stderr)
+		}
+	}
+	srv.Enqueue(
+		fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "1", Name: "doc_search", Arguments: `{"query":"budget"}`}}},
+		fakellm.Turn{Text: "The budget is small [1]."},
+	)
+	r := agenthost(t, dir, "", env, "run", "-config", newbie, "--json", "What is the budget?")
+	if r.code != 0 {
+		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
+	}
+	var ans host.Answer
+	if err := json.Unmarshal([]byte(r.stdout), &ans); err != nil {
+		t.Fatal(err)
+	}
+	mine := (&url.URL{Scheme: "file", Path: filepath.Join(dir, "newbie", "kb", "memo.md")}).String()
+	if len(ans.References) != 1 || ans.References[0].URI != mine {
+		t.Errorf("references %+v, want newbie's memo only", ans.References)
+	}
+	for _, m := range srv.LastRequest().Messages {
+		if strings.Contains(m.Content, "secret budget") || strings.Contains(m.Content, "Other memo") {
+			t.Errorf("the other agent's document reached the model: %s", m.Content)
+		}
+	}
+}

@@ -1,4 +1,5 @@
-// Package statedir locates agenthost's state directory, shared by the state store and the built-in tools' files.
+// Package statedir locates agenthost's state directory, shared by the state store and the built-in tools' files,
+// and makes the files kept there private: 0600 files and 0700 directories whatever the umask.
 package statedir
 
 import (

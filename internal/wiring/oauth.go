@@ -53,8 +53,9 @@ func OAuthConfig(cfg *config.Config, name string, grants mcpauth.Store, getenv f
 }
 
 // GrantStore returns where the OAuth grants to MCP servers are kept: in db, the state database, when there is one;
-// else (state in memory) in "<agent>-grants.json", mode 0600, in agenthost's state directory.
-func GrantStore(cfg *config.Config, db *store.DB) (mcpauth.Store, error) {
+// else (state in memory) in "<agent>-grants.json", mode 0600, in agenthost's state directory. logger receives the
+// warning that the file was readable by others.
+func GrantStore(cfg *config.Config, db *store.DB, logger *slog.Logger) (mcpauth.Store, error) {
 	if db != nil {
 		return grantStore{db}, nil
 	}
@@ -62,14 +63,14 @@ func GrantStore(cfg *config.Config, db *store.DB) (mcpauth.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &mcpauth.FileStore{Path: filepath.Join(dir, cfg.Agent.Name+"-grants.json")}, nil
+	return &mcpauth.FileStore{Path: filepath.Join(dir, cfg.Agent.Name+"-grants.json"), Logger: logger}, nil
 }
 
 // OpenGrantStore returns the grant store of cfg for a command that has no state database open, and what to close
 // after it.
 func OpenGrantStore(ctx context.Context, cfg *config.Config, getenv func(string) string, logger *slog.Logger) (mcpauth.Store, io.Closer, error) {
 	if cfg.State.Backend == config.StateMemory {
-		s, err := GrantStore(cfg, nil)
+		s, err := GrantStore(cfg, nil, logger)
 		return s, io.NopCloser(nil), err
 	}
 	opts, err := StateOptions(cfg, getenv, logger)

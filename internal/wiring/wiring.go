@@ -203,6 +203,7 @@ func BuiltinOptions(cfg *config.Config, version string, logger *slog.Logger) *bu
 	return &builtin.Options{
 		Logger:  logger,
 		Version: version,
+		Agent:   cfg.Agent.Name,
 		FetchURL: builtin.FetchURLOptions{
 			Timeout:      b.FetchURL.Timeout.Duration,
 			MaxBytes:     b.FetchURL.MaxBytes,

@@ -254,6 +254,7 @@ tool_calls = 4
 	got := BuiltinOptions(cfg, "v2", nil)
 	want := &builtin.Options{
 		Version: "v2",
+		Agent:   "agenthost",
 		FetchURL: builtin.FetchURLOptions{Timeout: 9 * time.Second, MaxBytes: 4096, MaxChars: 500, AllowPrivate: true,
 			AllowHosts: []string{"wiki.internal"}, UserAgent: "ua"},
 		WebSearch: builtin.WebSearchOptions{Backend: "brave", APIKey: "brave-key", MaxResults: 3, Timeout: 4 * time.Second},
