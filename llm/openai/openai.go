@@ -152,7 +152,7 @@ func New(opts *Options) (*Model, error) {
 			t.MaxIdleConnsPerHost = maxIdleConnsPerHost
 			transport = t
 		}
-		httpClient = &http.Client{Transport: transport}
+		httpClient = &http.Client{Transport: transport, CheckRedirect: refuseRedirect}
 	}
 	reqOpts := []option.RequestOption{
 		option.WithBaseURL(base),
@@ -173,6 +173,17 @@ func New(opts *Options) (*Model, error) {
 	// environment must not reach a base URL it was not meant for.
 	m.client = &sdk.Client{Options: reqOpts}
 	return m, nil
+}
+
+// refuseRedirect is the CheckRedirect of the Model's own client. A chat completions endpoint has no reason to
+// redirect a POST, and following one would take the API key, and the conversation in the body, wherever it points
+// (net/http keeps Authorization when only the port or the scheme changes). openai-go refuses a redirect to another
+// origin too, but says only that origins must match; this error names where the redirect led, so that base_url can
+// be set to it.
+func refuseRedirect(req *http.Request, via []*http.Request) error {
+	from := via[len(via)-1].URL
+	return fmt.Errorf("the model API at %s://%s redirected to %s://%s%s: redirects are not followed (the API key would go with them); set base_url to where the API is",
+		from.Scheme, from.Host, req.URL.Scheme, req.URL.Host, req.URL.Path)
 }
 
 // Name returns the model name requests are sent with.

@@ -570,6 +570,42 @@ func TestSecrets(t *testing.T) {
 	}
 }
 
+// TestRedirectRefused: an API that redirects, here to another port of the same host (where net/http would keep the
+// Authorization header), gets no request of the Model's to its target: the key and the conversation stay put, and
+// the error says where the redirect led.
+func TestRedirectRefused(t *testing.T) {
+	var reached sync.Mutex
+	var got []string
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached.Lock()
+		got = append(got, r.Header.Get("Authorization"))
+		reached.Unlock()
+		http.Error(w, "nothing here", http.StatusNotFound)
+	}))
+	defer target.Close()
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, target.URL+r.URL.Path, http.StatusTemporaryRedirect)
+	}))
+	defer api.Close()
+
+	m, err := New(&Options{BaseURL: api.URL + "/v1", APIKey: testKey, Model: "test-model", MaxRetries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = m.Generate(t.Context(), userRequest("the secret plan"), nil)
+	if err == nil {
+		t.Fatal("Generate succeeded through a redirect")
+	}
+	if !strings.Contains(err.Error(), "redirected to "+target.URL) {
+		t.Errorf("the error does not say where the redirect led: %v", err)
+	}
+	reached.Lock()
+	defer reached.Unlock()
+	if len(got) > 0 {
+		t.Errorf("the redirect target got %d requests (Authorization %q)", len(got), got)
+	}
+}
+
 func TestEnvironmentIgnored(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "env-key")
 	t.Setenv("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")
