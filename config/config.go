@@ -248,6 +248,9 @@ type ToolPolicy struct {
 	// RetryOnDisconnect makes a call of an MCP tool, in flight when its server went away, be made again once the
 	// server is back, as for tools annotated readOnlyHint or idempotentHint.
 	RetryOnDisconnect bool
+	// ReadOnly says the tool only reads, as if its source annotated it readOnlyHint: the offline test model chosen
+	// for want of a configured one calls it, and `agenthost check` does not count it as a tool that writes.
+	ReadOnly bool
 	// EvaluationChecks are the checks an answer must pass when the tool ran in its run (see Eval).
 	EvaluationChecks []string
 }

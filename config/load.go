@@ -394,6 +394,7 @@ func (d *decoder) toolPolicy(path []string, v any, p *ToolPolicy) {
 		"prompt":              d.str(&p.Prompt),
 		"format_prompt":       d.str(&p.FormatPrompt),
 		"retry_on_disconnect": d.boolean(&p.RetryOnDisconnect),
+		"read_only":           d.boolean(&p.ReadOnly),
 		"evaluation_checks":   d.strList(&p.EvaluationChecks),
 	})
 }
