@@ -470,6 +470,9 @@ type Serve struct {
 	// Skills are the skills the A2A agent card lists, from [[serve.skills]]; none (default) means one skill
 	// derived from the agent.
 	Skills []Skill
+	// CardListsTools names the agent's tools in the skill derived for the A2A agent card. The card is served
+	// without a token, so false (default) keeps the tool names off it.
+	CardListsTools bool
 	// Path is the MCP endpoint's URL path: it starts with "/" and is not "/healthz"; default "/mcp".
 	Path string
 	// Stateless serves HTTP without sessions, so that any instance behind a load balancer can answer any

@@ -447,6 +447,7 @@ func (d *decoder) serve(path []string, v any, s *Serve) {
 		"a2a":               d.str(&s.A2A),
 		"a2a_public_url":    d.str(&s.A2APublicURL),
 		"skills":            d.skills(&s.Skills),
+		"card_lists_tools":  d.boolean(&s.CardListsTools),
 		"path":              d.str(&s.Path),
 		"stateless":         d.boolean(&s.Stateless),
 		"auth_token_env":    d.str(&s.AuthTokenEnv),

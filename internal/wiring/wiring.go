@@ -392,6 +392,7 @@ func A2AServerOptions(cfg *config.Config, version, url string, access Access, lo
 		Version:       version,
 		URL:           url,
 		Skills:        skills,
+		ListTools:     cfg.Serve.CardListsTools,
 		Authenticated: access.Token != "",
 		InputTimeout:  cfg.Serve.InputTimeout.Duration,
 		Logger:        logger,
