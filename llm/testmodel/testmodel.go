@@ -168,7 +168,7 @@ func summary(msgs []llm.Message, results []llm.Message) string {
 		b.WriteString("\n- ")
 		b.WriteString(toolName(msgs, r))
 		b.WriteString(": ")
-		b.WriteString(resultExcerpt(r.Content))
+		b.WriteString(resultExcerpt(undelimited(r.Content)))
 		seen := map[string]bool{}
 		for _, m := range sourceField.FindAllStringSubmatch(r.Content, -1) {
 			n := strings.TrimLeft(m[1], "0")
@@ -180,6 +180,18 @@ func summary(msgs []llm.Message, results []llm.Message) string {
 		}
 	}
 	return b.String()
+}
+
+// undelimited is a tool result without the <tool_output> tags the orchestrator puts around it.
+func undelimited(content string) string {
+	first, rest, ok := strings.Cut(content, "\n")
+	if !ok || !strings.HasPrefix(first, "<tool_output") || !strings.HasSuffix(first, ">") {
+		return content
+	}
+	if inner, ok := strings.CutSuffix(rest, "\n</tool_output>"); ok {
+		return inner
+	}
+	return content
 }
 
 // toolName is the name of the tool that produced a tool message: its Name, or else the name in the assistant's
