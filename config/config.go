@@ -481,6 +481,10 @@ type Serve struct {
 	// AuthTokenEnv names the environment variable that holds the bearer token HTTP requests must carry; ""
 	// (default) requires none. Only the name is checked here: the command reads the variable.
 	AuthTokenEnv string
+	// AuthTokensEnv names environment variables that each hold one caller's bearer token, for callers kept apart:
+	// the variable's name is the caller's subject, which owns its A2A tasks and conversations as a token's subject
+	// does under [serve.oauth]. Default none; it excludes AuthTokenEnv and OAuth.
+	AuthTokensEnv []string
 	// AllowedHosts lists Host header values accepted besides the loopback names (localhost, 127.0.0.1, [::1])
 	// and the listen address: host or host:port, no scheme. Default none.
 	AllowedHosts []string

@@ -451,6 +451,7 @@ func (d *decoder) serve(path []string, v any, s *Serve) {
 		"path":              d.str(&s.Path),
 		"stateless":         d.boolean(&s.Stateless),
 		"auth_token_env":    d.str(&s.AuthTokenEnv),
+		"auth_tokens_env":   d.strList(&s.AuthTokensEnv),
 		"allowed_hosts":     d.strList(&s.AllowedHosts),
 		"allowed_origins":   d.strList(&s.AllowedOrigins),
 		"max_body_bytes":    d.int64(&s.MaxBodyBytes),

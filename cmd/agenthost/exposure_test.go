@@ -1,8 +1,10 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -89,5 +91,77 @@ include = ["note", "shout"]
 				t.Errorf("warned %v, want %v:\n%s", got, tt.warn, r.stderr)
 			}
 		})
+	}
+}
+
+// TestServeCallerTokens: with [serve] auth_tokens_env, each caller's token is a subject of its own: an A2A task is
+// its caller's only, and an MCP session is bound to the token that opened it; a request without one of the tokens
+// is refused.
+func TestServeCallerTokens(t *testing.T) {
+	dir := t.TempDir()
+	config := writeFile(t, dir, "agent.toml", `
+[agent]
+name = "shared"
+
+[model]
+provider = "test"
+
+[serve]
+auth_tokens_env = ["ALICE_TOKEN", "BOB_TOKEN"]
+`)
+	const alice, bob = "alice-s3cret-token", "bob-s3cret-token"
+	mcpAddr := freeAddr(t)
+	srv := startServeA2A(t, []string{"ALICE_TOKEN=" + alice, "BOB_TOKEN=" + bob},
+		"serve", "--config", config, "--http", mcpAddr, "--a2a", "127.0.0.1:0")
+	rpc := func(token, method, params string) (int, string) {
+		resp, body := authRequest(t, srv.base+"/", token, `{"jsonrpc":"2.0","id":1,"method":"`+method+`","params":`+params+`}`,
+			map[string]string{"A2A-Version": "1.0"})
+		return resp.StatusCode, body
+	}
+
+	code, body := rpc(alice, "SendMessage", `{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"Hi."}]}}`)
+	var sent struct {
+		Result struct {
+			Task struct {
+				ID string `json:"id"`
+			} `json:"task"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(body), &sent); code != http.StatusOK || err != nil || sent.Result.Task.ID == "" {
+		t.Fatalf("alice's SendMessage: HTTP %d, %v: %s", code, err, body)
+	}
+	id := sent.Result.Task.ID
+	get := `{"id":"` + id + `"}`
+	if _, body := rpc(bob, "GetTask", get); !strings.Contains(body, `"code":-32001`) {
+		t.Errorf("bob's GetTask of alice's task: %s", body)
+	}
+	if _, body := rpc(bob, "ListTasks", `{}`); !strings.Contains(body, `"totalSize":0`) || strings.Contains(body, id) {
+		t.Errorf("bob's ListTasks: %s", body)
+	}
+	if _, body := rpc(alice, "ListTasks", `{}`); !strings.Contains(body, id) {
+		t.Errorf("alice's ListTasks: %s", body)
+	}
+	for _, token := range []string{"", "wrong"} {
+		if code, body := rpc(token, "ListTasks", `{}`); code != http.StatusUnauthorized {
+			t.Errorf("ListTasks with token %q: HTTP %d: %s", token, code, body)
+		}
+	}
+
+	mcpURL := "http://" + mcpAddr + "/mcp"
+	resp, body := authRequest(t, mcpURL, alice, initializeBody, nil)
+	session := resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != http.StatusOK || session == "" {
+		t.Fatalf("alice's initialize: HTTP %d, session %q: %s", resp.StatusCode, session, body)
+	}
+	list := `{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}`
+	hdr := map[string]string{"Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-06-18"}
+	if resp, body := authRequest(t, mcpURL, bob, list, hdr); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("bob's token on alice's MCP session: HTTP %d: %s", resp.StatusCode, body)
+	}
+	if resp, body := authRequest(t, mcpURL, alice, list, hdr); resp.StatusCode != http.StatusOK || !strings.Contains(body, "ask_shared") {
+		t.Errorf("alice's token on her session: HTTP %d: %s", resp.StatusCode, body)
+	}
+	if resp, _ := authRequest(t, mcpURL, "", initializeBody, nil); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("initialize without a token: HTTP %d", resp.StatusCode)
 	}
 }
