@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/internal/peers"
 )
 
 // TestOfflineModelCallsOnlyReadOnlyTools: the offline test model chosen for want of a configured model calls only the
@@ -83,5 +84,49 @@ read_only = true
 	r = agenthost(t, dir, "", nil, "run", "--json", "--model", "test", "tidy up my folder")
 	if got := called(t, r); !slices.Contains(got, "fx_note") {
 		t.Errorf("-model test called %q, want fx_note among them", got)
+	}
+}
+
+// TestOfflineModelLeavesTheFilesystemServerAlone: with the real filesystem MCP server on a folder and no model
+// configured, the offline test model calls only the server's read-only tools, and the folder is as it was.
+func TestOfflineModelLeavesTheFilesystemServerAlone(t *testing.T) {
+	dir := t.TempDir()
+	files := filepath.Join(dir, "files")
+	if err := os.Mkdir(files, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, files, "notes.txt", "keep me\n")
+	writeFile(t, dir, "agent.toml", fmt.Sprintf(`
+[mcp.servers.fs]
+command = %q
+args = [%q, %q]
+`, peers.Node(t), peers.Bin(t, "mcp-server-filesystem"), files))
+	r := agenthost(t, dir, "", nil, "run", "--json", "tidy up my folder")
+	var ans host.Answer
+	if err := json.Unmarshal([]byte(r.stdout), &ans); r.code != 0 || err != nil {
+		t.Fatalf("run: exit %d, %v\nstdout %s\nstderr %s", r.code, err, r.stdout, r.stderr)
+	}
+	var called []string
+	for _, c := range ans.ToolCalls {
+		called = append(called, c.Name)
+	}
+	if !slices.Contains(called, "fs_list_allowed_directories") {
+		t.Errorf("called %q, want the read-only tools, such as fs_list_allowed_directories", called)
+	}
+	for _, w := range []string{"fs_write_file", "fs_edit_file", "fs_create_directory", "fs_move_file"} {
+		if slices.Contains(called, w) {
+			t.Errorf("the offline test model called %s", w)
+		}
+		if !strings.Contains(r.stderr, w) {
+			t.Errorf("stderr does not name %s as left alone:\n%s", w, r.stderr)
+		}
+	}
+	entries, err := os.ReadDir(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(filepath.Join(files, "notes.txt"))
+	if len(entries) != 1 || string(data) != "keep me\n" {
+		t.Errorf("the folder changed: %d entries, notes.txt %q", len(entries), data)
 	}
 }
