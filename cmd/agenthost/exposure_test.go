@@ -164,4 +164,23 @@ auth_tokens_env = ["ALICE_TOKEN", "BOB_TOKEN"]
 	if resp, _ := authRequest(t, mcpURL, "", initializeBody, nil); resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("initialize without a token: HTTP %d", resp.StatusCode)
 	}
+
+	// The agent tool's conversations are their caller's too.
+	as := func(token string, args ...string) clientOutput {
+		return tsClient(t, true, append([]string{"--url", mcpURL, "--header", "Authorization: Bearer " + token,
+			"--action", "ask", "--tool", "ask_shared"}, args...)...)
+	}
+	first := as(alice, "--prompt", "Remember plum.")
+	conv := first.Calls[0].Result.StructuredContent.ConversationID
+	if !strings.Contains(conv, "@") {
+		t.Fatalf("alice's conversation id %q does not say whose it is", conv)
+	}
+	other := as(bob, "--conversation", conv, "--prompt", "What did alice ask you?")
+	if res := other.Calls[0].Result; !res.IsError || len(res.Content) == 0 || !strings.Contains(res.Content[0].Text, "unknown conversation id") {
+		t.Errorf("bob continuing alice's conversation: %+v", res)
+	}
+	again := as(alice, "--conversation", conv, "--prompt", "What did I ask you?")
+	if res := again.Calls[0].Result; res.IsError || res.StructuredContent == nil || res.StructuredContent.ConversationID != conv {
+		t.Errorf("alice's follow-up: %+v", res)
+	}
 }
