@@ -296,7 +296,8 @@ func security(o ServerOptions, legacy bool) (schemes map[string]any, requirement
 	return nil, nil
 }
 
-// skills returns the configured skills, or one derived from the agent and the tools it has now.
+// skills returns the configured skills, or one derived from the agent, naming the tools it has now when ListTools
+// says so.
 func (s *Server) skills(ctx context.Context) []agentSkill {
 	if len(s.opts.Skills) > 0 {
 		out := make([]agentSkill, len(s.opts.Skills))
@@ -310,7 +311,8 @@ func (s *Server) skills(ctx context.Context) []agentSkill {
 		return out
 	}
 	var names []string
-	if tools, _ := s.orch.Tools().Tools(ctx); len(tools) > 0 {
+	if s.opts.ListTools {
+		tools, _ := s.orch.Tools().Tools(ctx)
 		for _, t := range tools {
 			if !t.Policy.Disabled {
 				names = append(names, t.Spec.Name)

@@ -1,9 +1,13 @@
 package a2a
 
 import (
+	"io"
+	"net/http"
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/agenthost/agenthost/host"
 )
 
 const testCardURL = "https://peer.example:8443/agents/one/.well-known/agent-card.json"
@@ -299,5 +303,33 @@ func TestCardSecurity(t *testing.T) {
 				t.Errorf("got  %s\nwant %s", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestServedCardToolNames: the card, served without a token, names the agent's tools only when ListTools says so.
+func TestServedCardToolNames(t *testing.T) {
+	for _, list := range []bool{false, true} {
+		tm := host.NewToolManager([]host.Toolset{toolList{&guardedTool{}, docTool{}}}, nil)
+		_, url := serveOrchestrator(t, host.New(nil, tm, nil), &ServerOptions{Description: "Tests.", ListTools: list})
+		resp, err := http.Get(url + cardPath[1:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := decodeCard(raw)
+		if err != nil || len(c.Skills) != 1 {
+			t.Fatalf("card %s: %v", raw, err)
+		}
+		named := strings.Contains(string(raw), "danger") || strings.Contains(string(raw), `"docs"`)
+		if named != list {
+			t.Errorf("ListTools %v: the card names the tools: %v\n%s", list, named, raw)
+		}
+		if want := "Tests."; !list && c.Skills[0].Description != want {
+			t.Errorf("ListTools false: skill description %q, want %q", c.Skills[0].Description, want)
+		}
 	}
 }

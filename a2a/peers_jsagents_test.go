@@ -128,7 +128,7 @@ func (r *peerRun) toolMessage(t *testing.T, id string) string {
 	}
 	for _, m := range r.requests[len(r.requests)-1].Messages {
 		if m.Role == "tool" && m.ToolCallID == id {
-			return m.Content
+			return m.ToolOutput()
 		}
 	}
 	t.Fatalf("the model received no tool message for call %s", id)

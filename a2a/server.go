@@ -47,8 +47,11 @@ type ServerOptions struct {
 	// URL is the JSON-RPC endpoint's URL as the card advertises it, e.g. "http://127.0.0.1:8766/"; it must be
 	// absolute. The endpoint itself is served at "/" whatever the URL's path (a proxy may map it).
 	URL string
-	// Skills are listed on the card; none means one skill derived from the agent and its tools.
+	// Skills are listed on the card; none means one skill derived from the agent.
 	Skills []Skill
+	// ListTools names the agent's tools in the skill derived when Skills is empty. The card is served to anyone,
+	// without a token, so false (default) keeps it from telling them which tools the agent has.
+	ListTools bool
 	// Authenticated declares on the card that requests need a bearer token (the handler's Token checks it).
 	Authenticated bool
 	// OAuth, when set, declares on the card that requests need an OAuth 2.0 access token (the handler's Auth

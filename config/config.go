@@ -248,6 +248,9 @@ type ToolPolicy struct {
 	// RetryOnDisconnect makes a call of an MCP tool, in flight when its server went away, be made again once the
 	// server is back, as for tools annotated readOnlyHint or idempotentHint.
 	RetryOnDisconnect bool
+	// ReadOnly says the tool only reads, as if its source annotated it readOnlyHint: the offline test model chosen
+	// for want of a configured one calls it, and `agenthost check` does not count it as a tool that writes.
+	ReadOnly bool
 	// EvaluationChecks are the checks an answer must pass when the tool ran in its run (see Eval).
 	EvaluationChecks []string
 }
@@ -471,6 +474,9 @@ type Serve struct {
 	// Skills are the skills the A2A agent card lists, from [[serve.skills]]; none (default) means one skill
 	// derived from the agent.
 	Skills []Skill
+	// CardListsTools names the agent's tools in the skill derived for the A2A agent card. The card is served
+	// without a token, so false (default) keeps the tool names off it.
+	CardListsTools bool
 	// Path is the MCP endpoint's URL path: it starts with "/" and is not "/healthz"; default "/mcp".
 	Path string
 	// Stateless serves HTTP without sessions, so that any instance behind a load balancer can answer any
@@ -479,6 +485,10 @@ type Serve struct {
 	// AuthTokenEnv names the environment variable that holds the bearer token HTTP requests must carry; ""
 	// (default) requires none. Only the name is checked here: the command reads the variable.
 	AuthTokenEnv string
+	// AuthTokensEnv names environment variables that each hold one caller's bearer token, for callers kept apart:
+	// the variable's name is the caller's subject, which owns its A2A tasks and conversations as a token's subject
+	// does under [serve.oauth]. Default none; it excludes AuthTokenEnv and OAuth.
+	AuthTokensEnv []string
 	// AllowedHosts lists Host header values accepted besides the loopback names (localhost, 127.0.0.1, [::1])
 	// and the listen address: host or host:port, no scheme. Default none.
 	AllowedHosts []string

@@ -394,6 +394,7 @@ func (d *decoder) toolPolicy(path []string, v any, p *ToolPolicy) {
 		"prompt":              d.str(&p.Prompt),
 		"format_prompt":       d.str(&p.FormatPrompt),
 		"retry_on_disconnect": d.boolean(&p.RetryOnDisconnect),
+		"read_only":           d.boolean(&p.ReadOnly),
 		"evaluation_checks":   d.strList(&p.EvaluationChecks),
 	})
 }
@@ -447,9 +448,11 @@ func (d *decoder) serve(path []string, v any, s *Serve) {
 		"a2a":               d.str(&s.A2A),
 		"a2a_public_url":    d.str(&s.A2APublicURL),
 		"skills":            d.skills(&s.Skills),
+		"card_lists_tools":  d.boolean(&s.CardListsTools),
 		"path":              d.str(&s.Path),
 		"stateless":         d.boolean(&s.Stateless),
 		"auth_token_env":    d.str(&s.AuthTokenEnv),
+		"auth_tokens_env":   d.strList(&s.AuthTokensEnv),
 		"allowed_hosts":     d.strList(&s.AllowedHosts),
 		"allowed_origins":   d.strList(&s.AllowedOrigins),
 		"max_body_bytes":    d.int64(&s.MaxBodyBytes),

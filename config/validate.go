@@ -565,6 +565,7 @@ func checkServe(is *issues, s *Serve) {
 	if s.AuthTokenEnv != "" && !validEnvName(s.AuthTokenEnv) {
 		is.add(p("auth_token_env"), "must be the name of an environment variable (got %q)", s.AuthTokenEnv)
 	}
+	checkAuthTokensEnv(is, s)
 	for i, h := range s.AllowedHosts {
 		if !validHostHeader(h) {
 			is.addKey(p("allowed_hosts"), fmt.Sprintf("serve.allowed_hosts[%d]", i),
@@ -815,4 +816,27 @@ func checkHeaders(is *issues, p []string, h map[string]string) {
 func isTokenChar(r rune) bool {
 	return r < math.MaxInt8 && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' ||
 		strings.ContainsRune("!#$%&'*+-.^_`|~", r))
+}
+
+// checkAuthTokensEnv checks [serve] auth_tokens_env: names of environment variables, each once, and no other way
+// of authenticating callers besides.
+func checkAuthTokensEnv(is *issues, s *Serve) {
+	p := []string{"serve", "auth_tokens_env"}
+	seen := map[string]bool{}
+	for i, name := range s.AuthTokensEnv {
+		key := fmt.Sprintf("serve.auth_tokens_env[%d]", i)
+		switch {
+		case !validEnvName(name):
+			is.addKey(p, key, "must be the name of an environment variable (got %q)", name)
+		case seen[name]:
+			is.addKey(p, key, "%s is named twice", name)
+		}
+		seen[name] = true
+	}
+	if len(s.AuthTokensEnv) > 0 && s.AuthTokenEnv != "" {
+		is.add(p, "conflicts with auth_token_env: one token shared by every caller, or one per caller; keep one")
+	}
+	if len(s.AuthTokensEnv) > 0 && s.OAuth != nil {
+		is.add(p, "conflicts with [serve.oauth]: requests carry either the issuer's tokens or static ones; keep one")
+	}
 }

@@ -82,12 +82,12 @@ func (h *harness) mustAsk(t *testing.T, req *Request) *Answer {
 	return ans
 }
 
-// toolMessages returns the tool messages of a recorded request, by tool_call_id.
+// toolMessages returns the tool messages of a recorded request, by tool_call_id, without their delimiters.
 func toolMessages(req *fakellm.Request) map[string]string {
 	out := map[string]string{}
 	for _, m := range req.Messages {
 		if m.Role == "tool" {
-			out[m.ToolCallID] = m.Content
+			out[m.ToolCallID] = m.ToolOutput()
 		}
 	}
 	return out
@@ -656,6 +656,9 @@ func TestConversationContinues(t *testing.T) {
 	}
 	var roles []string
 	for _, m := range h.srv.Requests()[2].Messages {
+		if m.Role == "tool" {
+			m.Content = m.ToolOutput()
+		}
 		roles = append(roles, m.Role+":"+m.Content)
 	}
 	want := []string{"user:one", "assistant:", "tool:c got {}", "assistant:first answer", "user:two"}

@@ -635,6 +635,7 @@ func (r *run) request(off *offer, final bool, info *IterationInfo) *llm.Request 
 		}
 	}
 	msgs, dropped, cut := fitBudget(system, r.past, r.messages, r.budget(req.Tools))
+	delimitToolOutput(msgs)
 	req.Messages = msgs
 	info.DroppedMessages, info.TruncatedResults = dropped, len(cut)
 	for _, id := range cut {

@@ -300,7 +300,7 @@ func TestSubAgentDepthAndBadInput(t *testing.T) {
 	h.srv.SetResponder(func(req *fakellm.Request) fakellm.Turn {
 		last := req.Messages[len(req.Messages)-1]
 		if last.Role == "tool" {
-			return fakellm.Turn{Text: "passed up: " + last.Content}
+			return fakellm.Turn{Text: "passed up: " + last.ToolOutput()}
 		}
 		return fakellm.Turn{ToolCalls: []fakellm.ToolCall{call("d", "deep", `{"task":"again"}`)}}
 	})

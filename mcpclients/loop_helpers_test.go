@@ -120,7 +120,7 @@ func (r *loopRun) toolMessage(t *testing.T, id string) string {
 func toolMessageIn(req *fakellm.Request, id string) string {
 	for _, m := range req.Messages {
 		if m.Role == "tool" && m.ToolCallID == id {
-			return m.Content
+			return m.ToolOutput()
 		}
 	}
 	return ""

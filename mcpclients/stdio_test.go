@@ -66,7 +66,7 @@ func TestCrossSDKThroughTheLoop(t *testing.T) {
 	var result string
 	for _, m := range reqs[1].Messages {
 		if m.Role == "tool" {
-			result = m.Content
+			result = m.ToolOutput()
 		}
 	}
 	if result != "5.5" {

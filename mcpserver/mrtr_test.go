@@ -63,7 +63,7 @@ func toolMessage(st *setup) string {
 	var got string
 	for _, m := range st.llm.LastRequest().Messages {
 		if m.Role == "tool" {
-			got = m.Content
+			got = m.ToolOutput()
 		}
 	}
 	return got

@@ -80,7 +80,7 @@ func testSamplingWithTools(t *testing.T, version string) {
 		t.Errorf("tool use sent back: %+v", second.Messages[1].Content)
 	}
 	result, ok := second.Messages[2].Content[0].(*mcp.ToolResultContent)
-	if !ok || result.ToolUseID != "u1" || result.Content[0].(*mcp.TextContent).Text != "the capital is Paris" || second.Messages[2].Role != "user" {
+	if !ok || result.ToolUseID != "u1" || result.Content[0].(*mcp.TextContent).Text != "<tool_output name=\"lookup\">\nthe capital is Paris\n</tool_output>" || second.Messages[2].Role != "user" {
 		t.Errorf("tool result sent back: %+v", second.Messages[2])
 	}
 }

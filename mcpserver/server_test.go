@@ -286,7 +286,7 @@ func TestApprovalThroughElicitation(t *testing.T) {
 				var got string
 				for _, m := range st.llm.LastRequest().Messages {
 					if m.Role == "tool" {
-						got = m.Content
+						got = m.ToolOutput()
 					}
 				}
 				if !strings.HasPrefix(got, tt.want) {

@@ -433,7 +433,7 @@ func a2aMessages(msgs []fakellm.Message) []string {
 func a2aLastToolResult(req *fakellm.Request) string {
 	for i := len(req.Messages) - 1; i >= 0; i-- {
 		if req.Messages[i].Role == "tool" {
-			return req.Messages[i].Content
+			return req.Messages[i].ToolOutput()
 		}
 	}
 	return ""

@@ -86,7 +86,7 @@ max_iterations = 3
 		}
 		for _, m := range req.Messages {
 			if m.Role == "tool" {
-				toolMsg = m.Content
+				toolMsg = m.ToolOutput()
 			}
 		}
 	}

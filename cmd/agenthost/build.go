@@ -262,6 +262,11 @@ func build(ctx context.Context, cfg *config.Config, modelFlag string, logger *sl
 		a.close()
 		return nil, err
 	}
+	var guard *readOnlyGuard
+	if a.provider == config.ProviderTest && cfg.Model.Provider == config.ProviderAuto && modelFlag != "test" {
+		guard = &readOnlyGuard{policies: cfg.Tools, notices: notices, told: map[string]bool{}}
+		a.model = testmodel.NewWith(&testmodel.Options{Callable: guard.callable, Skipped: guard.skipped})
+	}
 	if opts.OutputSchema, err = wiring.OutputSchema(cfg); err != nil {
 		a.close()
 		return nil, fmt.Errorf("%w: %s: %w", errUsage, configName(cfg), err)
@@ -299,6 +304,9 @@ func build(ctx context.Context, cfg *config.Config, modelFlag string, logger *sl
 	agents := &host.SubAgents{}
 	sets = append(sets, agents)
 	a.tools = host.NewToolManager(sets, &host.ToolManagerOptions{Policies: wiring.Policies(cfg.Tools), Logger: logger, Observer: opts.Observer})
+	if guard != nil {
+		guard.tools.Store(a.tools)
+	}
 	for _, name := range cfg.AgentOrder {
 		sa := cfg.Agents[name]
 		model, err := a.subAgentModel(sa, logger)

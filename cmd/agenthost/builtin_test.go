@@ -105,7 +105,7 @@ refresh_interval = "0s"
 	var toolText []string
 	for _, m := range srv.LastRequest().Messages {
 		if m.Role == "tool" {
-			toolText = append(toolText, m.Content)
+			toolText = append(toolText, m.ToolOutput())
 		}
 	}
 	all := strings.Join(toolText, "\n")
@@ -145,7 +145,7 @@ tools = ["fetch_url"]
 	var refused string
 	for _, m := range srv.LastRequest().Messages {
 		if m.Role == "tool" {
-			refused = m.Content
+			refused = m.ToolOutput()
 		}
 	}
 	if !strings.Contains(refused, "refused: 127.0.0.1 is a loopback address") {

@@ -337,6 +337,7 @@ func cmdCheck(ctx context.Context, args []string, io *stdio) error {
 	for _, name := range a.tools.UnknownPolicies(tools) {
 		fmt.Fprintf(io.err, "agenthost: warning: %s: [tools.%q] matches no tool\n", configName(a.cfg), name)
 	}
+	warnWebAndWrites(io.err, a.cfg, tools)
 	var failed []string
 	if servers := a.mcp.Status(); len(servers) > 0 {
 		tw := tabwriter.NewWriter(io.out, 0, 4, 2, ' ', 0)

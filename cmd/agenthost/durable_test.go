@@ -91,7 +91,7 @@ func TestA2ADurableTaskAfterKill(t *testing.T) {
 	var results []string
 	for _, m := range llm.Requests()[3].Messages {
 		if m.Role == "tool" {
-			results = append(results, m.Content)
+			results = append(results, m.ToolOutput())
 		}
 	}
 	if got := strings.Join(results, "|"); got != "noted first|HELLO" {

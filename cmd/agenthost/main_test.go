@@ -250,7 +250,7 @@ max_retries = 0
 	var toolMsg string
 	for _, m := range reqs[1].Messages {
 		if m.Role == "tool" {
-			toolMsg = m.Content
+			toolMsg = m.ToolOutput()
 		}
 	}
 	if !strings.Contains(toolMsg, "(Asia/Tokyo, ") {

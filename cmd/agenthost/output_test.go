@@ -125,7 +125,7 @@ func readFile(t *testing.T, path string) string {
 func toolMessage(req *fakellm.Request, id string) string {
 	for _, m := range req.Messages {
 		if m.Role == "tool" && m.ToolCallID == id {
-			return m.Content
+			return m.ToolOutput()
 		}
 	}
 	return ""

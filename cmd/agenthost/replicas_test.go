@@ -239,7 +239,7 @@ func TestReplicasInputRequests(t *testing.T) {
 	var toolText string
 	for _, m := range llm.Requests()[1].Messages {
 		if m.Role == "tool" {
-			toolText = m.Content
+			toolText = m.ToolOutput()
 		}
 	}
 	if toolText == "" || strings.Contains(toolText, "denied") || strings.Contains(toolText, "not approved") {

@@ -102,6 +102,11 @@ Flags:`)
 			return fmt.Errorf("%w: %s: serve.auth_token_env names %s, which is not set", errUsage, configName(a.cfg), sc.AuthTokenEnv)
 		}
 	}
+	if (httpAddr.set || a2aAddr.set) && len(sc.AuthTokensEnv) > 0 {
+		if access.Tokens, err = callerTokens(sc.AuthTokensEnv); err != nil {
+			return fmt.Errorf("%w: %s: serve.auth_tokens_env: %w", errUsage, configName(a.cfg), err)
+		}
+	}
 	if httpAddr.set || a2aAddr.set {
 		if access.JWT, err = wiring.Verifier(ctx, a.cfg, a.logger); err != nil {
 			return fmt.Errorf("%s: [serve.oauth]: %w", configName(a.cfg), err)
@@ -110,7 +115,7 @@ Flags:`)
 			defer access.JWT.Close()
 		}
 	}
-	protected := access.Token != "" || access.JWT != nil
+	protected := access.Protected()
 	// Listen first, so that an address in use is reported before anything is served.
 	var mcpLn, a2aLn net.Listener
 	if httpAddr.set {
@@ -325,3 +330,20 @@ func (s *stdio) stdoutCloser() io.WriteCloser {
 type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
+
+// callerTokens reads the callers' tokens of [serve] auth_tokens_env: each variable must be set, to a token of its
+// own. It maps each token to its subject, the variable's name.
+func callerTokens(names []string) (map[string]string, error) {
+	tokens := map[string]string{}
+	for _, name := range names {
+		token := os.Getenv(name)
+		if token == "" {
+			return nil, fmt.Errorf("%s is not set", name)
+		}
+		if other, dup := tokens[token]; dup {
+			return nil, fmt.Errorf("%s and %s hold the same token: each caller needs its own", other, name)
+		}
+		tokens[token] = name
+	}
+	return tokens, nil
+}

@@ -522,6 +522,8 @@ func checkMessages(t *testing.T, msgs []fakellm.Message, want ...string) {
 			continue
 		case len(m.ToolCalls) > 0:
 			got = append(got, m.Role+":call "+m.ToolCalls[0].Function.Name)
+		case m.Role == "tool":
+			got = append(got, m.Role+":"+m.ToolOutput())
 		default:
 			got = append(got, m.Role+":"+m.Content)
 		}

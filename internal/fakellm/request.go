@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"strings"
 )
 
 // Request is one recorded chat-completion request: the raw body and the fields a test usually checks.
@@ -43,6 +44,18 @@ type Message struct {
 	ToolCalls  []MessageToolCall `json:"tool_calls"`
 	ToolCallID string            `json:"tool_call_id"`
 	Name       string            `json:"name"`
+}
+
+// ToolOutput is the result a tool message carries, without the <tool_output name="..."> and </tool_output> lines
+// agenthost puts around it. A message without them comes back whole, marked "undelimited: ", so that a test
+// expecting a result fails.
+func (m Message) ToolOutput() string {
+	first, rest, ok := strings.Cut(m.Content, "\n")
+	inner, closed := strings.CutSuffix(rest, "\n</tool_output>")
+	if !ok || !closed || !strings.HasPrefix(first, "<tool_output") || !strings.HasSuffix(first, ">") {
+		return "undelimited: " + m.Content
+	}
+	return inner
 }
 
 // MessageToolCall is a tool call inside an assistant message of a request.

@@ -278,11 +278,52 @@ func ServerOptions(cfg *config.Config, version string, sampling mcpserver.Sampli
 }
 
 // Access is how the HTTP listeners of `agenthost serve` authenticate requests: with Token, the static bearer token
-// read from [serve] auth_token_env, or with JWT, the verifier of [serve.oauth]'s tokens; the zero value lets every
-// request in.
+// read from [serve] auth_token_env, with Tokens, the callers' own static tokens of [serve] auth_tokens_env, or with
+// JWT, the verifier of [serve.oauth]'s tokens; the zero value lets every request in.
 type Access struct {
 	Token string
-	JWT   *jwtauth.Verifier
+	// Tokens maps each caller's token to its subject, the name of the variable that holds it.
+	Tokens map[string]string
+	JWT    *jwtauth.Verifier
+}
+
+// Protected reports whether requests need credentials.
+func (a Access) Protected() bool { return a.Token != "" || len(a.Tokens) > 0 || a.JWT != nil }
+
+// callerTokens lets a request in only with one of tokens, and hands its subject on where the MCP and A2A handlers
+// read a token's subject (auth.TokenInfoFromContext), so that callers are kept apart as under [serve.oauth].
+func callerTokens(tokens map[string]string) func(http.Handler) http.Handler {
+	subject := func(r *http.Request) (string, bool) {
+		var found string
+		var ok bool
+		for token, sub := range tokens { // every token compared, in constant time: the time says nothing of a match
+			if httpedge.TokenMatches(r, token) {
+				found, ok = sub, true
+			}
+		}
+		return found, ok
+	}
+	handOver := auth.RequireBearerToken(func(_ context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
+		if sub, ok := subject(r); ok {
+			return &auth.TokenInfo{UserID: sub}, nil // a static token does not expire
+		}
+		return nil, auth.ErrInvalidToken
+	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
+	return func(next http.Handler) http.Handler {
+		authed := handOver(next)
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if _, ok := subject(r); !ok {
+				msg := "unauthorized: a bearer token is required"
+				if r.Header.Get("Authorization") != "" {
+					msg = "unauthorized: the bearer token is not valid"
+				}
+				w.Header().Set("WWW-Authenticate", "Bearer")
+				http.Error(w, msg, http.StatusUnauthorized)
+				return
+			}
+			authed.ServeHTTP(w, r)
+		})
+	}
 }
 
 // Verifier returns the verifier of the tokens [serve.oauth] names, or nil when there is no such table. Close it when
@@ -329,8 +370,11 @@ func Edge(sc config.Serve, access Access, listenAddr string) httpedge.Options {
 		AllowedOrigins: sc.AllowedOrigins,
 		MaxBodyBytes:   sc.MaxBodyBytes,
 	}
-	if access.JWT != nil {
+	switch {
+	case access.JWT != nil:
 		o.Auth, o.Documents = access.JWT.Middleware, access.JWT.Documents()
+	case len(access.Tokens) > 0:
+		o.Auth = callerTokens(access.Tokens)
 	}
 	return o
 }
@@ -392,7 +436,7 @@ func A2AServerOptions(cfg *config.Config, version, url string, access Access, lo
 		oauth = oauthScheme(access.JWT)
 	}
 	var caller func(*http.Request) string
-	if access.JWT != nil {
+	if access.JWT != nil || len(access.Tokens) > 0 {
 		caller = func(r *http.Request) string {
 			if info := auth.TokenInfoFromContext(r.Context()); info != nil {
 				return info.UserID
@@ -408,7 +452,8 @@ func A2AServerOptions(cfg *config.Config, version, url string, access Access, lo
 		Version:       version,
 		URL:           url,
 		Skills:        skills,
-		Authenticated: access.Token != "",
+		ListTools:     cfg.Serve.CardListsTools,
+		Authenticated: access.Token != "" || len(access.Tokens) > 0,
 		InputTimeout:  cfg.Serve.InputTimeout.Duration,
 		Logger:        logger,
 	}

@@ -31,12 +31,32 @@ import (
 // real model. The text is streamed word by word through onDelta.
 //
 // Usage is an estimate of four characters per token, deterministic for a given request.
-type Model struct{}
+//
+// Options.Callable narrows the tools it calls: the others are left alone as if they were not offered, and when it
+// may call none of them it answers with text.
+type Model struct{ opts Options }
 
 var _ llm.Model = (*Model)(nil)
 
-// New returns the offline test model.
+// Options tune the offline test model. The zero value calls every offered tool.
+type Options struct {
+	// Callable reports whether the model may call the named tool; nil means every tool may be called.
+	Callable func(ctx context.Context, name string) bool
+	// Skipped, when set, is given the names of the offered tools a request left alone, in offer order, each time
+	// there are some. It must be safe for concurrent use.
+	Skipped func(names []string)
+}
+
+// New returns the offline test model, which calls every offered tool.
 func New() *Model { return &Model{} }
+
+// NewWith returns the offline test model tuned by opts; nil means New.
+func NewWith(opts *Options) *Model {
+	if opts == nil {
+		return New()
+	}
+	return &Model{opts: *opts}
+}
 
 // modelName is what Response.Model reports.
 const modelName = "testmodel"
@@ -66,16 +86,18 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request, onDelta func(llm
 	}
 
 	if len(results) == 0 && len(req.Tools) > 0 && req.ToolChoice.Mode != llm.ToolChoiceNone {
-		calls, err := toolCalls(req)
+		calls, err := m.toolCalls(ctx, req)
 		if err != nil {
 			return nil, err
 		}
-		return &llm.Response{
-			Message:      llm.Message{Role: llm.RoleAssistant, ToolCalls: calls},
-			Usage:        estimateUsage(req, "", calls),
-			FinishReason: llm.FinishToolCalls,
-			Model:        modelName,
-		}, nil
+		if len(calls) > 0 {
+			return &llm.Response{
+				Message:      llm.Message{Role: llm.RoleAssistant, ToolCalls: calls},
+				Usage:        estimateUsage(req, "", calls),
+				FinishReason: llm.FinishToolCalls,
+				Model:        modelName,
+			}, nil
+		}
 	}
 
 	var text string
@@ -100,8 +122,8 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request, onDelta func(llm
 	}, nil
 }
 
-// toolCalls calls every offered tool, or the one the tool choice names.
-func toolCalls(req *llm.Request) ([]llm.ToolCall, error) {
+// toolCalls calls every offered tool, or the one the tool choice names, except those Options.Callable refuses.
+func (m *Model) toolCalls(ctx context.Context, req *llm.Request) ([]llm.ToolCall, error) {
 	tools := req.Tools
 	if req.ToolChoice.Mode == llm.ToolChoiceFunction {
 		tools = nil
@@ -117,12 +139,20 @@ func toolCalls(req *llm.Request) ([]llm.ToolCall, error) {
 		}
 	}
 	calls := make([]llm.ToolCall, 0, len(tools))
-	for i, t := range tools {
+	var skipped []string
+	for _, t := range tools {
+		if m.opts.Callable != nil && !m.opts.Callable(ctx, t.Name) {
+			skipped = append(skipped, t.Name)
+			continue
+		}
 		calls = append(calls, llm.ToolCall{
-			ID:        "call_" + strconv.Itoa(i+1),
+			ID:        "call_" + strconv.Itoa(len(calls)+1),
 			Name:      t.Name,
 			Arguments: string(exampleArguments(t.Parameters)),
 		})
+	}
+	if len(skipped) > 0 && m.opts.Skipped != nil {
+		m.opts.Skipped(skipped)
 	}
 	return calls, nil
 }
@@ -138,7 +168,7 @@ func summary(msgs []llm.Message, results []llm.Message) string {
 		b.WriteString("\n- ")
 		b.WriteString(toolName(msgs, r))
 		b.WriteString(": ")
-		b.WriteString(resultExcerpt(r.Content))
+		b.WriteString(resultExcerpt(undelimited(r.Content)))
 		seen := map[string]bool{}
 		for _, m := range sourceField.FindAllStringSubmatch(r.Content, -1) {
 			n := strings.TrimLeft(m[1], "0")
@@ -150,6 +180,18 @@ func summary(msgs []llm.Message, results []llm.Message) string {
 		}
 	}
 	return b.String()
+}
+
+// undelimited is a tool result without the <tool_output> tags the orchestrator puts around it.
+func undelimited(content string) string {
+	first, rest, ok := strings.Cut(content, "\n")
+	if !ok || !strings.HasPrefix(first, "<tool_output") || !strings.HasSuffix(first, ">") {
+		return content
+	}
+	if inner, ok := strings.CutSuffix(rest, "\n</tool_output>"); ok {
+		return inner
+	}
+	return content
 }
 
 // toolName is the name of the tool that produced a tool message: its Name, or else the name in the assistant's

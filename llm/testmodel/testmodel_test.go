@@ -6,6 +6,7 @@ import (
 	"errors"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/agenthost/agenthost/llm"
@@ -95,6 +96,36 @@ func TestModelCallsTools(t *testing.T) {
 	}
 }
 
+// TestModelCallsOnlyCallableTools: with Options.Callable, the refused tools are not called and are reported, and
+// with none left the model answers with text.
+func TestModelCallsOnlyCallableTools(t *testing.T) {
+	var mu sync.Mutex
+	var reported [][]string
+	m := NewWith(&Options{
+		Callable: func(_ context.Context, name string) bool { return name != "search" && name != "ping" },
+		Skipped: func(names []string) {
+			mu.Lock()
+			defer mu.Unlock()
+			reported = append(reported, names)
+		},
+	})
+	req := &llm.Request{Messages: []llm.Message{user("what time is it?")}, Tools: []llm.ToolSpec{searchTool, timeTool, noSchemaTool}}
+	resp := generate(t, m, req)
+	want := []llm.ToolCall{{ID: "call_1", Name: "current_time", Arguments: `{}`}}
+	if !reflect.DeepEqual(resp.Message.ToolCalls, want) || resp.FinishReason != llm.FinishToolCalls {
+		t.Errorf("tool calls %+v (finish %q), want %+v", resp.Message.ToolCalls, resp.FinishReason, want)
+	}
+	if !reflect.DeepEqual(reported, [][]string{{"search", "ping"}}) {
+		t.Errorf("skipped reported as %q, want [[search ping]]", reported)
+	}
+
+	req.Tools = []llm.ToolSpec{searchTool}
+	resp = generate(t, m, req)
+	if len(resp.Message.ToolCalls) != 0 || resp.FinishReason != llm.FinishStop || !strings.Contains(resp.Message.Content, "offline test model") {
+		t.Errorf("with no callable tool: calls %+v, finish %q, text %q", resp.Message.ToolCalls, resp.FinishReason, resp.Message.Content)
+	}
+}
+
 func TestModelNamedToolNotOffered(t *testing.T) {
 	req := &llm.Request{
 		Messages:   []llm.Message{user("hi")},
@@ -149,7 +180,8 @@ func TestModelSummarisesToolResults(t *testing.T) {
 			user("tell me"),
 			{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{
 				{ID: "call_1", Name: "current_time"}, {ID: "call_2", Name: "search"}, {ID: "call_3", Name: "long"}}},
-			{Role: llm.RoleTool, ToolCallID: "call_1", Content: "\n2026-11-22 11:19:12 JST (Asia/Tokyo)\nsecond line"},
+			// As the orchestrator sends a result: between <tool_output> tags.
+			{Role: llm.RoleTool, ToolCallID: "call_1", Content: "<tool_output name=\"current_time\">\n\n2026-11-22 11:19:12 JST (Asia/Tokyo)\nsecond line\n</tool_output>"},
 			{Role: llm.RoleTool, ToolCallID: "call_2", Name: "search", Content: refs},
 			{Role: llm.RoleTool, ToolCallID: "call_3", Content: long + `{"source":1}`},
 		},

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/agenthost/agenthost/config"
+	"github.com/agenthost/agenthost/host"
+)
+
+// warnWebAndWrites warns when tools that read the web are enabled together with tools that may write and run
+// without approval: a page the model reads can carry instructions, and a tool that writes (or sends) is how they
+// would do harm, so the writes should wait for a person. A tool reads the web when it is annotated openWorldHint
+// (the built-ins fetch_url and web_search are, and MCP servers may say so); a tool may write when it comes from an
+// MCP server and is not read-only (see readOnlyTool).
+func warnWebAndWrites(w io.Writer, cfg *config.Config, tools []*host.ManagedTool) {
+	var web, writes []string
+	for _, t := range tools {
+		if t.Policy.Disabled {
+			continue
+		}
+		if a := t.Spec.Annotations; a != nil && a.OpenWorldHint != nil && *a.OpenWorldHint {
+			web = append(web, t.Spec.Name)
+		}
+		if strings.HasPrefix(t.Source, "mcp:") && !t.Policy.RequireApproval && !readOnlyTool(t.Spec, cfg.Tools[t.Spec.Name]) {
+			writes = append(writes, t.Spec.Name)
+		}
+	}
+	if len(web) == 0 || len(writes) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "agenthost: warning: %s: tools that read the web (%s) are enabled with tools that may write and run without approval (%s): "+
+		"a page the agent reads could have it change or send your data; set [tools.\"NAME\"] require_approval = true on those, "+
+		"or read_only = true on a tool that only reads\n", configName(cfg), strings.Join(web, ", "), strings.Join(writes, ", "))
+}
+
+// readOnlyGuard keeps the offline test model, when it stands in for a model nobody configured, to the tools that
+// only read: it calls every tool it is offered, and a tool that writes (an MCP filesystem server's write_file) would
+// change the user's files on a prompt nobody meant for it. Asked for by name (provider "test", -model test), the
+// model calls every tool.
+type readOnlyGuard struct {
+	// tools is the app's tool manager, set once it is built; until then no tool is callable.
+	tools    atomic.Pointer[host.ToolManager]
+	policies map[string]config.ToolPolicy
+	notices  io.Writer
+
+	mu   sync.Mutex
+	told map[string]bool // tools already named on notices
+}
+
+// callable reports whether the model may call the named tool: one that only reads (see readOnlyTool), a sub-agent
+// (its run is on the same guarded model) or the structured answer's tool.
+func (g *readOnlyGuard) callable(ctx context.Context, name string) bool {
+	if name == host.OutputToolName {
+		return true
+	}
+	tm := g.tools.Load()
+	if tm == nil {
+		return false
+	}
+	tools, _ := tm.Tools(ctx) // the list is usable even when a source failed to list
+	for _, t := range tools {
+		if t.Spec.Name == name {
+			return t.Source == subAgentsSource || readOnlyTool(t.Spec, g.policies[name])
+		}
+	}
+	return false
+}
+
+// skipped names on notices, once each, the tools the model left alone.
+func (g *readOnlyGuard) skipped(names []string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var fresh []string
+	for _, n := range names {
+		if !g.told[n] {
+			g.told[n] = true
+			fresh = append(fresh, n)
+		}
+	}
+	if len(fresh) > 0 {
+		fmt.Fprintf(g.notices, "agenthost: the offline test model calls only read-only tools; it left alone: %s (set [model] provider = \"test\" or pass -model test to call every tool, or mark a tool [tools.\"NAME\"] read_only = true)\n", strings.Join(fresh, ", "))
+	}
+}
+
+// subAgentsSource is the source name of the sub-agents' tools (host.SubAgents).
+const subAgentsSource = "agents"
+
+// readOnlyTool reports whether a tool only reads: its source annotates it readOnlyHint (the built-ins that only
+// read do, and MCP servers may), or the admin's policy says read_only.
+func readOnlyTool(spec host.ToolSpec, policy config.ToolPolicy) bool {
+	if policy.ReadOnly {
+		return true
+	}
+	a := spec.Annotations
+	return a != nil && a.ReadOnlyHint != nil && *a.ReadOnlyHint
+}
