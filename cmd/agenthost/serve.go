@@ -283,7 +283,7 @@ func listen(flag, addr string, protected bool, logger *slog.Logger) (net.Listene
 	}
 	if !isLoopback(ln.Addr()) && !protected {
 		logger.Warn("serving beyond loopback without a token: anyone who can reach this address can use the agent and its tools; "+
-			"set [serve.oauth] or [serve] auth_token_env", "addr", ln.Addr().String())
+			"set [serve.oauth], [serve] auth_token_env or auth_tokens_env", "addr", ln.Addr().String())
 	}
 	return ln, nil
 }
