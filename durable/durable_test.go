@@ -316,20 +316,26 @@ func TestTakeOver(t *testing.T) {
 	}
 }
 
-// TestNewConcurrently creates engines on one new database from several goroutines at once, each with connections
-// of its own, as replicas starting together do: every one is created and launched, and DBOS's schema is migrated
-// once.
+// TestNewConcurrently opens the state database and creates an engine on it from several goroutines at once, each
+// with connections of its own, as replicas starting together on a new database do: every one opens it and launches
+// its engine, and agenthost's tables and DBOS's schema are migrated once.
 func TestNewConcurrently(t *testing.T) {
 	for _, b := range []struct {
 		name       string
-		opts       func(t *testing.T) Options
+		opts       func(t *testing.T) (store.Options, Options)
 		migrations string
 	}{
-		{"sqlite", func(t *testing.T) Options { return Options{SQLitePath: filepath.Join(t.TempDir(), "state.db")} }, "dbos_migrations"},
-		{"postgres", func(t *testing.T) Options { return Options{PostgresURL: pgtest.NewDatabase(t)} }, "dbos.dbos_migrations"},
+		{"sqlite", func(t *testing.T) (store.Options, Options) {
+			path := filepath.Join(t.TempDir(), "state.db")
+			return store.Options{Backend: store.SQLite, Path: path}, Options{SQLitePath: path}
+		}, "dbos_migrations"},
+		{"postgres", func(t *testing.T) (store.Options, Options) {
+			dsn := pgtest.NewDatabase(t)
+			return store.Options{Backend: store.Postgres, DSN: dsn}, Options{PostgresURL: dsn}
+		}, "dbos.dbos_migrations"},
 	} {
 		t.Run(b.name, func(t *testing.T) {
-			opts := b.opts(t)
+			sopts, opts := b.opts(t)
 			opts.AppName, opts.AppVersion = "agenthost-test", "v1"
 			const n = 6
 			var ready, wg sync.WaitGroup
@@ -343,6 +349,12 @@ func TestNewConcurrently(t *testing.T) {
 					o.ExecutorID = fmt.Sprintf("replica-%d", i)
 					ready.Done()
 					<-start
+					db, err := store.Open(t.Context(), sopts)
+					if err != nil {
+						errs[i] = err
+						return
+					}
+					defer db.Close()
 					e, err := New(t.Context(), nil, o)
 					if err == nil {
 						if err = e.Launch(); err != nil {
@@ -376,9 +388,11 @@ func TestNewConcurrently(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer db.Close()
-			var rows int
-			if err := db.QueryRowContext(t.Context(), "SELECT count(*) FROM "+b.migrations).Scan(&rows); err != nil || rows != 1 {
-				t.Errorf("%s: %d rows (%v), want 1", b.migrations, rows, err)
+			for _, table := range []string{b.migrations, "agenthost_schema"} {
+				var rows int
+				if err := db.QueryRowContext(t.Context(), "SELECT count(*) FROM "+table).Scan(&rows); err != nil || rows != 1 {
+					t.Errorf("%s: %d rows (%v), want 1", table, rows, err)
+				}
 			}
 		})
 	}

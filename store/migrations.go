@@ -113,23 +113,20 @@ const MigrationWait = 2 * time.Minute
 // lockPoll is how often a process waiting for MigrationLock tries to take it.
 const lockPoll = 100 * time.Millisecond
 
-// queryer is a *sql.DB or *sql.Tx.
-type queryer interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
-// waitMigrationLock takes MigrationLock with tryLock (pg_try_advisory_lock or pg_try_advisory_xact_lock) on q,
-// trying again every lockPoll while another process holds it, for at most MigrationWait, and less when ctx ends
-// first. It polls rather than waits in Postgres (pg_advisory_lock): a wait that a canceled context interrupts on the
-// client goes on in the server until the lock is free, and takes it for a client that is gone.
-func waitMigrationLock(ctx context.Context, q queryer, tryLock string) error {
+// waitMigrationLock takes MigrationLock on db's one connection, trying again every lockPoll while another process
+// holds it, for at most MigrationWait, and less when ctx ends first. It polls outside any transaction rather than
+// waits in Postgres (pg_advisory_lock): a wait that a canceled context interrupts on the client goes on in the server
+// until the lock is free, and takes it for a client that is gone; and a statement, or a transaction, waiting for the
+// lock holds up DBOS's CREATE INDEX CONCURRENTLY, which waits for the transactions older than it, run by the
+// process that holds the lock.
+func waitMigrationLock(ctx context.Context, db *sql.DB) error {
 	ctx, cancel := context.WithTimeout(ctx, MigrationWait)
 	defer cancel()
 	poll := time.NewTicker(lockPoll)
 	defer poll.Stop()
 	for {
 		var locked bool
-		err := q.QueryRowContext(ctx, `SELECT `+tryLock+`($1)`, MigrationLock).Scan(&locked)
+		err := db.QueryRowContext(ctx, `SELECT pg_try_advisory_lock($1)`, MigrationLock).Scan(&locked)
 		if err == nil && locked {
 			return nil
 		}
@@ -148,17 +145,25 @@ func waitMigrationLock(ctx context.Context, q queryer, tryLock string) error {
 
 // LockMigrations takes MigrationLock on a connection of its own to the Postgres database dsn, waiting for the
 // process migrating it to finish (at most MigrationWait, and less when ctx ends first), and returns the function
-// that releases the lock and closes the connection. Package durable holds it while DBOS creates or migrates its
-// schema.
+// that releases the lock and closes the connection. Open holds it while it migrates agenthost's tables, package
+// durable while DBOS creates or migrates its schema.
 func LockMigrations(ctx context.Context, dsn string) (release func(), err error) {
-	db, err := sql.Open("pgx", dsn)
+	release, err = lockMigrations(ctx, dsn)
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
+	return release, nil
+}
+
+func lockMigrations(ctx context.Context, dsn string) (release func(), err error) {
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		return nil, err
+	}
 	db.SetMaxOpenConns(1) // the unlock runs on the connection that holds the lock
-	if err := waitMigrationLock(ctx, db, "pg_try_advisory_lock"); err != nil {
+	if err := waitMigrationLock(ctx, db); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("store: %w", err)
+		return nil, err
 	}
 	return func() {
 		// Closing the connection ends its session, which releases the lock all the same: the unlock only makes
@@ -170,15 +175,18 @@ func LockMigrations(ctx context.Context, dsn string) (release func(), err error)
 	}, nil
 }
 
-// migrate brings the schema to SchemaVersion, in one transaction, and refuses a database from a newer agenthost.
-func (s *DB) migrate(ctx context.Context) error {
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		if s.backend == Postgres {
-			// Released when the transaction ends, however it ends.
-			if err := waitMigrationLock(ctx, tx, "pg_try_advisory_xact_lock"); err != nil {
-				return err
-			}
+// migrate brings the schema to SchemaVersion, in one transaction, and refuses a database from a newer agenthost. On
+// Postgres, the database dsn, it does so under MigrationLock, taken before the transaction begins; on SQLite, the
+// transaction is IMMEDIATE, which serializes it with every other writer of the file.
+func (s *DB) migrate(ctx context.Context, dsn string) error {
+	if s.backend == Postgres {
+		release, err := lockMigrations(ctx, dsn)
+		if err != nil {
+			return fmt.Errorf("store: %s: %w", s.where, err)
 		}
+		defer release()
+	}
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS agenthost_schema (version INTEGER NOT NULL)`); err != nil {
 			return err
 		}

@@ -373,10 +373,10 @@ func TestMigrationLockWait(t *testing.T) {
 		}
 		return n
 	}
-	// A session of Open's has tried the lock, in the transaction that migrates.
+	// A session of Open's, not the one holding the lock, has tried to take it.
 	polling := func() bool {
-		return count(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE '%pg_try_advisory_xact_lock%'
-			AND query NOT LIKE '%pg_stat_activity%'`) > 0
+		return count(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE '%pg_try_advisory_lock%'
+			AND query NOT LIKE '%pg_stat_activity%' AND pid NOT IN (SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted)`) > 0
 	}
 	tables := func() int {
 		return count(`SELECT count(*) FROM information_schema.tables WHERE table_name = 'agenthost_schema'`)
