@@ -165,13 +165,28 @@ func New(ctx context.Context, orch *host.Orchestrator, opts Options) (*Engine, e
 	default:
 		return nil, errors.New("durable: no database")
 	}
-	dctx, err := dbos.NewContext(ctx, cfg)
+	dctx, err := newContext(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("durable: %w", err)
 	}
 	e.dctx = dctx
 	dbos.RegisterWorkflow(dctx, e.workflow, dbos.WithWorkflowName(workflowName))
 	return e, nil
+}
+
+// newContext creates DBOS's context, which creates or migrates DBOS's tables. On Postgres it does so under
+// store.MigrationLock: DBOS's migrations are not safe to run twice at once (CREATE SCHEMA IF NOT EXISTS and
+// CREATE TYPE race on the catalog's unique indexes), and replicas starting together on an empty database would.
+// SQLite needs no lock: DBOS migrates it in IMMEDIATE transactions that read the version again.
+func newContext(ctx context.Context, cfg dbos.Config) (dbos.Context, error) {
+	if cfg.DatabaseURL != "" {
+		release, err := store.LockMigrations(ctx, cfg.DatabaseURL)
+		if err != nil {
+			return nil, err
+		}
+		defer release()
+	}
+	return dbos.NewContext(ctx, cfg)
 }
 
 // appName makes name fit DBOS's application names.

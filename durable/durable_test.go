@@ -2,9 +2,13 @@ package durable
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -309,5 +313,87 @@ func TestTakeOver(t *testing.T) {
 	var replicas int
 	if err := db.SQL().QueryRowContext(t.Context(), `SELECT count(*) FROM agenthost_replicas WHERE executor_id = 'replica-a'`).Scan(&replicas); err != nil || replicas != 0 {
 		t.Errorf("replica A is still listed (%d, %v)", replicas, err)
+	}
+}
+
+// TestNewConcurrently opens the state database and creates an engine on it from several goroutines at once, each
+// with connections of its own, as replicas starting together on a new database do: every one opens it and launches
+// its engine, and agenthost's tables and DBOS's schema are migrated once.
+func TestNewConcurrently(t *testing.T) {
+	for _, b := range []struct {
+		name       string
+		opts       func(t *testing.T) (store.Options, Options)
+		migrations string
+	}{
+		{"sqlite", func(t *testing.T) (store.Options, Options) {
+			path := filepath.Join(t.TempDir(), "state.db")
+			return store.Options{Backend: store.SQLite, Path: path}, Options{SQLitePath: path}
+		}, "dbos_migrations"},
+		{"postgres", func(t *testing.T) (store.Options, Options) {
+			dsn := pgtest.NewDatabase(t)
+			return store.Options{Backend: store.Postgres, DSN: dsn}, Options{PostgresURL: dsn}
+		}, "dbos.dbos_migrations"},
+	} {
+		t.Run(b.name, func(t *testing.T) {
+			sopts, opts := b.opts(t)
+			opts.AppName, opts.AppVersion = "agenthost-test", "v1"
+			const n = 6
+			var ready, wg sync.WaitGroup
+			ready.Add(n)
+			start := make(chan struct{})
+			engines := make([]*Engine, n)
+			errs := make([]error, n)
+			for i := range engines {
+				wg.Go(func() {
+					o := opts
+					o.ExecutorID = fmt.Sprintf("replica-%d", i)
+					ready.Done()
+					<-start
+					db, err := store.Open(t.Context(), sopts)
+					if err != nil {
+						errs[i] = err
+						return
+					}
+					defer db.Close()
+					e, err := New(t.Context(), nil, o)
+					if err == nil {
+						if err = e.Launch(); err != nil {
+							e.Close()
+						} else {
+							engines[i] = e
+						}
+					}
+					errs[i] = err
+				})
+			}
+			ready.Wait()
+			close(start) // all at once
+			wg.Wait()
+			for _, e := range engines {
+				if e != nil {
+					defer e.Close()
+				}
+			}
+			if err := errors.Join(errs...); err != nil {
+				t.Fatal(err)
+			}
+			var db *sql.DB
+			var err error
+			if opts.SQLitePath != "" {
+				db, err = sql.Open("sqlite", store.SQLiteDSN(opts.SQLitePath))
+			} else {
+				db, err = sql.Open("pgx", opts.PostgresURL)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			for _, table := range []string{b.migrations, "agenthost_schema"} {
+				var rows int
+				if err := db.QueryRowContext(t.Context(), "SELECT count(*) FROM "+table).Scan(&rows); err != nil || rows != 1 {
+					t.Errorf("%s: %d rows (%v), want 1", table, rows, err)
+				}
+			}
+		})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // migrations are the schema's versions: migrations[i] takes a database from version i to i+1. Append only; never
@@ -100,17 +101,92 @@ var migrations = [][]string{
 // SchemaVersion is the version of the schema this agenthost writes.
 var SchemaVersion = len(migrations)
 
-// migrationLock is the Postgres advisory lock that makes replicas starting together migrate one at a time.
-const migrationLock = 0x61676e74 // "agnt"
+// MigrationLock is the key of the Postgres advisory lock under which agenthost migrates a database: its own tables
+// (Open) and DBOS's schema "dbos" (package durable), so that replicas starting together on an empty database migrate
+// one at a time instead of racing each other's CREATE statements. pg_locks shows it held as locktype advisory,
+// classid 0, objid 1634168436, objsubid 1 (0x61676e74, "agnt").
+const MigrationLock = 0x61676e74
 
-// migrate brings the schema to SchemaVersion, in one transaction, and refuses a database from a newer agenthost.
-func (s *DB) migrate(ctx context.Context) error {
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		if s.backend == Postgres {
-			if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLock); err != nil {
-				return err
+// MigrationWait bounds how long a process waits for MigrationLock, which another process holds while it migrates.
+const MigrationWait = 2 * time.Minute
+
+// lockPoll is how often a process waiting for MigrationLock tries to take it.
+const lockPoll = 100 * time.Millisecond
+
+// waitMigrationLock takes MigrationLock on db's one connection, trying again every lockPoll while another process
+// holds it, for at most MigrationWait, and less when ctx ends first. It polls outside any transaction rather than
+// waits in Postgres (pg_advisory_lock): a wait that a canceled context interrupts on the client goes on in the server
+// until the lock is free, and takes it for a client that is gone; and a statement, or a transaction, waiting for the
+// lock holds up DBOS's CREATE INDEX CONCURRENTLY, which waits for the transactions older than it, run by the
+// process that holds the lock.
+func waitMigrationLock(ctx context.Context, db *sql.DB) error {
+	ctx, cancel := context.WithTimeout(ctx, MigrationWait)
+	defer cancel()
+	poll := time.NewTicker(lockPoll)
+	defer poll.Stop()
+	for {
+		var locked bool
+		err := db.QueryRowContext(ctx, `SELECT pg_try_advisory_lock($1)`, MigrationLock).Scan(&locked)
+		if err == nil && locked {
+			return nil
+		}
+		if err == nil {
+			select {
+			case <-poll.C:
+				continue
+			case <-ctx.Done():
+				err = ctx.Err()
 			}
 		}
+		return fmt.Errorf("waiting for the migration lock (Postgres advisory lock %d), which another agenthost holds "+
+			"while it migrates this database: %w", MigrationLock, err)
+	}
+}
+
+// LockMigrations takes MigrationLock on a connection of its own to the Postgres database dsn, waiting for the
+// process migrating it to finish (at most MigrationWait, and less when ctx ends first), and returns the function
+// that releases the lock and closes the connection. Open holds it while it migrates agenthost's tables, package
+// durable while DBOS creates or migrates its schema.
+func LockMigrations(ctx context.Context, dsn string) (release func(), err error) {
+	release, err = lockMigrations(ctx, dsn)
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	return release, nil
+}
+
+func lockMigrations(ctx context.Context, dsn string) (release func(), err error) {
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(1) // the unlock runs on the connection that holds the lock
+	if err := waitMigrationLock(ctx, db); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return func() {
+		// Closing the connection ends its session, which releases the lock all the same: the unlock only makes
+		// sure the lock is not held a moment longer than the session.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, _ = db.ExecContext(ctx, `SELECT pg_advisory_unlock($1)`, MigrationLock)
+		db.Close()
+	}, nil
+}
+
+// migrate brings the schema to SchemaVersion, in one transaction, and refuses a database from a newer agenthost. On
+// Postgres, the database dsn, it does so under MigrationLock, taken before the transaction begins; on SQLite, the
+// transaction is IMMEDIATE, which serializes it with every other writer of the file.
+func (s *DB) migrate(ctx context.Context, dsn string) error {
+	if s.backend == Postgres {
+		release, err := lockMigrations(ctx, dsn)
+		if err != nil {
+			return fmt.Errorf("store: %s: %w", s.where, err)
+		}
+		defer release()
+	}
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS agenthost_schema (version INTEGER NOT NULL)`); err != nil {
 			return err
 		}

@@ -134,7 +134,7 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: opening %s: %w", s.where, err)
 	}
-	if err := s.migrate(ctx); err != nil {
+	if err := s.migrate(ctx, opts.DSN); err != nil {
 		s.db.Close()
 		return nil, err
 	}

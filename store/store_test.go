@@ -18,6 +18,7 @@ import (
 
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/internal/pgtest"
+	"github.com/agenthost/agenthost/internal/testwait"
 	"github.com/agenthost/agenthost/llm"
 )
 
@@ -307,23 +308,134 @@ func TestOpenRefusesNewerSchema(t *testing.T) {
 	})
 }
 
-// Replicas starting at once on one new Postgres database migrate it once.
+// Processes starting at once on one new database, each with connections of its own, all open it, and it is
+// migrated once: on Postgres they take turns under MigrationLock, on SQLite under the file's write lock.
 func TestConcurrentMigration(t *testing.T) {
+	for _, backend := range []string{SQLite, Postgres} {
+		t.Run(backend, func(t *testing.T) {
+			opts := Options{Backend: backend}
+			if backend == SQLite {
+				opts.Path = filepath.Join(t.TempDir(), "state", "agent.db")
+			} else {
+				opts.DSN = pgtest.NewDatabase(t)
+			}
+			const n = 8
+			var ready, wg sync.WaitGroup
+			ready.Add(n)
+			start := make(chan struct{})
+			errs := make([]error, n)
+			for i := range errs {
+				wg.Go(func() {
+					ready.Done()
+					<-start
+					db, err := Open(t.Context(), opts)
+					if err == nil {
+						db.Close()
+					}
+					errs[i] = err
+				})
+			}
+			ready.Wait()
+			close(start) // all at once
+			wg.Wait()
+			if err := errors.Join(errs...); err != nil {
+				t.Fatal(err)
+			}
+			db, err := Open(t.Context(), opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			var rows, version int
+			if err := db.SQL().QueryRowContext(t.Context(), `SELECT count(*), max(version) FROM agenthost_schema`).Scan(&rows, &version); err != nil ||
+				rows != 1 || version != SchemaVersion {
+				t.Errorf("agenthost_schema: %d rows, version %d (%v); want 1 row, version %d", rows, version, err, SchemaVersion)
+			}
+		})
+	}
+}
+
+// A process that finds MigrationLock held waits for it, gives up when its context ends, and migrates once the lock
+// is released.
+func TestMigrationLockWait(t *testing.T) {
 	dsn := pgtest.NewDatabase(t)
-	var wg sync.WaitGroup
-	errs := make([]error, 4)
-	for i := range errs {
-		wg.Go(func() {
-			db, err := Open(t.Context(), Options{Backend: Postgres, DSN: dsn})
+	release, err := LockMigrations(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { release() }()
+	watch, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watch.Close()
+	count := func(query string, args ...any) int {
+		var n int
+		if err := watch.QueryRowContext(t.Context(), query, args...).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	// A session of Open's, not the one holding the lock, has tried to take it.
+	polling := func() bool {
+		return count(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE '%pg_try_advisory_lock%'
+			AND query NOT LIKE '%pg_stat_activity%' AND pid NOT IN (SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted)`) > 0
+	}
+	tables := func() int {
+		return count(`SELECT count(*) FROM information_schema.tables WHERE table_name = 'agenthost_schema'`)
+	}
+	open := func(ctx context.Context) chan error {
+		done := make(chan error, 1)
+		go func() {
+			db, err := Open(ctx, Options{Backend: Postgres, DSN: dsn})
 			if err == nil {
 				db.Close()
 			}
-			errs[i] = err
-		})
+			done <- err
+		}()
+		return done
 	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		t.Fatal(err)
+	result := func(done chan error) error {
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(30 * time.Second):
+			t.Fatal("Open did not return")
+		}
+		return nil
+	}
+
+	// The lock is held by a session (objid is the key's lower half, as a DBA sees it in pg_locks).
+	if n := count(`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = 0 AND objid = 1634168436 AND granted`); n != 1 {
+		t.Fatalf("%d sessions hold the migration lock, want 1", n)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := open(ctx)
+	testwait.Until(t, 30*time.Second, "Open tries the migration lock", polling)
+	cancel()
+	if err := result(done); err == nil || !strings.Contains(err.Error(), "waiting for the migration lock (Postgres advisory lock 1634168436)") ||
+		!errors.Is(err, context.Canceled) {
+		t.Fatalf("Open canceled while it waited: %v", err)
+	}
+	if n := tables(); n != 0 {
+		t.Errorf("agenthost_schema exists: the canceled Open migrated without the lock")
+	}
+
+	done = open(t.Context())
+	testwait.Until(t, 30*time.Second, "Open tries the migration lock again", polling)
+	if n := tables(); n != 0 {
+		t.Errorf("agenthost_schema exists: Open migrated without the lock")
+	}
+	release()
+	release = func() {}
+	if err := result(done); err != nil {
+		t.Fatalf("Open once the lock is released: %v", err)
+	}
+	if tables() != 1 {
+		t.Error("Open did not migrate once the lock was released")
+	}
+	if n := count(`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'`); n != 0 {
+		t.Errorf("%d advisory locks still held after release and Open", n)
 	}
 }
 

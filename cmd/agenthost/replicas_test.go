@@ -2,8 +2,12 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
+	"fmt"
+	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -15,6 +19,7 @@ import (
 	"github.com/agenthost/agenthost/internal/fakellm"
 	"github.com/agenthost/agenthost/internal/pgtest"
 	"github.com/agenthost/agenthost/internal/testwait"
+	"github.com/agenthost/agenthost/store"
 )
 
 // replicaConfig writes the configuration that every replica of the fleet shares: state in Postgres (the connection
@@ -244,5 +249,101 @@ func TestReplicasInputRequests(t *testing.T) {
 	}
 	if toolText == "" || strings.Contains(toolText, "denied") || strings.Contains(toolText, "not approved") {
 		t.Errorf("the tool's result the model read: %q", toolText)
+	}
+}
+
+// TestReplicasStartTogether starts four replicas at the same instant on an empty Postgres database, as a Deployment
+// with replicas: 4 does: they migrate one at a time (agenthost's tables, then DBOS's schema) instead of racing each
+// other's CREATE statements, and all four serve. The schema is migrated once.
+func TestReplicasStartTogether(t *testing.T) {
+	llm := fakellm.New()
+	t.Cleanup(llm.Close)
+	dsn := pgtest.NewDatabase(t)
+	config := replicaConfig(t, t.TempDir(), llm)
+	const n = 4
+	args := []string{"serve", "--config", config, "--http", "127.0.0.1:0"}
+	type replica struct {
+		cmd    *exec.Cmd
+		stderr *watchedLog
+		exited chan struct{}
+		err    error
+		served bool
+	}
+	replicas := make([]*replica, n)
+	for i := range replicas {
+		cmd := exec.Command(binary, args...)
+		cmd.Env = append(testEnv(), "TEST_KEY=sk-fleet", "DATABASE_URL="+dsn, fmt.Sprintf("REPLICA=replica-%d", i))
+		r := &replica{cmd: cmd, stderr: &watchedLog{found: make(chan string, 1), re: servingLine}, exited: make(chan struct{})}
+		cmd.Stderr, cmd.WaitDelay = r.stderr, 10*time.Second
+		replicas[i] = r
+	}
+	// Started back to back, before any of them has reached its database: they race.
+	for _, r := range replicas {
+		if err := r.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			r.err = r.cmd.Wait()
+			close(r.exited)
+		}()
+	}
+	t.Cleanup(func() {
+		for _, r := range replicas {
+			r.cmd.Process.Signal(os.Interrupt)
+		}
+		for i, r := range replicas {
+			select {
+			case <-r.exited:
+				if r.served && r.err != nil {
+					t.Errorf("replica %d exited with %v after SIGINT", i, r.err)
+				}
+			case <-time.After(30 * time.Second):
+				r.cmd.Process.Kill()
+				<-r.exited
+				t.Errorf("replica %d did not exit within 30s of SIGINT", i)
+			}
+			if t.Failed() {
+				t.Logf("replica %d stderr:\n%s", i, r.stderr.String())
+			}
+		}
+	})
+	for i, r := range replicas {
+		var url string
+		select {
+		case url = <-r.stderr.found:
+			r.served = true
+		case <-r.exited:
+			t.Fatalf("replica %d exited before it served: %v\n%s", i, r.err, r.stderr.String())
+		case <-time.After(a2aWait):
+			t.Fatalf("replica %d did not serve within %v", i, a2aWait)
+		}
+		health := strings.TrimSuffix(url, "/mcp") + "/healthz"
+		ctx, cancel := context.WithTimeout(t.Context(), a2aWait)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, health, nil)
+		resp, err := http.DefaultClient.Do(req)
+		cancel()
+		if err != nil {
+			t.Fatalf("replica %d: GET %s: %v", i, health, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("replica %d: GET %s: %s", i, health, resp.Status)
+		}
+	}
+
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, table := range []string{"agenthost_schema", "dbos.dbos_migrations"} {
+		var rows int
+		if err := db.QueryRowContext(t.Context(), "SELECT count(*) FROM "+table).Scan(&rows); err != nil || rows != 1 {
+			t.Errorf("%s has %d rows (%v), want 1", table, rows, err)
+		}
+	}
+	var version int
+	if err := db.QueryRowContext(t.Context(), "SELECT version FROM agenthost_schema").Scan(&version); err != nil || version != store.SchemaVersion {
+		t.Errorf("schema version %d (%v), want %d", version, err, store.SchemaVersion)
 	}
 }
