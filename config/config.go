@@ -531,6 +531,13 @@ type Serve struct {
 	// SessionIdleTimeout closes an MCP session that has received no request for this long, and frees what it
 	// holds: positive, at most 168h, default 30m.
 	SessionIdleTimeout Duration
+	// MaxSessionsPerSubject bounds the MCP sessions one caller holds open when callers are told apart (OAuth, where
+	// the caller is the "sub" of its tokens, or AuthTokensEnv, where it is its token's variable); past it a new one
+	// is refused with HTTP 429, so that one caller cannot take all of MaxSessions: 1..1000000, default 100.
+	MaxSessionsPerSubject int
+	// MaxTasksPerSubject bounds the unfinished A2A tasks of one such caller; past it a new one is refused with
+	// HTTP 429: 1..1000000, default 100.
+	MaxTasksPerSubject int
 	// OAuth, from [serve.oauth], makes the HTTP and A2A listeners an OAuth protected resource that accepts only
 	// bearer JWTs from one issuer; nil (default) leaves them to AuthTokenEnv. The two exclude each other.
 	OAuth *ServeOAuth
@@ -550,12 +557,6 @@ type ServeOAuth struct {
 	JWKSURL string
 	// RequiredScopes are the scopes every token must carry; default none.
 	RequiredScopes []string
-	// MaxSessionsPerSubject bounds the MCP sessions one subject (the "sub" of its tokens) holds open; past it a new
-	// one is refused with HTTP 429: 1..1000000, default 100.
-	MaxSessionsPerSubject int
-	// MaxTasksPerSubject bounds the unfinished A2A tasks of one subject; past it a new one is refused with HTTP 429:
-	// 1..1000000, default 100.
-	MaxTasksPerSubject int
 }
 
 // ResourcesExposed reports whether gateway mode offers the MCP servers' resources (expose_resources, default true).
@@ -673,6 +674,9 @@ func Default() *Config {
 			IdleTimeout:        Duration{2 * time.Minute},
 			MaxSessions:        10000,
 			SessionIdleTimeout: Duration{30 * time.Minute},
+
+			MaxSessionsPerSubject: 100,
+			MaxTasksPerSubject:    100,
 		},
 	}
 }

@@ -54,6 +54,7 @@ func TestDefault(t *testing.T) {
 			InputTimeout: Duration{10 * time.Minute}, MaxWaitingCalls: 100,
 			ReadHeaderTimeout: Duration{10 * time.Second}, ReadBodyTimeout: Duration{30 * time.Second}, IdleTimeout: Duration{2 * time.Minute},
 			MaxSessions: 10000, SessionIdleTimeout: Duration{30 * time.Minute},
+			MaxSessionsPerSubject: 100, MaxTasksPerSubject: 100,
 		}},
 		{"DefaultMCPServer", DefaultMCPServer(), MCPServer{ConnectTimeout: Duration{30 * time.Second}, ReconnectWait: Duration{10 * time.Second}, SamplingMaxTokens: 1024}},
 		{"Serve.A2APublicURL", c.Serve.A2APublicURL, ""},
@@ -204,7 +205,9 @@ serve.read_header_timeout: must be positive and at most 10m (got "0s")
 serve.read_body_timeout: must be positive and at most 1h (got "0s")
 serve.idle_timeout: must be positive and at most 1h (got "0s")
 serve.max_sessions: must be between 1 and 1000000 (got 0)
-serve.session_idle_timeout: must be positive and at most 168h (got "0s")`
+serve.session_idle_timeout: must be positive and at most 168h (got "0s")
+serve.max_sessions_per_subject: must be between 1 and 1000000 (got 0)
+serve.max_tasks_per_subject: must be between 1 and 1000000 (got 0)`
 	if err == nil || err.Error() != want {
 		t.Fatalf("Validate() with a zero Serve =\n%v\nwant\n%s", err, want)
 	}

@@ -469,21 +469,21 @@ func (d *decoder) serve(path []string, v any, s *Serve) {
 		"idle_timeout":         d.duration(&s.IdleTimeout),
 		"max_sessions":         d.integer(&s.MaxSessions),
 		"session_idle_timeout": d.duration(&s.SessionIdleTimeout),
+
+		"max_sessions_per_subject": d.integer(&s.MaxSessionsPerSubject),
+		"max_tasks_per_subject":    d.integer(&s.MaxTasksPerSubject),
 	})
 }
 
 // serveOAuth decodes [serve.oauth].
 func (d *decoder) serveOAuth(dst **ServeOAuth) fieldFunc {
 	return func(path []string, v any) {
-		o := &ServeOAuth{MaxSessionsPerSubject: 100, MaxTasksPerSubject: 100}
+		o := &ServeOAuth{}
 		d.table(path, v, map[string]fieldFunc{
 			"issuer":          d.str(&o.Issuer),
 			"audience":        d.str(&o.Audience),
 			"jwks_url":        d.str(&o.JWKSURL),
 			"required_scopes": d.strList(&o.RequiredScopes),
-
-			"max_sessions_per_subject": d.integer(&o.MaxSessionsPerSubject),
-			"max_tasks_per_subject":    d.integer(&o.MaxTasksPerSubject),
 		})
 		*dst = o
 	}

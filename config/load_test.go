@@ -166,6 +166,8 @@ read_body_timeout = "1m"
 idle_timeout = "30s"
 max_sessions = 500
 session_idle_timeout = "1h"
+max_sessions_per_subject = 5
+max_tasks_per_subject = 6
 
 [[serve.skills]]
 id = "research"
@@ -272,6 +274,7 @@ model = "gpt-4o"
 			InputTimeout: Duration{2 * time.Minute}, MaxWaitingCalls: 20,
 			ReadHeaderTimeout: Duration{5 * time.Second}, ReadBodyTimeout: Duration{time.Minute}, IdleTimeout: Duration{30 * time.Second},
 			MaxSessions: 500, SessionIdleTimeout: Duration{time.Hour},
+			MaxSessionsPerSubject: 5, MaxTasksPerSubject: 6,
 		},
 		Telemetry: Telemetry{Exporter: "otlp", Protocol: "grpc", Endpoint: "http://collector:4317", Headers: map[string]string{"api-key": "k"},
 			ServiceName: "helper-agent", CaptureContent: true},
@@ -618,9 +621,11 @@ agent.toml:4: serve.idle_timeout: must be positive and at most 1h (got "-1s")
 agent.toml:5: serve.session_idle_timeout: must be positive and at most 168h (got "169h0m0s")`},
 		{"serve max_sessions", "[serve]\nmax_sessions = 0\n", nil,
 			`agent.toml:2: serve.max_sessions: must be between 1 and 1000000 (got 0)`},
-		{"serve oauth caps", "[serve.oauth]\nissuer = \"https://idp.example.com\"\naudience = \"a\"\nmax_sessions_per_subject = 0\nmax_tasks_per_subject = 1000001\n", nil,
-			`agent.toml:4: serve.oauth.max_sessions_per_subject: must be between 1 and 1000000 (got 0)
-agent.toml:5: serve.oauth.max_tasks_per_subject: must be between 1 and 1000000 (got 1000001)`},
+		{"serve caps per subject", "[serve]\nmax_sessions_per_subject = 0\nmax_tasks_per_subject = 1000001\n", nil,
+			`agent.toml:2: serve.max_sessions_per_subject: must be between 1 and 1000000 (got 0)
+agent.toml:3: serve.max_tasks_per_subject: must be between 1 and 1000000 (got 1000001)`},
+		{"serve oauth caps", "[serve.oauth]\nissuer = \"https://idp.example.com\"\naudience = \"a\"\nmax_sessions_per_subject = 2\n", nil,
+			`agent.toml:4: serve.oauth.max_sessions_per_subject: unknown key`},
 		{"serve stateless type", "[serve]\nstateless = 1\n", nil,
 			`agent.toml:2: serve.stateless: must be a boolean (got integer 1)`},
 		{"serve not a table", "serve = \"stdio\"\n", nil,
@@ -1174,13 +1179,22 @@ func TestExampleResearch(t *testing.T) {
 	}
 }
 
-// TestServeOAuthDefaults: the caps per subject of [serve.oauth] have their defaults when the table leaves them out.
-func TestServeOAuthDefaults(t *testing.T) {
+// TestServeCapsPerSubject: the caps per subject of [serve] have their defaults when the table leaves them out, and
+// take the values it sets.
+func TestServeCapsPerSubject(t *testing.T) {
 	c, err := Parse("agent.toml", []byte("[serve.oauth]\nissuer = \"https://idp.example.com/\"\naudience = \"a\"\n"), envOf(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o := c.Serve.OAuth; o.MaxSessionsPerSubject != 100 || o.MaxTasksPerSubject != 100 {
-		t.Errorf("caps per subject %d and %d; want 100 and 100", o.MaxSessionsPerSubject, o.MaxTasksPerSubject)
+	if s := c.Serve; s.MaxSessionsPerSubject != 100 || s.MaxTasksPerSubject != 100 {
+		t.Errorf("caps per subject %d and %d; want 100 and 100", s.MaxSessionsPerSubject, s.MaxTasksPerSubject)
+	}
+	c, err = Parse("agent.toml", []byte("[serve]\nauth_tokens_env = [\"A\"]\nmax_sessions_per_subject = 2\nmax_tasks_per_subject = 3\n"),
+		envOf(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := c.Serve; s.MaxSessionsPerSubject != 2 || s.MaxTasksPerSubject != 3 {
+		t.Errorf("caps per subject %d and %d; want 2 and 3", s.MaxSessionsPerSubject, s.MaxTasksPerSubject)
 	}
 }

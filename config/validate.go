@@ -587,6 +587,8 @@ func checkServe(is *issues, s *Serve) {
 	checkDuration(is, p("idle_timeout"), s.IdleTimeout, "1h")
 	checkRange(is, p("max_sessions"), s.MaxSessions, 1, 1000000)
 	checkDuration(is, p("session_idle_timeout"), s.SessionIdleTimeout, "168h")
+	checkRange(is, p("max_sessions_per_subject"), s.MaxSessionsPerSubject, 1, 1000000)
+	checkRange(is, p("max_tasks_per_subject"), s.MaxTasksPerSubject, 1, 1000000)
 	checkSkills(is, s.Skills)
 	if s.OAuth != nil {
 		checkServeOAuth(is, s)
@@ -613,8 +615,6 @@ func checkServeOAuth(is *issues, s *Serve) {
 				"must be a scope: printable, without spaces, quotes or backslashes (got %q)", scope)
 		}
 	}
-	checkRange(is, p("max_sessions_per_subject"), o.MaxSessionsPerSubject, 1, 1000000)
-	checkRange(is, p("max_tasks_per_subject"), o.MaxTasksPerSubject, 1, 1000000)
 	if s.AuthTokenEnv != "" {
 		is.add([]string{"serve", "auth_token_env"}, "conflicts with [serve.oauth]: requests carry either the issuer's tokens or a static one; keep one")
 	}

@@ -293,18 +293,10 @@ func (a Access) Protected() bool { return a.Token != "" || len(a.Tokens) > 0 || 
 // callerTokens lets a request in only with one of tokens, and hands its subject on where the MCP and A2A handlers
 // read a token's subject (auth.TokenInfoFromContext), so that callers are kept apart as under [serve.oauth].
 func callerTokens(tokens map[string]string) func(http.Handler) http.Handler {
-	subject := func(r *http.Request) (string, bool) {
-		var found string
-		var ok bool
-		for token, sub := range tokens { // every token compared, in constant time: the time says nothing of a match
-			if httpedge.TokenMatches(r, token) {
-				found, ok = sub, true
-			}
-		}
-		return found, ok
-	}
+	// The SDK's middleware is the only way into auth.TokenInfoFromContext; its verifier takes the subject found
+	// below from the request's context rather than comparing every token a second time.
 	handOver := auth.RequireBearerToken(func(_ context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
-		if sub, ok := subject(r); ok {
+		if sub, ok := r.Context().Value(callerSubjectKey{}).(string); ok {
 			return &auth.TokenInfo{UserID: sub}, nil // a static token does not expire
 		}
 		return nil, auth.ErrInvalidToken
@@ -312,7 +304,14 @@ func callerTokens(tokens map[string]string) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		authed := handOver(next)
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if _, ok := subject(r); !ok {
+			var sub string
+			var ok bool
+			for token, s := range tokens { // every token compared, in constant time: the time says nothing of a match
+				if httpedge.TokenMatches(r, token) {
+					sub, ok = s, true
+				}
+			}
+			if !ok {
 				msg := "unauthorized: a bearer token is required"
 				if r.Header.Get("Authorization") != "" {
 					msg = "unauthorized: the bearer token is not valid"
@@ -321,10 +320,14 @@ func callerTokens(tokens map[string]string) func(http.Handler) http.Handler {
 				http.Error(w, msg, http.StatusUnauthorized)
 				return
 			}
-			authed.ServeHTTP(w, r)
+			authed.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerSubjectKey{}, sub)))
 		})
 	}
 }
+
+// callerSubjectKey is the context key under which callerTokens passes the subject of a request's token from its
+// check to the SDK's middleware.
+type callerSubjectKey struct{}
 
 // Verifier returns the verifier of the tokens [serve.oauth] names, or nil when there is no such table. Close it when
 // done serving.
@@ -354,9 +357,9 @@ func HTTPOptions(sc config.Serve, access Access, listenAddr string, health func(
 		Health:         health,
 	}
 	o.SessionIdleTimeout = sc.SessionIdleTimeout.Duration
-	if sc.OAuth != nil {
-		o.MaxSessionsPerSubject = sc.OAuth.MaxSessionsPerSubject
-	}
+	// Only callers told apart ([serve.oauth] or auth_tokens_env) have a subject; the others are not counted per
+	// subject, so the cap can be set whatever the access.
+	o.MaxSessionsPerSubject = sc.MaxSessionsPerSubject
 	return o
 }
 
@@ -456,9 +459,8 @@ func A2AServerOptions(cfg *config.Config, version, url string, access Access, lo
 		Authenticated: access.Token != "" || len(access.Tokens) > 0,
 		InputTimeout:  cfg.Serve.InputTimeout.Duration,
 		Logger:        logger,
-	}
-	if so := cfg.Serve.OAuth; so != nil {
-		o.MaxTasksPerSubject = so.MaxTasksPerSubject
+		// Only with Caller, when callers are told apart, do tasks have a subject to count.
+		MaxTasksPerSubject: cfg.Serve.MaxTasksPerSubject,
 	}
 	return o
 }

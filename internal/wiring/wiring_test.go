@@ -2,9 +2,13 @@ package wiring
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +20,7 @@ import (
 	"github.com/agenthost/agenthost/llm/openai"
 	"github.com/agenthost/agenthost/mcpserver"
 	"github.com/agenthost/agenthost/telemetry"
+	"github.com/modelcontextprotocol/go-sdk/auth"
 )
 
 // testConfig sets every key the mapping reads to a value other than its default.
@@ -69,6 +74,8 @@ expose_tools = true
 progress_interval = "1s"
 input_timeout = "2m"
 max_waiting_calls = 5
+max_sessions_per_subject = 3
+max_tasks_per_subject = 4
 
 [eval]
 checks = ["complete"]
@@ -150,8 +157,12 @@ func TestMapping(t *testing.T) {
 	if want := (&mcpserver.HTTPOptions{
 		Path: "/agent/mcp", Stateless: true, Token: "tok", ListenAddr: "127.0.0.1:1", AllowedHosts: []string{"agent.example.com"},
 		AllowedOrigins: []string{"https://app.example.com"}, MaxBodyBytes: 2048, SessionIdleTimeout: 30 * time.Minute,
+		MaxSessionsPerSubject: 3,
 	}); !reflect.DeepEqual(got, want) {
 		t.Errorf("HTTPOptions = %+v\nwant %+v", got, want)
+	}
+	if a := A2AServerOptions(cfg, "v2", "http://127.0.0.1:2/", Access{Tokens: map[string]string{"t": "T"}}, nil); a.MaxTasksPerSubject != 4 || a.Caller == nil {
+		t.Errorf("A2AServerOptions: MaxTasksPerSubject %d, Caller set %v; want 4 and a caller", a.MaxTasksPerSubject, a.Caller != nil)
 	}
 	if to := Timeouts(cfg.Serve); *to != (httpedge.ServeOptions{ReadHeaderTimeout: 10 * time.Second, ReadBodyTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}) {
 		t.Errorf("Timeouts = %+v", to)
@@ -324,5 +335,35 @@ func TestStateMapping(t *testing.T) {
 	conversations, db, err = OpenState(t.Context(), cfg, noEnv, nil)
 	if _, ok := conversations.(*host.MemoryStore); !ok || db != nil || err != nil {
 		t.Errorf("memory: %T, %v, %v", conversations, db, err)
+	}
+}
+
+// TestCallerTokens: a request with one of the callers' tokens reaches the handler with its subject, where the MCP
+// and A2A handlers read it; one without gets 401 saying what is wrong.
+func TestCallerTokens(t *testing.T) {
+	h := callerTokens(map[string]string{"alice-token": "ALICE_TOKEN", "bob-token": "BOB_TOKEN"})(
+		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			info := auth.TokenInfoFromContext(r.Context())
+			if info == nil {
+				t.Error("no token info")
+				return
+			}
+			io.WriteString(w, info.UserID)
+		}))
+	for _, tt := range []struct{ header, status, body string }{
+		{"Bearer alice-token", "200", "ALICE_TOKEN"},
+		{"Bearer bob-token", "200", "BOB_TOKEN"},
+		{"Bearer carol-token", "401", "unauthorized: the bearer token is not valid\n"},
+		{"", "401", "unauthorized: a bearer token is required\n"},
+	} {
+		r := httptest.NewRequest(http.MethodPost, "/", nil)
+		if tt.header != "" {
+			r.Header.Set("Authorization", tt.header)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if got := strconv.Itoa(w.Code); got != tt.status || w.Body.String() != tt.body {
+			t.Errorf("%q: HTTP %s %q; want %s %q", tt.header, got, w.Body.String(), tt.status, tt.body)
+		}
 	}
 }
