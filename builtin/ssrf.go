@@ -23,10 +23,17 @@ type addrRange struct {
 
 // metadataRanges are the cloud metadata addresses; they come before the ranges that hold them.
 var metadataRanges = []addrRange{
-	{netip.MustParsePrefix("169.254.169.254/32"), whatMetadata, true}, // AWS, GCP, Azure, OCI, DigitalOcean...
+	// AWS, GCP (metadata.google.internal), Azure, OCI, DigitalOcean...
+	{netip.MustParsePrefix("169.254.169.254/32"), whatMetadata, true},
 	{netip.MustParsePrefix("169.254.170.2/32"), whatMetadata, true},   // AWS ECS task credentials
+	{netip.MustParsePrefix("169.254.170.23/32"), whatMetadata, true},  // AWS EKS Pod Identity credentials
 	{netip.MustParsePrefix("100.100.100.200/32"), whatMetadata, true}, // Alibaba Cloud
-	{netip.MustParsePrefix("fd00:ec2::254/128"), whatMetadata, true},  // AWS over IPv6
+	{netip.MustParsePrefix("192.0.0.192/32"), whatMetadata, true},     // Oracle Cloud, the legacy endpoint
+	// Azure's WireServer hands out the VM's extension settings and certificates. Its address is public: no range
+	// below holds it, so only being named here keeps it refused, by default and under AllowPrivate alike.
+	{netip.MustParsePrefix("168.63.129.16/32"), whatMetadata, true},
+	{netip.MustParsePrefix("fd00:ec2::254/128"), whatMetadata, true}, // AWS over IPv6
+	{netip.MustParsePrefix("fd00:ec2::23/128"), whatMetadata, true},  // AWS EKS Pod Identity over IPv6
 }
 
 // nonPublicRanges are the IANA IPv4 and IPv6 Special-Purpose Address Registries' ranges that are not globally
