@@ -215,9 +215,9 @@ type dialGuard struct {
 	// allowHosts holds canonical hosts and host:port pairs exempt from the check.
 	allowHosts map[string]bool
 	dialer     net.Dialer
-	// connecting, when set, is called with each address that passed the check, just before it is connected to:
-	// tests count the connections attempted.
-	connecting func(address string)
+	// socket, when set, is called with the address of each socket made, before its address is checked and it is
+	// connected: tests count the dials that got as far as a socket.
+	socket func(address string)
 }
 
 // newDialGuard returns a guard with the AllowPrivate and AllowHosts options, or an error naming the unusable
@@ -308,17 +308,14 @@ func (g *dialGuard) DialContext(ctx context.Context, network, addr string) (net.
 	d := g.dialer
 	// Control runs once the name is resolved, before each connect: the address checked is the one dialled.
 	d.Control = func(_, address string, _ syscall.RawConn) error {
+		if g.socket != nil {
+			g.socket(address)
+		}
 		ap, err := netip.ParseAddrPort(address)
 		if err != nil {
 			return &refusedError{fmt.Sprintf("refused: cannot check the address %q of %s", address, host)}
 		}
-		if err := g.check(host, ap.Addr()); err != nil {
-			return err
-		}
-		if g.connecting != nil {
-			g.connecting(address)
-		}
-		return nil
+		return g.check(host, ap.Addr())
 	}
 	return d.DialContext(ctx, network, addr)
 }
