@@ -531,7 +531,10 @@ func (s *Server) accept(ctx context.Context, subject string, m message, endOnly 
 	}
 	release, lerr := s.opts.Sessions.Open("task", subject, s.opts.MaxTasksPerSubject)
 	if lerr != nil {
-		le := lerr.(*httpedge.LimitError)
+		var le *httpedge.LimitError
+		if !errors.As(lerr, &le) {
+			return nil, nil, newError(codeInternal, "the task could not be opened: %v", lerr)
+		}
 		return nil, nil, &rpcError{Code: codeServerBusy, Message: le.Message, limit: le}
 	}
 	if err := s.store.add(st); err != nil {
