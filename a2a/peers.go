@@ -181,7 +181,7 @@ type Peer struct {
 	state State
 	// toolsChanged is notified when tools is a new list.
 	toolsChanged host.Signal
-	lastErr      error
+	lastErr      error // stored redacted (redact.Error): it is shown as it is
 
 	contexts *contextStore
 }
@@ -258,7 +258,7 @@ func (p *Peer) Status() PeerStatus {
 		}
 	}
 	if p.lastErr != nil && p.state != StateReady {
-		st.Error = redact.Text(p.lastErr.Error())
+		st.Error = p.lastErr.Error()
 	}
 	return st
 }

@@ -54,8 +54,8 @@ type Server struct {
 	stop             context.CancelFunc // ends the session's connection context
 	cmd              *exec.Cmd          // the current child, for stdio
 	state            State
-	lastErr          error
-	retrying         bool // failed at start-up and tried again in the background (Options.RetryFailed)
+	lastErr          error // stored redacted (redact.Error): it is shown as it is
+	retrying         bool  // failed at start-up and tried again in the background (Options.RetryFailed)
 	protocol         string
 	instructions     string
 	tools            []host.Tool             // a new slice whenever the list changes (see host.Toolset)
@@ -174,7 +174,7 @@ func (s *Server) Status() Status {
 	defer s.mu.Unlock()
 	st := Status{Name: s.cfg.Name, Transport: s.cfg.Transport, State: s.state, ProtocolVersion: s.protocol, Tools: len(s.tools)}
 	if s.lastErr != nil && s.state != StateConnected {
-		st.Error = redact.Text(s.lastErr.Error())
+		st.Error = s.lastErr.Error()
 	}
 	return st
 }
