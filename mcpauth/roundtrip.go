@@ -3,6 +3,7 @@ package mcpauth
 import (
 	"errors"
 	"net/http"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"golang.org/x/oauth2"
@@ -17,10 +18,23 @@ import (
 type RoundTripper struct {
 	Handler auth.OAuthHandler
 	// URL is the server's URL: its origin (scheme, host and port) is the only one the token goes to. An empty or
-	// unusable URL sends the token nowhere.
+	// unusable URL sends the token nowhere. It is read at the first request: set it before.
 	URL string
 	// Base sends the requests; nil means http.DefaultTransport.
 	Base http.RoundTripper
+
+	parse  sync.Once
+	origin origin.Origin // URL's
+	valid  bool          // URL has an origin; false sends the token nowhere
+}
+
+// tokenOrigin returns URL's origin, parsed once, and whether it has one.
+func (t *RoundTripper) tokenOrigin() (origin.Origin, bool) {
+	t.parse.Do(func() {
+		o, err := origin.Parse(t.URL)
+		t.origin, t.valid = o, err == nil
+	})
+	return t.origin, t.valid
 }
 
 func (t *RoundTripper) base() http.RoundTripper {
@@ -32,7 +46,7 @@ func (t *RoundTripper) base() http.RoundTripper {
 
 // RoundTrip implements http.RoundTripper.
 func (t *RoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
-	if o, err := origin.Parse(t.URL); err != nil || origin.Of(req.URL) != o {
+	if o, ok := t.tokenOrigin(); !ok || origin.Of(req.URL) != o {
 		return t.base().RoundTrip(req)
 	}
 	first, err := t.authorized(req)
