@@ -2,7 +2,7 @@
 // headers configured for an MCP server or an A2A peer (an API key, a bearer token) and the OAuth tokens of a server
 // go only to requests whose origin, scheme, host and port, is the configured URL's: Transport adds them there and
 // removes them, and any Authorization, Cookie or Referer header, from requests to any other origin; CheckRedirect
-// refuses a redirect that leaves the origin.
+// refuses a redirect that leaves the origin of the request redirected.
 //
 // net/http alone is not enough: its client copies custom headers to any redirect target, keeps Authorization and
 // Cookie when only the port or the scheme changes or the target is a subdomain, and sets Referer to the URL
@@ -135,12 +135,19 @@ const maxRedirects = 10
 // ErrCrossOrigin is the error of a redirect refused by CheckRedirect, wrapped with the target's origin.
 var ErrCrossOrigin = errors.New("redirect to another origin refused")
 
-// CheckRedirect returns an http.Client CheckRedirect that follows redirects within o, at most 10 as net/http does,
-// and refuses any to another origin.
+// CheckRedirect returns an http.Client CheckRedirect that follows redirects within the origin of the first request,
+// at most 10 as net/http does, and refuses any that leave it. That origin is o, where the credentials go, unless the
+// server named another for a request (an SSE message endpoint, an A2A interface elsewhere): Transport sends no
+// credentials there, so redirects within that other origin are followed as well, but not one that leads from it to
+// o or anywhere else, which would let an origin without the credentials steer a request that carries them.
 func CheckRedirect(o Origin) func(*http.Request, []*http.Request) error {
 	return func(req *http.Request, via []*http.Request) error {
-		if to := Of(req.URL); to != o {
-			return fmt.Errorf("%w: %s redirected to %s", ErrCrossOrigin, o, to)
+		from := o
+		if len(via) > 0 {
+			from = Of(via[0].URL)
+		}
+		if to := Of(req.URL); to != from {
+			return fmt.Errorf("%w: %s redirected to %s", ErrCrossOrigin, from, to)
 		}
 		if len(via) >= maxRedirects {
 			return fmt.Errorf("stopped after %d redirects", maxRedirects)

@@ -194,6 +194,48 @@ func TestClientRefusesCrossOriginRedirects(t *testing.T) {
 	}
 }
 
+// TestClientRedirectsWithinAnotherOrigin: a request the server sent to another origin (an SSE message endpoint, an
+// A2A interface elsewhere) follows redirects within that origin, without the credentials, but not one that leads
+// from it back to the credentials' origin or to a third one.
+func TestClientRedirectsWithinAnotherOrigin(t *testing.T) {
+	home := newRecorder(t, func(w http.ResponseWriter, _ *http.Request) {})
+	third := newRecorder(t, func(w http.ResponseWriter, _ *http.Request) {})
+	elsewhere := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/moved":
+			http.Redirect(w, r, "/messages", http.StatusTemporaryRedirect)
+		case "/home":
+			http.Redirect(w, r, home.URL+"/x", http.StatusTemporaryRedirect)
+		case "/third":
+			http.Redirect(w, r, third.URL+"/x", http.StatusFound)
+		}
+	})
+	o, err := Parse(home.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := Client(nil, o, configured)
+
+	resp, err := c.Post(elsewhere.URL+"/moved", "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatalf("a redirect within the other origin: %v", err)
+	}
+	resp.Body.Close()
+	if n := len(elsewhere.headers()); n != 2 {
+		t.Errorf("the other origin got %d requests, want 2: the redirect was not followed", n)
+	}
+	assertNoCredentials(t, elsewhere)
+
+	for _, path := range []string{"/home", "/third"} {
+		if _, err := c.Get(elsewhere.URL + path); !errors.Is(err, ErrCrossOrigin) {
+			t.Errorf("GET %s = %v, want %v", path, err, ErrCrossOrigin)
+		}
+	}
+	if n, m := len(home.headers()), len(third.headers()); n != 0 || m != 0 {
+		t.Errorf("the origins redirected to got %d and %d requests, want none", n, m)
+	}
+}
+
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
