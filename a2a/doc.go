@@ -8,7 +8,8 @@
 //   - Server: the orchestrator served as an A2A agent, with its card, a bounded in-memory task store, streaming, and
 //     approvals asked through the input-required state.
 //
-// A2A's wire types are unexported and stop here: host sees tools, results and events only. a2a imports host and the
-// standard library (and internal/httpedge for the HTTP edge it shares with mcpserver, internal/redact for the errors it shows); it must not import
-// mcpclients, mcpserver, config, builtin or a model SDK.
+// A2A's wire types are unexported and stop here: host sees tools, results and events only. a2a imports host,
+// telemetry and the standard library, with internal/httpedge (the HTTP edge it shares with mcpserver),
+// internal/origin (a peer's headers go only to its origin) and internal/redact (for the errors it shows); it must not
+// import mcpclients, mcpserver, config, builtin or a model SDK.
 package a2a
