@@ -182,16 +182,10 @@ func summary(msgs []llm.Message, results []llm.Message) string {
 	return b.String()
 }
 
-// undelimited is a tool result without the <tool_output> tags the orchestrator puts around it.
+// undelimited is a tool result without the tags the orchestrator puts around it (llm.WrapToolOutput).
 func undelimited(content string) string {
-	first, rest, ok := strings.Cut(content, "\n")
-	if !ok || !strings.HasPrefix(first, "<tool_output") || !strings.HasSuffix(first, ">") {
-		return content
-	}
-	if inner, ok := strings.CutSuffix(rest, "\n</tool_output>"); ok {
-		return inner
-	}
-	return content
+	inner, _ := llm.UnwrapToolOutput(content)
+	return inner
 }
 
 // toolName is the name of the tool that produced a tool message: its Name, or else the name in the assistant's
