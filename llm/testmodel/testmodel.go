@@ -40,8 +40,9 @@ var _ llm.Model = (*Model)(nil)
 
 // Options tune the offline test model. The zero value calls every offered tool.
 type Options struct {
-	// Callable reports whether the model may call the named tool; nil means every tool may be called.
-	Callable func(ctx context.Context, name string) bool
+	// Callable is asked once per request and returns whether the model may call a named tool; nil means every
+	// tool may be called.
+	Callable func(ctx context.Context) func(name string) bool
 	// Skipped, when set, is given the names of the offered tools a request left alone, in offer order, each time
 	// there are some. It must be safe for concurrent use.
 	Skipped func(names []string)
@@ -140,8 +141,12 @@ func (m *Model) toolCalls(ctx context.Context, req *llm.Request) ([]llm.ToolCall
 	}
 	calls := make([]llm.ToolCall, 0, len(tools))
 	var skipped []string
+	callable := func(string) bool { return true }
+	if m.opts.Callable != nil && len(tools) > 0 {
+		callable = m.opts.Callable(ctx)
+	}
 	for _, t := range tools {
-		if m.opts.Callable != nil && !m.opts.Callable(ctx, t.Name) {
+		if !callable(t.Name) {
 			skipped = append(skipped, t.Name)
 			continue
 		}

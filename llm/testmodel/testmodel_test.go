@@ -102,7 +102,9 @@ func TestModelCallsOnlyCallableTools(t *testing.T) {
 	var mu sync.Mutex
 	var reported [][]string
 	m := NewWith(&Options{
-		Callable: func(_ context.Context, name string) bool { return name != "search" && name != "ping" },
+		Callable: func(context.Context) func(string) bool {
+			return func(name string) bool { return name != "search" && name != "ping" }
+		},
 		Skipped: func(names []string) {
 			mu.Lock()
 			defer mu.Unlock()
