@@ -273,7 +273,7 @@ type MCPServer struct {
 	Transport string
 
 	// Command, Args, Env and Cwd start a stdio server. Env is added to the little of agenthost's environment that a
-	// server inherits (HOME, LOGNAME, PATH, SHELL, TERM, USER, LANG, LC_*, TZ, TMPDIR) and to EnvPassthrough's.
+	// server inherits (mcpclients.InheritedEnv) and to EnvPassthrough's.
 	Command string
 	Args    []string
 	Env     map[string]string

@@ -17,10 +17,16 @@ const (
 	completionReserve = 4096 // kept free for the answer when no MaxTokens is set
 )
 
+// toolOutputIDShape is as long as an id of NewToolOutputID, to estimate the tags around a tool result.
+const toolOutputIDShape = "0123456789abcdef"
+
 func estimateTokens(m llm.Message) int {
 	n := len(m.Content)
 	for _, c := range m.ToolCalls {
 		n += len(c.Name) + len(c.Arguments) + len(c.ID)
+	}
+	if m.Role == llm.RoleTool { // the tags delimitToolOutput puts around it, with an id of NewToolOutputID's length
+		n += len(llm.WrapToolOutput(toolOutputIDShape, m.Name, ""))
 	}
 	return n/charsPerToken + tokensPerMessage
 }

@@ -29,7 +29,8 @@ func citedRun(t *testing.T, style CitationStyle) (*harness, *Answer) {
 	t.Helper()
 	search := refTool("search", Reference{Title: "Go spec", URI: "https://go.dev/ref/spec", Content: "The Go spec."}, Reference{Title: "Effective Go", URI: "https://go.dev/doc/effective_go", Content: "Tips."})
 	wiki := refTool("wiki", Reference{Title: "Effective Go (mirror)", URI: "https://go.dev/doc/effective_go", Content: "Tips again."})
-	h := newHarness(t, harnessConfig{tools: []Tool{search, wiki}, opts: Options{CitationStyle: style, Instructions: "You answer questions about Go."}})
+	h := newHarness(t, harnessConfig{tools: []Tool{search, wiki}, opts: Options{CitationStyle: style, Instructions: "You answer questions about Go.",
+		ToolOutputID: func() string { return "7f3a9c0d1e2b4a56" }}})
 	h.srv.Enqueue(
 		fakellm.Turn{ToolCalls: []fakellm.ToolCall{call("s1", "search", `{"q":"go"}`)}},
 		fakellm.Turn{ToolCalls: []fakellm.ToolCall{call("w1", "wiki", `{"q":"effective go"}`)}},

@@ -89,6 +89,10 @@ type Options struct {
 	OnCheckFailure CheckPolicy
 	// Grader is the model of the grounded check; nil means the run's own.
 	Grader llm.Model
+	// ToolOutputID draws, for each run, the id of the tags that mark tool output in the model's messages (see
+	// llm.WrapToolOutput): a tool cannot close them early without knowing it. nil means NewToolOutputID; tests set
+	// a fixed one for golden requests.
+	ToolOutputID func() string
 }
 
 // Orchestrator runs the tool-calling loop. It is safe for concurrent use: each Run is independent, except that runs
@@ -201,7 +205,7 @@ func (o *Orchestrator) Run(ctx context.Context, req *Request) iter.Seq2[*Event, 
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		stopped := false
-		r := &run{o: o, req: req, steps: req.Steps}
+		r := &run{o: o, req: req, steps: req.Steps, outputID: o.newToolOutputID()}
 		if r.steps == nil {
 			r.steps = DirectSteps{}
 		}
@@ -275,6 +279,7 @@ type run struct {
 	checks    checkSet        // the checks the answer must pass
 	retried   bool            // the model answered again after failed checks
 	takerText string          // the answer of a takes_control tool, its citations in the run's source numbers
+	outputID  string          // the id of the tags around tool output in this run's model requests
 }
 
 func (r *run) run(ctx context.Context) (*Answer, error) {
@@ -635,7 +640,7 @@ func (r *run) request(off *offer, final bool, info *IterationInfo) *llm.Request 
 		}
 	}
 	msgs, dropped, cut := fitBudget(system, r.past, r.messages, r.budget(req.Tools))
-	delimitToolOutput(msgs)
+	delimitToolOutput(msgs, r.outputID)
 	req.Messages = msgs
 	info.DroppedMessages, info.TruncatedResults = dropped, len(cut)
 	for _, id := range cut {

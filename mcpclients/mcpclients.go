@@ -31,8 +31,7 @@ type ServerConfig struct {
 	// Transport is TransportStdio, TransportHTTP or TransportSSE.
 	Transport string
 	// Command, Args, Env and Cwd start a stdio server. The server does not inherit agenthost's whole environment,
-	// which holds its secrets: only HOME, LOGNAME, PATH, SHELL, TERM, USER, LANG, LC_*, TZ and TMPDIR (see
-	// inheritedEnv), the variables EnvPassthrough names, and Env, which wins.
+	// which holds its secrets: only the variables of InheritedEnv, those EnvPassthrough names, and Env, which wins.
 	Command string
 	Args    []string
 	Env     map[string]string

@@ -258,14 +258,10 @@ func build(ctx context.Context, cfg *config.Config, modelFlag string, logger *sl
 			return nil, fmt.Errorf("%s: %w", configName(cfg), err)
 		}
 	}
-	if a.model, a.provider, err = newModel(cfg, modelFlag, notices, logger, a.tel); err != nil {
+	var guard *readOnlyGuard
+	if a.model, a.provider, guard, err = newModel(cfg, modelFlag, notices, logger, a.tel); err != nil {
 		a.close()
 		return nil, err
-	}
-	var guard *readOnlyGuard
-	if a.provider == config.ProviderTest && cfg.Model.Provider == config.ProviderAuto && modelFlag != "test" {
-		guard = &readOnlyGuard{policies: cfg.Tools, notices: notices, told: map[string]bool{}}
-		a.model = testmodel.NewWith(&testmodel.Options{Callable: guard.callable, Skipped: guard.skipped})
 	}
 	if opts.OutputSchema, err = wiring.OutputSchema(cfg); err != nil {
 		a.close()
@@ -366,8 +362,10 @@ func configName(cfg *config.Config) string {
 }
 
 // newModel builds the configured model. modelFlag "test" selects the offline test model; any other value replaces
-// the configured model name.
-func newModel(cfg *config.Config, modelFlag string, notices io.Writer, logger *slog.Logger, tel *telemetry.Telemetry) (llm.Model, string, error) {
+// the configured model name. When the offline test model stands in for a model nobody configured (provider auto,
+// no -model test), it is kept to the tools that only read by the returned guard, whose tools the caller sets once
+// built; otherwise the guard is nil.
+func newModel(cfg *config.Config, modelFlag string, notices io.Writer, logger *slog.Logger, tel *telemetry.Telemetry) (llm.Model, string, *readOnlyGuard, error) {
 	m := cfg.Model
 	provider := m.ResolveProvider(os.LookupEnv)
 	if modelFlag == "test" {
@@ -377,19 +375,21 @@ func newModel(cfg *config.Config, modelFlag string, notices io.Writer, logger *s
 	}
 	switch provider {
 	case "test":
-		if m.Provider == "auto" && modelFlag != "test" {
+		if m.Provider == config.ProviderAuto && modelFlag != "test" {
 			fmt.Fprintf(notices, "agenthost: no model configured, using the offline test model (set %s, or [model] base_url and model in agent.toml, to use a real one)\n", orDefault(m.APIKeyEnv, "OPENAI_API_KEY"))
+			guard := &readOnlyGuard{policies: cfg.Tools, notices: notices, told: map[string]bool{}}
+			return testmodel.NewWith(&testmodel.Options{Callable: guard.callable, Skipped: guard.skipped}), provider, guard, nil
 		}
-		return testmodel.New(), provider, nil
+		return testmodel.New(), provider, nil, nil
 	case "scripted":
 		s, err := testmodel.LoadScript(m.Script)
 		if err != nil {
-			return nil, "", fmt.Errorf("%w: %s: model.script: %w", errUsage, configName(cfg), err)
+			return nil, "", nil, fmt.Errorf("%w: %s: model.script: %w", errUsage, configName(cfg), err)
 		}
-		return s, provider, nil
+		return s, provider, nil, nil
 	case "openai":
 		if m.Model == "" {
-			return nil, "", fmt.Errorf("%w: %s: model.model: a model name is required for provider openai (or pass -model)", errUsage, configName(cfg))
+			return nil, "", nil, fmt.Errorf("%w: %s: model.model: a model name is required for provider openai (or pass -model)", errUsage, configName(cfg))
 		}
 		var key string
 		if m.APIKeyEnv != "" {
@@ -397,14 +397,14 @@ func newModel(cfg *config.Config, modelFlag string, notices io.Writer, logger *s
 		}
 		om, err := openai.New(openAIOptions(m, key, logger, tel))
 		if err != nil {
-			return nil, "", fmt.Errorf("%w: %w", errUsage, err)
+			return nil, "", nil, fmt.Errorf("%w: %w", errUsage, err)
 		}
-		return om, provider, nil
+		return om, provider, nil, nil
 	}
 	if provider == config.ProviderSampling {
-		return callersModel{}, provider, nil
+		return callersModel{}, provider, nil, nil
 	}
-	return nil, "", fmt.Errorf("%w: %s: model.provider: unknown provider %q", errUsage, configName(cfg), provider)
+	return nil, "", nil, fmt.Errorf("%w: %s: model.provider: unknown provider %q", errUsage, configName(cfg), provider)
 }
 
 func orDefault(s, def string) string {

@@ -15,8 +15,12 @@ import (
 // warnWebAndWrites warns when tools that read the web are enabled together with tools that may write and run
 // without approval: a page the model reads can carry instructions, and a tool that writes (or sends) is how they
 // would do harm, so the writes should wait for a person. A tool reads the web when it is annotated openWorldHint
-// (the built-ins fetch_url and web_search are, and MCP servers may say so); a tool may write when it comes from an
-// MCP server and is not read-only (see readOnlyTool).
+// explicitly true (the built-ins fetch_url and web_search are, and MCP servers may say so); a tool may write when it
+// comes from an MCP server and is not read-only (see readOnlyTool).
+//
+// The MCP specification's default for an omitted openWorldHint is true, but most servers give no hints at all:
+// counting an omitted hint would warn on nearly every configuration with an MCP server, and a warning always given
+// is one nobody reads. So only an explicit openWorldHint counts, and the README says so.
 func warnWebAndWrites(w io.Writer, cfg *config.Config, tools []*host.ManagedTool) {
 	var web, writes []string
 	for _, t := range tools {
@@ -52,23 +56,20 @@ type readOnlyGuard struct {
 	told map[string]bool // tools already named on notices
 }
 
-// callable reports whether the model may call the named tool: one that only reads (see readOnlyTool), a sub-agent
-// (its run is on the same guarded model) or the structured answer's tool.
-func (g *readOnlyGuard) callable(ctx context.Context, name string) bool {
-	if name == host.OutputToolName {
-		return true
-	}
-	tm := g.tools.Load()
-	if tm == nil {
-		return false
-	}
-	tools, _ := tm.Tools(ctx) // the list is usable even when a source failed to list
-	for _, t := range tools {
-		if t.Spec.Name == name {
-			return t.Source == subAgentsSource || readOnlyTool(t.Spec, g.policies[name])
+// callable returns, for one model request, whether the model may call a named tool: one that only reads (see
+// readOnlyTool), a sub-agent (its run is on the same guarded model) or the structured answer's tool. The tools are
+// listed once per request, not once per name.
+func (g *readOnlyGuard) callable(ctx context.Context) func(name string) bool {
+	allowed := map[string]bool{host.OutputToolName: true}
+	if tm := g.tools.Load(); tm != nil {
+		tools, _ := tm.Tools(ctx) // the list is usable even when a source failed to list
+		for _, t := range tools {
+			if t.Source == subAgentsSource || readOnlyTool(t.Spec, g.policies[t.Spec.Name]) {
+				allowed[t.Spec.Name] = true
+			}
 		}
 	}
-	return false
+	return func(name string) bool { return allowed[name] }
 }
 
 // skipped names on notices, once each, the tools the model left alone.

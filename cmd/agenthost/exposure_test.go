@@ -78,7 +78,8 @@ include = ["note", "shout"]
 	}{
 		{"fetch_url with writes", `"fetch_url"`, "", true},
 		{"no web", `"current_time"`, "", false},
-		{"writes need approval", `"fetch_url"`, "[tools.\"fx_note\"]\nrequire_approval = true\n[tools.\"fx_shout\"]\nread_only = true\n", false},
+		{"writes need approval", `"fetch_url"`, "[tools.\"fx_note\"]\nrequire_approval = true\n[tools.\"fx_shout\"]\nrequire_approval = true\n", false},
+		{"writes marked read-only", `"fetch_url"`, "[tools.\"fx_note\"]\nread_only = true\n[tools.\"fx_shout\"]\nread_only = true\n", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -57,6 +57,7 @@ func cmdMCPAdd(sub string, args []string, io *stdio) error {
 	var tables []config.ServerTable
 	var comment string
 	var variables, notes []string
+	vscode := false
 	switch sub {
 	case "import":
 		if first == "" || len(rest) > 0 {
@@ -71,7 +72,7 @@ func cmdMCPAdd(sub string, args []string, io *stdio) error {
 			return fmt.Errorf("%w: %s: %w", errUsage, first, err)
 		}
 		tables, variables, notes = im.Servers, im.Variables, im.Notes
-		notes = append(notes, keepEnvironment(first, im.VSCode, tables)...)
+		vscode = im.VSCode
 		if first != "-" {
 			comment = "Imported from " + filepath.Base(first) + "."
 		}
@@ -102,6 +103,9 @@ func cmdMCPAdd(sub string, args []string, io *stdio) error {
 		}
 		return false
 	})
+	if sub == "import" { // of the servers added only
+		notes = append(notes, keepEnvironment(first, vscode, tables)...)
+	}
 	for _, n := range notes {
 		fmt.Fprintf(io.err, "agenthost: note: %s\n", n)
 	}
@@ -179,12 +183,20 @@ func keepEnvironment(file string, vscode bool, tables []config.ServerTable) []st
 	if len(stdio) == 0 {
 		return nil
 	}
+	inherited := inheritedEnvText()
 	if client == "" {
-		return []string{fmt.Sprintf("a stdio server gets only HOME, LOGNAME, PATH, SHELL, TERM, USER, LANG, LC_*, TZ and TMPDIR of agenthost's environment, "+
-			"plus its env: if the client gave %s more (Cursor, Claude Code and VS Code give their whole environment), name what each reads in env_passthrough", strings.Join(stdio, ", "))}
+		return []string{fmt.Sprintf("a stdio server gets only %s of agenthost's environment, "+
+			"plus its env: if the client gave %s more (Cursor, Claude Code and VS Code give their whole environment), name what each reads in env_passthrough", inherited, strings.Join(stdio, ", "))}
 	}
-	return []string{fmt.Sprintf("%s gives stdio servers its whole environment, agenthost only HOME, LOGNAME, PATH, SHELL, TERM, USER, LANG, LC_*, TZ and TMPDIR: "+
-		"env_passthrough = [\"*\"] keeps %s as they ran there, secrets included; narrow it to the variables each reads", client, strings.Join(stdio, ", "))}
+	return []string{fmt.Sprintf("%s gives stdio servers its whole environment, agenthost only %s: "+
+		"env_passthrough = [\"*\"] keeps %s as they ran there, secrets included; narrow it to the variables each reads", client, inherited, strings.Join(stdio, ", "))}
+}
+
+// inheritedEnvText lists the variables a stdio server inherits (mcpclients.InheritedEnv) for the notes.
+func inheritedEnvText() string {
+	names := mcpclients.InheritedEnv()
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1] +
+		" (a proxy address with a password only if env_passthrough names it)"
 }
 
 // serverFromFlags builds the table of `mcp add NAME`: a remote server with -url, else a command and its arguments.

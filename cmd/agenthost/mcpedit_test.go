@@ -7,6 +7,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/agenthost/agenthost/config"
+	"github.com/agenthost/agenthost/mcpclients"
 )
 
 // TestMCPImportAddList imports Claude Desktop's and VS Code's configurations into an agent.toml with comments, adds
@@ -164,8 +167,13 @@ func TestMCPImportKeepsTheEnvironment(t *testing.T) {
 		t.Fatalf("import .cursor/mcp.json: exit %d\n%s%s\n%s", r.code, r.stdout, r.stderr, data)
 	}
 	// The file it wrote is a valid configuration.
-	if r := agenthost(t, dir, "", nil, "tools"); strings.Contains(r.stderr, "env_passthrough") {
-		t.Fatalf("the imported table does not load:\n%s", r.stderr)
+	if _, err := config.Load(filepath.Join(dir, "agent.toml")); err != nil {
+		t.Fatalf("the imported table does not load: %v\n%s", err, data)
+	}
+	// Imported again, the server is taken: it is not added, and no note speaks of it.
+	r = agenthost(t, dir, "", nil, "mcp", "import", ".cursor/mcp.json")
+	if r.code == 0 || !strings.Contains(r.stderr, "already: left as it is") || strings.Contains(r.stderr, "Cursor gives stdio servers") {
+		t.Fatalf("import .cursor/mcp.json again: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	r = agenthost(t, dir, "", nil, "mcp", "import", "claude_desktop_config.json", "-print")
 	if r.code != 0 || strings.Contains(r.stdout, "env_passthrough") || strings.Contains(r.stderr, "env_passthrough") {
@@ -173,7 +181,9 @@ func TestMCPImportKeepsTheEnvironment(t *testing.T) {
 	}
 	r = agenthost(t, dir, "", nil, "mcp", "import", "other.json", "-print")
 	if r.code != 0 || strings.Contains(r.stdout, "env_passthrough") ||
-		!strings.Contains(r.stderr, "if the client gave other more (Cursor, Claude Code and VS Code give their whole environment), name what each reads in env_passthrough") {
+		!strings.Contains(r.stderr, "if the client gave other more (Cursor, Claude Code and VS Code give their whole environment), name what each reads in env_passthrough") ||
+		!strings.Contains(r.stderr, "a stdio server gets only "+strings.Join(mcpclients.InheritedEnv()[:3], ", ")) ||
+		!strings.Contains(r.stderr, "HTTPS_PROXY") {
 		t.Fatalf("import other.json: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }

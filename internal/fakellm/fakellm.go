@@ -7,7 +7,8 @@
 // (error statuses, latency, a stream that hangs or a connection that is cut). Every request is recorded, raw and
 // decoded, so tests can check exactly what a client sent.
 //
-// It owns nothing but the fake: it imports only the standard library and no package of this project.
+// It owns nothing but the fake: it imports the standard library and, of this project, only llm (for the tags
+// around tool output, which it takes off).
 package fakellm
 
 import (

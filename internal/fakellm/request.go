@@ -4,7 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
-	"strings"
+
+	"github.com/agenthost/agenthost/llm"
 )
 
 // Request is one recorded chat-completion request: the raw body and the fields a test usually checks.
@@ -46,13 +47,11 @@ type Message struct {
 	Name       string            `json:"name"`
 }
 
-// ToolOutput is the result a tool message carries, without the <tool_output name="..."> and </tool_output> lines
-// agenthost puts around it. A message without them comes back whole, marked "undelimited: ", so that a test
-// expecting a result fails.
+// ToolOutput is the result a tool message carries, without the tags agenthost puts around it (llm.WrapToolOutput).
+// A message without them comes back whole, marked "undelimited: ", so that a test expecting a result fails.
 func (m Message) ToolOutput() string {
-	first, rest, ok := strings.Cut(m.Content, "\n")
-	inner, closed := strings.CutSuffix(rest, "\n</tool_output>")
-	if !ok || !closed || !strings.HasPrefix(first, "<tool_output") || !strings.HasSuffix(first, ">") {
+	inner, ok := llm.UnwrapToolOutput(m.Content)
+	if !ok {
 		return "undelimited: " + m.Content
 	}
 	return inner

@@ -1,6 +1,9 @@
 package redact
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // secretWords are the parts of a flag's or variable's name that say its value is a secret: "--api-key",
 // "--token", "--client-secret", "--password", "--auth", "GITHUB_TOKEN=…".
@@ -21,10 +24,17 @@ func SecretName(name string) bool {
 	return false
 }
 
+// secretHeaders are headers whose value is a credential though their name has none of secretWords.
+var secretHeaders = []string{"authorization", "proxy-authorization", "cookie", "x-api-key"}
+
 // Args returns a copy of a command line with its secrets replaced by Marker: the value of a flag whose name looks
 // secret, in both forms "--api-key=VALUE" and "--api-key VALUE"; the value of a secret-looking NAME=VALUE (as in
-// "-e GITHUB_TOKEN=…"); any value that starts as a known kind of token does ("sk-…", "ghp_…"); and URLs, as Text
-// redacts them.
+// "-e GITHUB_TOKEN=…"); the value of a secret header "Name: value", alone (as in "--header", "Authorization: Bearer
+// …") or after a flag's "=" ("--header=Authorization: …"); any value that starts as a known kind of token does
+// ("sk-…", "ghp_…"); and URLs, as Text redacts them.
+//
+// A flag given with "=" and nothing after it ("--password=") has an empty value, so the next argument is not its
+// value and is kept.
 func Args(args []string) []string {
 	out := make([]string, len(args))
 	for i, a := range args {
@@ -36,13 +46,42 @@ func Args(args []string) []string {
 			out[i] = Marker
 			continue
 		}
-		if name, value, ok := strings.Cut(a, "="); ok && value != "" && SecretName(name) && !strings.Contains(name, "://") {
-			out[i] = name + "=" + Marker
+		if h, ok := secretHeader(a); ok {
+			out[i] = h
 			continue
+		}
+		if name, value, ok := strings.Cut(a, "="); ok && value != "" && !strings.Contains(name, "://") {
+			if SecretName(name) {
+				out[i] = name + "=" + Marker
+				continue
+			}
+			if h, ok := secretHeader(value); ok {
+				out[i] = name + "=" + h
+				continue
+			}
 		}
 		out[i] = Text(a)
 	}
 	return out
+}
+
+// secretHeader returns a, an HTTP header "Name: value" or "Name:value", with its value replaced by Marker, if the
+// name looks secret (SecretName) or is one of secretHeaders.
+func secretHeader(a string) (string, bool) {
+	name, value, ok := strings.Cut(a, ":")
+	if !ok || name == "" || strings.TrimSpace(value) == "" || strings.HasPrefix(value, "//") {
+		return "", false
+	}
+	for _, c := range name {
+		if !isLetter(byte(c)) && (c < '0' || c > '9') && c != '-' && c != '_' {
+			return "", false // not a header's name; "localhost:8080" and URLs have no secret name anyway
+		}
+	}
+	if !SecretName(name) && !slices.Contains(secretHeaders, strings.ToLower(name)) {
+		return "", false
+	}
+	space := value[:len(value)-len(strings.TrimLeft(value, " \t"))]
+	return name + ":" + space + Marker, true
 }
 
 // secretFlag reports whether a is a flag without "=" whose name looks secret, so that the next argument is its

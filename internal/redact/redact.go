@@ -89,6 +89,15 @@ func redactRest(rest string) string {
 	if at := strings.LastIndexByte(rest[:authEnd], '@'); at >= 0 {
 		b.WriteString(Marker)
 		b.WriteString(rest[at:authEnd])
+	} else if at := strings.LastIndexByte(rest, '@'); at > authEnd && unescapedPassword(rest[:authEnd]) {
+		// "agent:pa#ss@db/app", as a parse error quotes it: the password holds a "#", "/", "?" or "\" that the
+		// writer did not escape, so the userinfo runs to the last "@".
+		authEnd = at + strings.IndexAny(rest[at:], "/?#\\")
+		if authEnd < at {
+			authEnd = len(rest)
+		}
+		b.WriteString(Marker)
+		b.WriteString(rest[at:authEnd])
 	} else {
 		b.WriteString(rest[:authEnd])
 	}
@@ -113,6 +122,25 @@ func redactRest(rest string) string {
 		}
 	}
 	return b.String()
+}
+
+// unescapedPassword reports whether an authority without "@", cut at the first "/", "?", "#" or "\\", is the
+// start of a userinfo "user:pass…" rather than a host with a port: it has a ":" followed by something other than
+// a port's digits. "h:8080/@scope/pkg" and "[::1]/?mail=a@b" are hosts.
+func unescapedPassword(authority string) bool {
+	if strings.HasPrefix(authority, "[") {
+		return false
+	}
+	_, port, ok := strings.Cut(authority, ":")
+	if !ok {
+		return false
+	}
+	for i := 0; i < len(port); i++ {
+		if port[i] < '0' || port[i] > '9' {
+			return true
+		}
+	}
+	return port == ""
 }
 
 // redactQuery keeps each parameter's key and replaces its value; a parameter without "=" may be a bare token, so it

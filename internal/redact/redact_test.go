@@ -27,6 +27,16 @@ func TestText(t *testing.T) {
 		{"a://bhttp://u:p@h/?k=v", "a://bhttp://REDACTED@h/?k=REDACTED"},
 		{"://u:p@h", "://u:p@h"}, // no scheme: not a URL
 		{"see <http://u:p@h/?q=1>.", "see <http://REDACTED@h/?q=REDACTED>."},
+		// A password whose "#", "/" or "?" was not escaped: the userinfo runs to the last "@".
+		{`parse "postgres://agent:pa#ss@db/app": invalid port ":pa" after host`,
+			`parse "postgres://REDACTED@db/app": invalid port ":pa" after host`},
+		{"postgres://agent:pa/ss@db:5432/app", "postgres://REDACTED@db:5432/app"},
+		{"postgres://agent:pa?ss@db/app?sslmode=off", "postgres://REDACTED@db/app?sslmode=REDACTED"},
+		{"https://agent:#secret@h", "https://REDACTED@h"},
+		// An "@" after a host and its port is in the path or the query, not a userinfo.
+		{"https://registry.example:8443/@scope/pkg", "https://registry.example:8443/@scope/pkg"},
+		{"https://h/@scope/pkg?mail=a@b", "https://h/@scope/pkg?mail=REDACTED"},
+		{"http://[::1]/x?mail=a@b", "http://[::1]/x?mail=REDACTED"},
 	} {
 		if got := Text(tc.in); got != tc.want {
 			t.Errorf("Text(%q)\n got %q\nwant %q", tc.in, got, tc.want)
@@ -67,14 +77,45 @@ func TestArgs(t *testing.T) {
 	}
 }
 
+func TestArgsHeaders(t *testing.T) {
+	for _, tc := range []struct{ in, want []string }{
+		{[]string{"mcp-remote", "https://h/mcp", "--header", "Authorization: Bearer abc123secret"},
+			[]string{"mcp-remote", "https://h/mcp", "--header", "Authorization: REDACTED"}},
+		{[]string{"-H", "X-Api-Key: abc123secret"}, []string{"-H", "X-Api-Key: REDACTED"}},
+		{[]string{"-H", "x-api-key:abc123secret"}, []string{"-H", "x-api-key:REDACTED"}},
+		{[]string{"--header=Authorization: Bearer abc123secret"}, []string{"--header=Authorization: REDACTED"}},
+		{[]string{"--header", "Proxy-Authorization: Basic abc123secret"}, []string{"--header", "Proxy-Authorization: REDACTED"}},
+		{[]string{"--header", "Cookie: sid=abc123secret"}, []string{"--header", "Cookie: REDACTED"}},
+		{[]string{"--header", "X-Goog-Api-Key:abc123secret"}, []string{"--header", "X-Goog-Api-Key:REDACTED"}},
+		{[]string{"-H=X-Auth-Token: abc123secret"}, []string{"-H=X-Auth-Token: REDACTED"}},
+		// Headers, addresses and URLs without a secret are kept.
+		{[]string{"--header", "Accept: text/event-stream", "localhost:8080", "--url=https://h:8443/mcp"},
+			[]string{"--header", "Accept: text/event-stream", "localhost:8080", "--url=https://h:8443/mcp"}},
+		// "--password=" has an empty value: the next argument is not its value.
+		{[]string{"--password=", "positional"}, []string{"--password=", "positional"}},
+	} {
+		got := Args(tc.in)
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("Args(%q)\n got %q\nwant %q", tc.in, got, tc.want)
+		}
+		if strings.Contains(strings.Join(got, " "), "abc123secret") {
+			t.Errorf("Args(%q) keeps the secret: %q", tc.in, got)
+		}
+	}
+}
+
 // FuzzRedact checks that a URL's password and query value, planted in arbitrary text, never come out of Text, and
 // that Text does not panic on any input.
 func FuzzRedact(f *testing.F) {
 	f.Add("connect ", "example.com:8443", "/mcp", "token", "alice", "hunter2-pass", "s3cret-query-value", ": refused")
 	f.Add(`Get "`, "127.0.0.1:9", "", "apikey", "u", "pw0rd-xyz", "v@lue/with?odd#chars", `": EOF`)
 	f.Add("a://b", "h", "/@scope/pkg", "k", "user@x", "p:a:ss", "x=y&z", "https://")
+	f.Add(`parse "`, "db", "/app", "sslmode", "agent", "pa#ssword", "disable", `": invalid port`)
+	f.Add(`parse "`, "db:5432", "/app", "k", "agent", "pa/ss?wo#rd", "v", `": bad`)
+	f.Add("", "h", "/@scope/pkg", "mail", "agent", "#secret-pass", "a@b.example", "")
 	f.Fuzz(func(t *testing.T, prefix, host, path, key, user, password, value, suffix string) {
 		_ = Text(prefix + host + path + key + user + password + value + suffix) // never panics
+		checkUnescapedPassword(t, prefix, host, path, user, password, suffix)
 		u := url.URL{Scheme: "https", Host: host, Path: path, User: url.UserPassword(user, password),
 			RawQuery: url.Values{key: {value}}.Encode()}
 		raw := u.String()
@@ -98,6 +139,33 @@ func FuzzRedact(f *testing.F) {
 			}
 		}
 	})
+}
+
+// checkUnescapedPassword checks that a password written into a URL without escaping (as a parse error quotes it)
+// does not come out of Text, when it does not look like a port: it starts with something other than a digit.
+func checkUnescapedPassword(t *testing.T, prefix, host, path, user, password, suffix string) {
+	t.Helper()
+	plain := func(s string, extra string) bool {
+		for _, c := range s {
+			if !isLetter(byte(c)) && (c < '0' || c > '9') && !strings.ContainsRune(extra, c) || c > 127 {
+				return false
+			}
+		}
+		return true
+	}
+	if len(password) < 6 || password[0] >= '0' && password[0] <= '9' || !plain(password, "#/?!$%&()*+,;=:-._~") ||
+		user == "" || !plain(user, "-._") || host == "" || !plain(host, "-.") || !plain(path, "/-._~") ||
+		!strings.HasPrefix(path, "/") && path != "" {
+		return
+	}
+	raw := "https://" + user + ":" + password + "@" + host + path
+	out := Text(prefix + " " + raw + " " + suffix)
+	if strings.Contains(prefix+suffix+host+path+user+Marker, password) {
+		return // the password is also written elsewhere
+	}
+	if strings.Contains(out, password) {
+		t.Fatalf("Text(%q) = %q keeps the password %q", raw, out, password)
+	}
 }
 
 func TestHandler(t *testing.T) {

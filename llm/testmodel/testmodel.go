@@ -40,8 +40,9 @@ var _ llm.Model = (*Model)(nil)
 
 // Options tune the offline test model. The zero value calls every offered tool.
 type Options struct {
-	// Callable reports whether the model may call the named tool; nil means every tool may be called.
-	Callable func(ctx context.Context, name string) bool
+	// Callable is asked once per request and returns whether the model may call a named tool; nil means every
+	// tool may be called.
+	Callable func(ctx context.Context) func(name string) bool
 	// Skipped, when set, is given the names of the offered tools a request left alone, in offer order, each time
 	// there are some. It must be safe for concurrent use.
 	Skipped func(names []string)
@@ -140,8 +141,12 @@ func (m *Model) toolCalls(ctx context.Context, req *llm.Request) ([]llm.ToolCall
 	}
 	calls := make([]llm.ToolCall, 0, len(tools))
 	var skipped []string
+	callable := func(string) bool { return true }
+	if m.opts.Callable != nil && len(tools) > 0 {
+		callable = m.opts.Callable(ctx)
+	}
 	for _, t := range tools {
-		if m.opts.Callable != nil && !m.opts.Callable(ctx, t.Name) {
+		if !callable(t.Name) {
 			skipped = append(skipped, t.Name)
 			continue
 		}
@@ -182,16 +187,10 @@ func summary(msgs []llm.Message, results []llm.Message) string {
 	return b.String()
 }
 
-// undelimited is a tool result without the <tool_output> tags the orchestrator puts around it.
+// undelimited is a tool result without the tags the orchestrator puts around it (llm.WrapToolOutput).
 func undelimited(content string) string {
-	first, rest, ok := strings.Cut(content, "\n")
-	if !ok || !strings.HasPrefix(first, "<tool_output") || !strings.HasSuffix(first, ">") {
-		return content
-	}
-	if inner, ok := strings.CutSuffix(rest, "\n</tool_output>"); ok {
-		return inner
-	}
-	return content
+	inner, _ := llm.UnwrapToolOutput(content)
+	return inner
 }
 
 // toolName is the name of the tool that produced a tool message: its Name, or else the name in the assistant's

@@ -102,7 +102,9 @@ func TestModelCallsOnlyCallableTools(t *testing.T) {
 	var mu sync.Mutex
 	var reported [][]string
 	m := NewWith(&Options{
-		Callable: func(_ context.Context, name string) bool { return name != "search" && name != "ping" },
+		Callable: func(context.Context) func(string) bool {
+			return func(name string) bool { return name != "search" && name != "ping" }
+		},
 		Skipped: func(names []string) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -181,7 +183,7 @@ func TestModelSummarisesToolResults(t *testing.T) {
 			{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{
 				{ID: "call_1", Name: "current_time"}, {ID: "call_2", Name: "search"}, {ID: "call_3", Name: "long"}}},
 			// As the orchestrator sends a result: between <tool_output> tags.
-			{Role: llm.RoleTool, ToolCallID: "call_1", Content: "<tool_output name=\"current_time\">\n\n2026-11-22 11:19:12 JST (Asia/Tokyo)\nsecond line\n</tool_output>"},
+			{Role: llm.RoleTool, ToolCallID: "call_1", Content: llm.WrapToolOutput("7f3a9c", "current_time", "\n2026-11-22 11:19:12 JST (Asia/Tokyo)\nsecond line")},
 			{Role: llm.RoleTool, ToolCallID: "call_2", Name: "search", Content: refs},
 			{Role: llm.RoleTool, ToolCallID: "call_3", Content: long + `{"source":1}`},
 		},
