@@ -64,9 +64,8 @@ const (
 	codeExtensionSupportRequired = -32008
 	codeVersionNotSupported      = -32009
 
-	// codeServerBusy refuses a task past a cap (ServerOptions.Sessions): A2A defines no error for it, and this code
-	// is in the range JSON-RPC leaves to servers, unused by A2A.
-	codeServerBusy = -32000
+	// codeServerBusy refuses a task past a cap (ServerOptions.Sessions): A2A defines no error for it.
+	codeServerBusy = httpedge.CodeServerBusy
 )
 
 // errorInfo names each code as v1.0's error.data reason and as the error's name.

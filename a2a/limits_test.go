@@ -9,7 +9,6 @@ import (
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/internal/fakellm"
 	"github.com/agenthost/agenthost/internal/httpedge"
-	"github.com/agenthost/agenthost/internal/testwait"
 )
 
 // TestServerTaskCaps: unfinished tasks count against the shared cap (503) and their caller's own (429), each
@@ -69,6 +68,56 @@ func TestServerTaskCaps(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || !strings.Contains(string(raw), `"TASK_STATE_CANCELED"`) {
 		t.Fatalf("cancel: %d %s", resp.StatusCode, raw)
 	}
-	testwait.Until(t, serverWaitLimit, "alice's canceled task gave its place back", func() bool { return sessions.Len() == 1 })
+	// The place is given back before CancelTask answers.
+	if n := sessions.Len(); n != 1 {
+		t.Fatalf("%d places taken once alice's task was canceled; want bob's alone", n)
+	}
 	start("alice")
+}
+
+// TestServerTaskPlaceBackBeforeItsEnd: a task gives its place back before its final state is published, so that a
+// caller at a cap of 1 may send the next message as soon as the last one is answered (a blocking send, or
+// CancelTask), with no wait between them.
+func TestServerTaskPlaceBackBeforeItsEnd(t *testing.T) {
+	llm := fakellm.New()
+	t.Cleanup(llm.Close)
+	tm := host.NewToolManager([]host.Toolset{toolList(nil)}, nil)
+	sessions := httpedge.NewSessions(1)
+	srv, url := serveOrchestrator(t, host.New(fakeModel(t, llm), tm, nil), &ServerOptions{
+		Sessions: sessions, MaxTasksPerSubject: 1,
+		Caller: func(r *http.Request) string { return strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ") },
+	})
+	t.Cleanup(func() { _ = srv.Close() })
+	send := func(config map[string]any) (*http.Response, rpcResponse, *task) {
+		t.Helper()
+		p, _ := json.Marshal(sendMessageParams([]any{textParam("hello")}, nil, config))
+		resp, raw := postRaw(t, url, "1.0", "application/json", "alice", `{"jsonrpc":"2.0","id":7,"method":"SendMessage","params":`+string(p)+`}`)
+		var rr rpcResponse
+		var res streamResponse
+		if err := json.Unmarshal(raw, &rr); err != nil {
+			t.Fatalf("response %d %s: %v", resp.StatusCode, raw, err)
+		}
+		_ = json.Unmarshal(rr.Result, &res)
+		return resp, rr, res.Task
+	}
+
+	llm.SetResponder(func(*fakellm.Request) fakellm.Turn { return fakellm.Turn{Text: "done"} })
+	for i := range 200 {
+		resp, rr, tk := send(nil)
+		if resp.StatusCode != http.StatusOK || rr.Error != nil || tk == nil || tk.Status.State != stateCompleted {
+			t.Fatalf("blocking message %d after %d answered: HTTP %d, %s %v", i+1, i, resp.StatusCode, rr.Result, rr.Error)
+		}
+	}
+
+	llm.SetResponder(func(*fakellm.Request) fakellm.Turn { return fakellm.Turn{HangAfter: fakellm.Immediately} })
+	for i := range 2 {
+		resp, rr, tk := send(map[string]any{"returnImmediately": true})
+		if resp.StatusCode != http.StatusOK || rr.Error != nil || tk == nil {
+			t.Fatalf("message %d, sent as soon as the task before it was canceled: HTTP %d, %s %v", i+1, resp.StatusCode, rr.Result, rr.Error)
+		}
+		resp, raw := postRaw(t, url, "1.0", "application/json", "alice", `{"jsonrpc":"2.0","id":1,"method":"CancelTask","params":{"id":"`+tk.ID+`"}}`)
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(raw), `"TASK_STATE_CANCELED"`) {
+			t.Fatalf("cancel: %d %s", resp.StatusCode, raw)
+		}
+	}
 }

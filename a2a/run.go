@@ -127,7 +127,13 @@ func (s *Server) event(st *serverTask, ev *host.Event) {
 
 // finish ends the task with the run's outcome: the answer artifact's last chunk (the rest of its text, a url part
 // per reference, and a data part with the answer's details), then the final state.
+//
+// The task's place is given back first: whoever sees the final state (a blocking send's answer, CancelTask's) may
+// send the next task at once without meeting this one's place.
 func (s *Server) finish(ctx context.Context, st *serverTask, ans *host.Answer, runErr error) {
+	if st.release != nil {
+		st.release()
+	}
 	if ans == nil {
 		state, msg := stateFailed, "The run failed."
 		if runErr != nil {

@@ -545,8 +545,9 @@ func (s *Server) accept(ctx context.Context, subject string, m message, endOnly 
 	// The run outlives the request, but stays in its trace.
 	ctx, cancel := context.WithCancelCause(telemetry.Carry(ctx, s.ctx))
 	st.cancel = cancel
+	st.release = release // read by the run alone, which starts below
 	s.wg.Go(func() {
-		defer release()
+		defer release() // finish gave it back already, unless the run panicked; a second call does nothing
 		defer close(st.done)
 		defer cancel(nil)
 		s.run(ctx, st, prompt, schema)

@@ -33,6 +33,11 @@ type serverTask struct {
 	subs    map[*subscriber]struct{}
 	waiting *question // the question the run waits on, in INPUT_REQUIRED
 
+	// release gives back the task's place in ServerOptions.Sessions (nil for a task that took none): finish calls
+	// it just before the final state is published, so that a caller told the task ended may send the next one at
+	// once. Calls after the first do nothing (httpedge.Sessions.Open).
+	release func()
+
 	// The answer artifact as it streams: its text so far, and whether the next chunk starts it again (a new
 	// iteration after text that turned out to come with tool calls).
 	answerText  strings.Builder

@@ -165,7 +165,7 @@ func New(ctx context.Context, orch *host.Orchestrator, opts Options) (*Engine, e
 	default:
 		return nil, errors.New("durable: no database")
 	}
-	dctx, err := newContext(ctx, cfg)
+	dctx, err := newContext(ctx, cfg, logger)
 	if err != nil {
 		return nil, fmt.Errorf("durable: %w", err)
 	}
@@ -178,9 +178,9 @@ func New(ctx context.Context, orch *host.Orchestrator, opts Options) (*Engine, e
 // store.MigrationLock: DBOS's migrations are not safe to run twice at once (CREATE SCHEMA IF NOT EXISTS and
 // CREATE TYPE race on the catalog's unique indexes), and replicas starting together on an empty database would.
 // SQLite needs no lock: DBOS migrates it in IMMEDIATE transactions that read the version again.
-func newContext(ctx context.Context, cfg dbos.Config) (dbos.Context, error) {
+func newContext(ctx context.Context, cfg dbos.Config, logger *slog.Logger) (dbos.Context, error) {
 	if cfg.DatabaseURL != "" {
-		release, err := store.LockMigrations(ctx, cfg.DatabaseURL)
+		release, err := store.LockMigrations(ctx, cfg.DatabaseURL, logger)
 		if err != nil {
 			return nil, err
 		}

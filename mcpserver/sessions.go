@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
+	"io"
 	"net/http"
 	"sync/atomic"
 
@@ -14,13 +16,12 @@ import (
 )
 
 // slotHeader carries, from limitSessions to the initialize it lets through, the key of the place it took for the
-// session. limitSessions sets it on every request it passes on (to "" unless it took a place), so a caller cannot
-// choose it.
+// session. limitSessions removes it from every request and sets it only on one that took a place, so a caller
+// cannot choose it.
 const slotHeader = "Agenthost-Session-Slot"
 
-// codeServerBusy is the JSON-RPC error of a session refused for a cap: in the range JSON-RPC leaves to servers, and
-// used by neither MCP nor A2A.
-const codeServerBusy = -32000
+// maxIDBytes is how much of a refused request's body is read to find its id.
+const maxIDBytes = 64 << 10
 
 // slot is a place taken in httpedge.Sessions for a session being created. The initialize that creates the session
 // adopts it and gives it back when the session ends; if none does by the end of the request, the request gives it
@@ -48,11 +49,16 @@ func (s *Server) limitSessions(next http.Handler, sessions *httpedge.Sessions, p
 		}
 		release, err := sessions.Open("session", subject, perSubject)
 		if err != nil {
-			le := err.(*httpedge.LimitError)
+			var le *httpedge.LimitError
+			if !errors.As(err, &le) {
+				http.Error(w, "cannot open a session", http.StatusInternalServerError)
+				return
+			}
+			id := requestID(r)
 			le.WriteHeaders(w)
 			_ = json.NewEncoder(w).Encode(map[string]any{
-				"jsonrpc": "2.0", "id": nil,
-				"error": map[string]any{"code": codeServerBusy, "message": le.Message},
+				"jsonrpc": "2.0", "id": id,
+				"error": map[string]any{"code": httpedge.CodeServerBusy, "message": le.Message},
 			})
 			return
 		}
@@ -93,4 +99,25 @@ func (s *Server) adoptSlot(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		return next(ctx, method, req)
 	}
+}
+
+// requestID returns the id of the JSON-RPC request in r's body (its first maxIDBytes), or null when it cannot be
+// determined: a body that is not one request, or an id that is neither a string nor a number.
+func requestID(r *http.Request) json.RawMessage {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxIDBytes))
+	var req struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if err != nil || json.Unmarshal(body, &req) != nil {
+		return nil
+	}
+	var id any
+	if json.Unmarshal(req.ID, &id) != nil {
+		return nil
+	}
+	switch id.(type) {
+	case string, float64:
+		return req.ID
+	}
+	return nil
 }

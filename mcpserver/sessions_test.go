@@ -56,12 +56,21 @@ func open(t *testing.T, url, token string) string {
 	return id
 }
 
-// checkRefused checks that a new session is refused with status, Retry-After and a JSON-RPC error saying want.
+// checkRefused checks that a new session is refused with status, Retry-After and a JSON-RPC error saying want, for
+// the request's id.
 func checkRefused(t *testing.T, url, token string, status int, want string) {
 	t.Helper()
-	resp, body := mcpRequest(t, http.MethodPost, url, token, "", initializeBody)
+	checkRefusedBody(t, url, token, initializeBody, "1", status, want)
+}
+
+// checkRefusedBody checks that the request body, which would open a new session, is refused with status,
+// Retry-After and a JSON-RPC error saying want, for id (JSON).
+func checkRefusedBody(t *testing.T, url, token, reqBody, id string, status int, want string) {
+	t.Helper()
+	resp, body := mcpRequest(t, http.MethodPost, url, token, "", reqBody)
 	var msg struct {
-		JSONRPC string `json:"jsonrpc"`
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
 		Error   struct {
 			Code    int    `json:"code"`
 			Message string `json:"message"`
@@ -70,10 +79,10 @@ func checkRefused(t *testing.T, url, token string, status int, want string) {
 	if err := json.Unmarshal([]byte(body), &msg); err != nil {
 		t.Fatalf("refused initialize: %d %q is not JSON: %v", resp.StatusCode, body, err)
 	}
-	if resp.StatusCode != status || resp.Header.Get("Retry-After") != "10" || msg.JSONRPC != "2.0" || msg.Error.Code != codeServerBusy ||
-		!strings.Contains(msg.Error.Message, want) || resp.Header.Get("Mcp-Session-Id") != "" {
-		t.Fatalf("refused initialize: %d, Retry-After %q, session %q, %q; want %d, Retry-After 10 and a JSON-RPC error saying %q",
-			resp.StatusCode, resp.Header.Get("Retry-After"), resp.Header.Get("Mcp-Session-Id"), body, status, want)
+	if resp.StatusCode != status || resp.Header.Get("Retry-After") != "10" || msg.JSONRPC != "2.0" || msg.Error.Code != httpedge.CodeServerBusy ||
+		!strings.Contains(msg.Error.Message, want) || resp.Header.Get("Mcp-Session-Id") != "" || string(msg.ID) != id {
+		t.Fatalf("refused initialize: %d, Retry-After %q, session %q, %q; want %d, Retry-After 10 and a JSON-RPC error for id %s saying %q",
+			resp.StatusCode, resp.Header.Get("Retry-After"), resp.Header.Get("Mcp-Session-Id"), body, status, id, want)
 	}
 }
 
@@ -105,6 +114,10 @@ func TestHTTPMaxSessions(t *testing.T) {
 	testwait.Until(t, 10*time.Second, "the closed session gave its place back", func() bool { return sessions.Len() == 2 })
 	open(t, url, "t")
 	checkRefused(t, url, "t", http.StatusServiceUnavailable, "limit of 3")
+	// The refusal answers the request's id, whatever its type; null only when the body does not say it.
+	checkRefusedBody(t, url, "t", strings.Replace(initializeBody, `"id":1`, `"id":"init-7"`, 1), `"init-7"`, http.StatusServiceUnavailable, "limit of 3")
+	checkRefusedBody(t, url, "t", `{"jsonrpc":"2.0","id":`, "null", http.StatusServiceUnavailable, "limit of 3")
+	checkRefusedBody(t, url, "t", `{"jsonrpc":"2.0","id":{"x":1},"method":"initialize"}`, "null", http.StatusServiceUnavailable, "limit of 3")
 }
 
 // TestHTTPSessionIdleTimeout: a session that receives no request for the idle timeout is closed and gives its place

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 )
@@ -113,20 +114,20 @@ const MigrationWait = 2 * time.Minute
 // lockPoll is how often a process waiting for MigrationLock tries to take it.
 const lockPoll = 100 * time.Millisecond
 
-// waitMigrationLock takes MigrationLock on db's one connection, trying again every lockPoll while another process
-// holds it, for at most MigrationWait, and less when ctx ends first. It polls outside any transaction rather than
-// waits in Postgres (pg_advisory_lock): a wait that a canceled context interrupts on the client goes on in the server
-// until the lock is free, and takes it for a client that is gone; and a statement, or a transaction, waiting for the
-// lock holds up DBOS's CREATE INDEX CONCURRENTLY, which waits for the transactions older than it, run by the
-// process that holds the lock.
-func waitMigrationLock(ctx context.Context, db *sql.DB) error {
+// waitMigrationLock takes MigrationLock on conn, trying again every lockPoll while another process holds it, for at
+// most MigrationWait, and less when ctx ends first. It polls outside any transaction rather than waits in Postgres
+// (pg_advisory_lock): a wait that a canceled context interrupts on the client goes on in the server until the lock
+// is free, and takes it for a client that is gone; and a statement, or a transaction, waiting for the lock holds up
+// DBOS's CREATE INDEX CONCURRENTLY, which waits for the transactions older than it, run by the process that holds
+// the lock.
+func waitMigrationLock(ctx context.Context, conn *sql.Conn) error {
 	ctx, cancel := context.WithTimeout(ctx, MigrationWait)
 	defer cancel()
 	poll := time.NewTicker(lockPoll)
 	defer poll.Stop()
 	for {
 		var locked bool
-		err := db.QueryRowContext(ctx, `SELECT pg_try_advisory_lock($1)`, MigrationLock).Scan(&locked)
+		err := conn.QueryRowContext(ctx, `SELECT pg_try_advisory_lock($1)`, MigrationLock).Scan(&locked)
 		if err == nil && locked {
 			return nil
 		}
@@ -146,33 +147,58 @@ func waitMigrationLock(ctx context.Context, db *sql.DB) error {
 // LockMigrations takes MigrationLock on a connection of its own to the Postgres database dsn, waiting for the
 // process migrating it to finish (at most MigrationWait, and less when ctx ends first), and returns the function
 // that releases the lock and closes the connection. Open holds it while it migrates agenthost's tables, package
-// durable while DBOS creates or migrates its schema.
-func LockMigrations(ctx context.Context, dsn string) (release func(), err error) {
-	release, err = lockMigrations(ctx, dsn)
+// durable while DBOS creates or migrates its schema. The lock is a session's: dsn must lead to a session of its own
+// for as long as the lock is held (a direct connection, or a pooler in session mode), not one a transaction pooler
+// shares. logger (nil: discard) is warned when the lock was no longer held by that session at its release.
+func LockMigrations(ctx context.Context, dsn string, logger *slog.Logger) (release func(), err error) {
+	release, err = lockMigrations(ctx, dsn, logger)
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
 	return release, nil
 }
 
-func lockMigrations(ctx context.Context, dsn string) (release func(), err error) {
+func lockMigrations(ctx context.Context, dsn string, logger *slog.Logger) (release func(), err error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
 	db, err := sql.Open("pgx", dsn)
 	if err != nil {
 		return nil, err
 	}
-	db.SetMaxOpenConns(1) // the unlock runs on the connection that holds the lock
-	if err := waitMigrationLock(ctx, db); err != nil {
+	// One connection, pinned: the lock and its unlock run on the same session, which database/sql would not
+	// promise for two statements on the pool even of one connection (it may discard one and dial another).
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	if err := waitMigrationLock(ctx, conn); err != nil {
+		conn.Close()
 		db.Close()
 		return nil, err
 	}
 	return func() {
-		// Closing the connection ends its session, which releases the lock all the same: the unlock only makes
-		// sure the lock is not held a moment longer than the session.
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_, _ = db.ExecContext(ctx, `SELECT pg_advisory_unlock($1)`, MigrationLock)
+		unlockMigrations(conn, logger)
+		conn.Close()
 		db.Close()
 	}, nil
+}
+
+// unlockMigrations releases MigrationLock on conn, the session that took it, and warns logger when it cannot or
+// the session no longer held it. Closing the connection ends its session, which releases the lock all the same: the
+// unlock only makes sure the lock is not held a moment longer than the session.
+func unlockMigrations(conn *sql.Conn, logger *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var unlocked bool
+	if err := conn.QueryRowContext(ctx, `SELECT pg_advisory_unlock($1)`, MigrationLock).Scan(&unlocked); err != nil {
+		logger.Warn("store: cannot release the migration lock; it goes with its session", "lock", MigrationLock, "err", err)
+	} else if !unlocked {
+		logger.Warn("store: the migration lock was no longer held by the session that took it (a pooler in transaction "+
+			"mode runs each statement on any of its sessions): [state] needs a direct or session-pooled connection for "+
+			"start-up migrations", "lock", MigrationLock)
+	}
 }
 
 // migrate brings the schema to SchemaVersion, in one transaction, and refuses a database from a newer agenthost. On
@@ -180,7 +206,7 @@ func lockMigrations(ctx context.Context, dsn string) (release func(), err error)
 // transaction is IMMEDIATE, which serializes it with every other writer of the file.
 func (s *DB) migrate(ctx context.Context, dsn string) error {
 	if s.backend == Postgres {
-		release, err := lockMigrations(ctx, dsn)
+		release, err := lockMigrations(ctx, dsn, s.logger)
 		if err != nil {
 			return fmt.Errorf("store: %s: %w", s.where, err)
 		}

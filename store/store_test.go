@@ -359,7 +359,7 @@ func TestConcurrentMigration(t *testing.T) {
 // is released.
 func TestMigrationLockWait(t *testing.T) {
 	dsn := pgtest.NewDatabase(t)
-	release, err := LockMigrations(t.Context(), dsn)
+	release, err := LockMigrations(t.Context(), dsn, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -436,6 +436,56 @@ func TestMigrationLockWait(t *testing.T) {
 	}
 	if n := count(`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'`); n != 0 {
 		t.Errorf("%d advisory locks still held after release and Open", n)
+	}
+}
+
+// The migration lock is taken and released on one session, pinned: when that session is gone, or did not hold the
+// lock (a pooler in transaction mode that ran the unlock on another), the release says so.
+func TestMigrationLockSession(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	var logs bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&logs, nil))
+	release, err := LockMigrations(t.Context(), dsn, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	watch, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watch.Close()
+	// The session holding the lock ends: its lock goes with it, and the release must not run on a new session,
+	// where the unlock would quietly find nothing to release.
+	var terminated int
+	if err := watch.QueryRowContext(t.Context(), `SELECT count(pg_terminate_backend(pid)) FROM pg_locks
+		WHERE locktype = 'advisory' AND classid = 0 AND objid = 1634168436 AND granted`).Scan(&terminated); err != nil || terminated != 1 {
+		t.Fatalf("terminated %d sessions holding the migration lock (%v), want 1", terminated, err)
+	}
+	release()
+	if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "cannot release the migration lock") {
+		t.Errorf("release on a session that ended logged %q; want a warning that it cannot release the lock", logs.String())
+	}
+
+	logs.Reset()
+	conn, err := watch.Conn(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	unlockMigrations(conn, logger)
+	if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "no longer held by the session that took it") ||
+		!strings.Contains(logs.String(), "session-pooled") {
+		t.Errorf("an unlock on a session without the lock logged %q; want a warning that names session pooling", logs.String())
+	}
+	// The lock is free again.
+	release, err = LockMigrations(t.Context(), dsn, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs.Reset()
+	release()
+	if logs.Len() != 0 {
+		t.Errorf("a release of a held lock logged %q", logs.String())
 	}
 }
 

@@ -12,6 +12,10 @@ import (
 // end when their callers close them or when they have been idle too long, so a place may free up at any time.
 const RetryAfter = 10 * time.Second
 
+// CodeServerBusy is the JSON-RPC error code of a session or task refused for a cap (a *LimitError): in the range
+// JSON-RPC leaves to servers, and used by neither MCP nor A2A.
+const CodeServerBusy = -32000
+
 // Sessions counts what the callers of the listeners sharing it hold open between requests (the sessions of the MCP
 // endpoint, the unfinished tasks of the A2A endpoint), against a cap over them all and caps per subject (the
 // caller a token names) and kind: one caller cannot take all the places, and all callers together cannot take all

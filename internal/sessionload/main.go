@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command sessionload shows that the memory of MCP sessions comes back once they end: it opens -n sessions on
 // `agenthost serve --http` with initialize, lets them expire (session_idle_timeout), and reads the server's resident
 // memory before, at the peak, right after they expired, and after a settle window in which the Go runtime collects
@@ -284,7 +286,9 @@ func start(ctx context.Context, bin, config string, logw io.Writer) (*server, er
 	}
 	s := &server{cmd: cmd, pid: cmd.Process.Pid, exited: make(chan struct{})}
 	found := make(chan string, 1)
+	scanned := make(chan struct{})
 	go func() {
+		defer close(scanned)
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			line := sc.Text()
@@ -302,8 +306,11 @@ func start(ctx context.Context, bin, config string, logw io.Writer) (*server, er
 			}
 			fmt.Fprintln(logw, "agenthost:", line)
 		}
+		_, _ = io.Copy(io.Discard, stderr) // a line too long ends the scan: the rest is read all the same
 	}()
 	go func() {
+		// Wait closes the pipe: it is called once the pipe has been read to its end (os/exec).
+		<-scanned
 		_ = cmd.Wait()
 		close(s.exited)
 	}()
