@@ -464,3 +464,73 @@ func TestIndexOldSchemaRebuilt(t *testing.T) {
 		t.Errorf("%d documents, %v: the old ones are kept", n, err)
 	}
 }
+
+// Agents sharing an index of the first version may start together: the file is migrated once, and no opener drops
+// the tables another already migrated and filled.
+func TestIndexOldSchemaMigratedOnceByConcurrentOpeners(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "docs.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = db.Exec(`CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+		INSERT INTO meta VALUES ('schema', '1');
+		CREATE TABLE docs (id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, size INTEGER NOT NULL, mtime INTEGER NOT NULL, title TEXT NOT NULL);
+		CREATE VIRTUAL TABLE fts USING fts5(title, body);`)
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 6
+	roots := make([]string, n)
+	for i := range roots {
+		roots[i] = t.TempDir()
+		write(t, roots[i], "a.md", "# A\n\nwombat"+strconv.Itoa(i))
+	}
+	// Each opener has its own *sql.DB, as a process of its own would, and refreshes as soon as it has opened.
+	start := make(chan struct{})
+	ixs := make([]*Index, n)
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			<-start
+			ix, err := Open(&Options{Path: path, Roots: []string{roots[i]}})
+			if err == nil {
+				ixs[i] = ix
+				_, err = ix.Refresh(context.Background(), nil)
+			}
+			errs <- err
+		}()
+	}
+	close(start)
+	for range n {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	for _, ix := range ixs {
+		if ix != nil {
+			t.Cleanup(func() { ix.Close() })
+		}
+	}
+	if t.Failed() {
+		return
+	}
+	for i, ix := range ixs {
+		if got := paths(search(t, ix, "wombat"+strconv.Itoa(i))); len(got) != 1 {
+			t.Errorf("opener %d: wombat%d: %v: its documents were dropped by another's migration", i, i, got)
+		}
+		var v string
+		if err := ix.db.QueryRow(`SELECT value FROM meta WHERE key = 'schema'`).Scan(&v); err != nil || v != "2" {
+			t.Errorf("opener %d: schema %q, %v", i, v, err)
+		}
+		var root int
+		if err := ix.db.QueryRow(`SELECT count(*) FROM pragma_table_info('docs') WHERE name = 'root'`).Scan(&root); err != nil || root != 1 {
+			t.Errorf("opener %d: docs has no root column: %d, %v", i, root, err)
+		}
+	}
+	var docs int
+	if err := ixs[0].db.QueryRow(`SELECT count(*) FROM docs`).Scan(&docs); err != nil || docs != n {
+		t.Errorf("%d documents, %v; want %d", docs, err, n)
+	}
+}
