@@ -7,7 +7,7 @@
 // An index file may be shared by several agents with different roots: each document is kept with the root it was
 // found under, and an Index searches, counts, refreshes and removes only the documents of its own roots.
 //
-// Files are read as the file tools read them: through an os.Root of their root, never following a symbolic link
+// Files are read as the file tools read them: through an os.Root of their root, never through a symbolic link
 // put in a file's place, only regular files, and never more than the size cap.
 package docsearch
 
@@ -351,9 +351,10 @@ func (ix *Index) stored(ctx context.Context) (map[string]stored, error) {
 var testHookBeforeRead func(path string)
 
 // read reads and extracts the file f of root, setting its size and time to those of what was read. The file may
-// have changed since the scan found it: what is read is the regular file at f.rel when it is opened, never a
-// symbolic link's target (os.Root would follow one that stays inside the root, and refuses one that leads out), a
-// named pipe (opened without blocking) or a device, and never more than the size cap.
+// have changed since the scan found it. It is opened through root, so nothing outside the root is opened (os.Root
+// refuses a link that leads out, and follows one that stays inside: O_NOFOLLOW would change neither), and without
+// blocking (a named pipe). What was opened is then refused unless it is the regular file at f.rel now: not a
+// symbolic link's target, a named pipe or a device. Nothing past the size cap is read.
 func (ix *Index) read(root *os.Root, f *file) (document, error) {
 	if f.size > ix.maxBytes {
 		return document{}, fmt.Errorf("%d bytes, over the %d-byte limit", f.size, ix.maxBytes)
@@ -361,7 +362,7 @@ func (ix *Index) read(root *os.Root, f *file) (document, error) {
 	if testHookBeforeRead != nil {
 		testHookBeforeRead(f.path)
 	}
-	h, err := root.OpenFile(f.rel, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	h, err := root.OpenFile(f.rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return document{}, err
 	}
