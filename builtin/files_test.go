@@ -232,6 +232,37 @@ func TestListDir(t *testing.T) {
 	}
 }
 
+// A link's text is judged from the directory's real place: reached through an in-root directory link, a
+// directory's "../x" may lead out of the roots although "dir/../x" reads as inside.
+func TestListDirThroughLinkedDir(t *testing.T) {
+	parent := t.TempDir()
+	if err := os.WriteFile(filepath.Join(parent, "outside-secret-name.txt"), []byte("secret\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(parent, "R")
+	if err := os.MkdirAll(filepath.Join(dir, "p", "q"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../..", filepath.Join(dir, "p", "q", "r")); err != nil { // R/p/q/r is R
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../outside-secret-name.txt", filepath.Join(dir, "y")); err != nil {
+		t.Fatal(err)
+	}
+	tools := fileTools(t, FilesOptions{Roots: []string{dir}})
+	for _, p := range []string{".", "p/q/r", "p/q/r/p/q/r"} {
+		res := callTool(t, tools["list_dir"], `{"path":"`+p+`"}`)
+		want := p + ": 2 entries\np/\ny -> (outside the allowed roots)\n"
+		if res.IsError || res.Text != want {
+			t.Errorf("list_dir %s: %q\nwant %q", p, res.Text, want)
+		}
+	}
+	// p/q/r's own text, "../..", leads to the root: it is shown.
+	if res := callTool(t, tools["list_dir"], `{"path":"p/q"}`); res.Text != "p/q: 1 entries\nr -> ../..\n" {
+		t.Errorf("list_dir p/q: %q", res.Text)
+	}
+}
+
 func TestSearchFiles(t *testing.T) {
 	dir := fileTree(t, map[string]string{
 		"main.go":          "package main\n\nfunc main() {\n\t// TODO: flags\n}\n",
