@@ -36,7 +36,7 @@ type Options struct {
 	// "" means DefaultStateDir().
 	StateDir string
 	// Agent is the agent's name, which names doc_search's index in StateDir, so that each agent has its own; ""
-	// means one index, docsearch.db, for every agent that does not give a name.
+	// means one index, docsearch.unnamed.db, for every agent that does not give a name.
 	Agent string
 
 	FetchURL  FetchURLOptions
@@ -124,8 +124,10 @@ func DefaultStateDir() (string, error) {
 }
 
 // DocSearchIndex returns the path of doc_search's database: DocSearch.Index, else "<agent>.docsearch.db" in the
-// state directory (the agent's state database is "<agent>.db": an agent's name has no dot, so the two never meet),
-// or docsearch.db when Agent is "".
+// state directory, or "docsearch.unnamed.db" when Agent is "". A state database is "<agent>.db", and a valid agent
+// name has no dot (config checks it), so no default index is ever an agent's state database: both default names
+// have a dot before ".db". (The index of agents without a name used to be "docsearch.db", the state database of an
+// agent named "docsearch".)
 func (o *Options) DocSearchIndex() (string, error) {
 	if o.DocSearch.Index != "" {
 		return o.DocSearch.Index, nil
@@ -137,9 +139,9 @@ func (o *Options) DocSearchIndex() (string, error) {
 			return "", err
 		}
 	}
-	name := "docsearch.db"
+	name := "docsearch.unnamed.db"
 	if o.Agent != "" {
-		name = o.Agent + "." + name
+		name = o.Agent + ".docsearch.db"
 	}
 	return filepath.Join(dir, name), nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/internal/testwait"
+	"github.com/agenthost/agenthost/store"
 )
 
 // eventually polls cond until it holds or 20 seconds pass.
@@ -142,12 +143,40 @@ func TestDocSearchIndexPath(t *testing.T) {
 		{Options{StateDir: state, Agent: "newbie"}, filepath.Join(state, "newbie.docsearch.db")},
 		{Options{StateDir: state, Agent: "other"}, filepath.Join(state, "other.docsearch.db")},
 		{Options{StateDir: state, Agent: "newbie-docsearch"}, filepath.Join(state, "newbie-docsearch.docsearch.db")},
-		{Options{StateDir: state}, filepath.Join(state, "docsearch.db")},
+		{Options{StateDir: state}, filepath.Join(state, "docsearch.unnamed.db")},
 		{Options{StateDir: state, Agent: "newbie", DocSearch: DocSearchOptions{Index: "/x/shared.db"}}, "/x/shared.db"},
 	}
 	for _, tt := range tests {
 		if got, err := tt.opts.DocSearchIndex(); err != nil || got != tt.want {
 			t.Errorf("%q: %s, %v, want %s", tt.opts.Agent, got, err, tt.want)
+		}
+	}
+}
+
+// No default index is ever an agent's state database: not that of an agent named "docsearch" (whose state was
+// docsearch.db, the index of agents without a name), nor any other's.
+func TestDocSearchIndexNeverStateDatabase(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	names := []string{"", "docsearch", "docsearch-unnamed", "unnamed", "a", "newbie"}
+	indexes := map[string]bool{}
+	for _, agent := range names {
+		ix, err := (&Options{Agent: agent}).DocSearchIndex()
+		if err != nil {
+			t.Fatal(err)
+		}
+		indexes[ix] = true
+		// An agent's name has no dot: the index's name, less ".db", must have one.
+		if base := strings.TrimSuffix(filepath.Base(ix), ".db"); !strings.Contains(base, ".") {
+			t.Errorf("agent %q: index %s could be the state database of an agent named %q", agent, ix, base)
+		}
+	}
+	for _, agent := range names[1:] {
+		db, err := store.DefaultPath(agent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if indexes[db] {
+			t.Errorf("%s is both a doc_search index and the state database of agent %q", db, agent)
 		}
 	}
 }

@@ -162,14 +162,24 @@ func (fr *fileRoots) resolve(p string) (target, error) {
 	return target{}, fmt.Errorf("%s is outside the allowed roots (%s)", p, fr.list())
 }
 
-// within reports whether dest, the text of a symbolic link in the directory dir of root r, names a place inside
-// the roots, as written: a link leading out is not shown.
+// within reports whether dest, the text of a symbolic link in the directory dir (slash-separated, inside root r),
+// leads inside the roots, so that it may be shown: a link leading out is listed without saying where. It is judged
+// from where dir really is, not from its name: reached through an in-root link to a directory, "../x" in dir is
+// not "dir/../x". The place the link leads to has its own links resolved too; a link that leads nowhere is
+// judged by its text, from the directory's real place.
 func (fr *fileRoots) within(r *fileRoot, dir, dest string) bool {
-	if !filepath.IsAbs(dest) {
-		rel := filepath.Join(filepath.FromSlash(dir), dest)
-		return rel == "." || filepath.IsLocal(rel)
+	real, err := filepath.EvalSymlinks(filepath.Join(r.real, filepath.FromSlash(dir)))
+	if err != nil {
+		return false
 	}
-	_, err := fr.resolve(dest)
+	to := dest
+	if !filepath.IsAbs(to) {
+		to = filepath.Join(real, to)
+	}
+	if resolved, err := filepath.EvalSymlinks(to); err == nil {
+		to = resolved
+	}
+	_, err = fr.resolve(to)
 	return err == nil
 }
 

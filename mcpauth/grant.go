@@ -88,9 +88,14 @@ var _ Store = (*FileStore)(nil)
 
 func (f *FileStore) read() (map[string]*Grant, error) {
 	// A file left readable by others (by an older agenthost, or copied in) is made private before its tokens are
-	// read.
+	// read. A symbolic link in the file's place (kept with dotfiles, say) is refused, not followed: each save
+	// replaces the file whole, by rename, which would put a regular file in the link's place and leave its target
+	// behind with the old tokens.
 	if err := statedir.TightenFile(f.Path, f.Logger); err != nil {
-		return nil, err
+		if fi, lerr := os.Lstat(f.Path); lerr == nil && fi.Mode()&os.ModeSymlink != 0 {
+			return nil, fmt.Errorf("grants file: %w: each save replaces it whole, so keep the file itself there", err)
+		}
+		return nil, fmt.Errorf("grants file: %w", err)
 	}
 	b, err := os.ReadFile(f.Path)
 	if errors.Is(err, os.ErrNotExist) {

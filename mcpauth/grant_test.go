@@ -1,3 +1,5 @@
+//go:build unix
+
 package mcpauth
 
 import (
@@ -50,5 +52,46 @@ func TestFileStorePrivate(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), "secret-token") {
 		t.Error("the token reached the log")
+	}
+}
+
+// A symbolic link in the grants file's place is refused by every operation, with an error that says so, and the
+// link and the file it leads to are left as they were: a save, which replaces the file by rename, would otherwise
+// put a regular file in the link's place.
+func TestFileStoreRefusesLink(t *testing.T) {
+	s := fileStore(t)
+	if err := os.MkdirAll(filepath.Dir(s.Path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	target := filepath.Join(t.TempDir(), "dotfiles-grants.json")
+	const content = `{"gh": {"server": "gh", "url": "https://mcp.example/mcp", "token": {"access_token": "secret-token"}}}`
+	if err := os.WriteFile(target, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, s.Path); err != nil {
+		t.Fatal(err)
+	}
+	ops := map[string]func() error{
+		"LoadGrant":   func() error { _, err := s.LoadGrant(t.Context(), "gh"); return err },
+		"Grants":      func() error { _, err := s.Grants(t.Context()); return err },
+		"SaveGrant":   func() error { return s.SaveGrant(t.Context(), &Grant{Server: "other", URL: "https://o.example/mcp"}) },
+		"DeleteGrant": func() error { return s.DeleteGrant(t.Context(), "gh") },
+	}
+	for name, op := range ops {
+		err := op()
+		if err == nil || !strings.Contains(err.Error(), "grants file: "+s.Path+" is a symbolic link") ||
+			!strings.Contains(err.Error(), "keep the file itself there") {
+			t.Errorf("%s: %v, want the link refused", name, err)
+		}
+		if err != nil && strings.Contains(err.Error(), target) {
+			t.Errorf("%s: the error names where the link leads: %v", name, err)
+		}
+	}
+	if fi, err := os.Lstat(s.Path); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the link was replaced: %v, %v", fi, err)
+	}
+	fi, err := os.Stat(target)
+	if b, _ := os.ReadFile(target); err != nil || string(b) != content || fi.Mode().Perm() != 0o644 {
+		t.Errorf("the link's target was changed: %q, %v, %v", b, fi.Mode(), err)
 	}
 }

@@ -7,7 +7,7 @@
 // An index file may be shared by several agents with different roots: each document is kept with the root it was
 // found under, and an Index searches, counts, refreshes and removes only the documents of its own roots.
 //
-// Files are read as the file tools read them: through an os.Root of their root, never following a symbolic link
+// Files are read as the file tools read them: through an os.Root of their root, never through a symbolic link
 // put in a file's place, only regular files, and never more than the size cap.
 package docsearch
 
@@ -124,7 +124,10 @@ func Open(opts *Options) (*Index, error) {
 	if err := statedir.PrepareSQLite(opts.Path, ix.logger); err != nil {
 		return nil, fmt.Errorf("docsearch: %w", err)
 	}
-	dsn := "file:" + opts.Path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"
+	// _txlock=immediate: a transaction takes the write lock when it begins, as the state database's do (see
+	// store.SQLiteDSN), so that the migration reads the version under it and a refresh's batch never fails to
+	// upgrade a read lock.
+	dsn := "file:" + opts.Path + "?_txlock=immediate&_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("docsearch: %w", err)
@@ -137,12 +140,20 @@ func Open(opts *Options) (*Index, error) {
 	return ix, nil
 }
 
+// migrate brings the file to schemaVersion in one BEGIN IMMEDIATE transaction (the DSN's _txlock): agents sharing
+// the file may open it at once, and the version is read under the write lock, so one of them migrates and the others
+// find it done, instead of dropping the tables another has migrated and filled.
 func (ix *Index) migrate() error {
-	if _, err := ix.db.Exec(`CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)`); err != nil {
+	tx, err := ix.db.Begin()
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if _, err := tx.Exec(`CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)`); err != nil {
 		return err
 	}
 	var v string
-	err := ix.db.QueryRow(`SELECT value FROM meta WHERE key = 'schema'`).Scan(&v)
+	err = tx.QueryRow(`SELECT value FROM meta WHERE key = 'schema'`).Scan(&v)
 	switch n, _ := strconv.Atoi(v); {
 	case errors.Is(err, sql.ErrNoRows):
 	case err != nil:
@@ -152,16 +163,18 @@ func (ix *Index) migrate() error {
 	case n < schemaVersion:
 		// The next refresh reads every document again.
 		ix.logger.Info("doc_search: the index is rebuilt for this version of agenthost", "path", ix.path, "version", n)
-		if _, err := ix.db.Exec(`DROP TABLE IF EXISTS docs; DROP TABLE IF EXISTS fts`); err != nil {
+		if _, err := tx.Exec(`DROP TABLE IF EXISTS docs; DROP TABLE IF EXISTS fts`); err != nil {
 			return err
 		}
 	}
-	if _, err := ix.db.Exec(schema); err != nil {
+	if _, err := tx.Exec(schema); err != nil {
 		return err
 	}
-	_, err = ix.db.Exec(`INSERT INTO meta (key, value) VALUES ('schema', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
-		strconv.Itoa(schemaVersion))
-	return err
+	if _, err := tx.Exec(`INSERT INTO meta (key, value) VALUES ('schema', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
+		strconv.Itoa(schemaVersion)); err != nil {
+		return err
+	}
+	return tx.Commit()
 }
 
 // Close closes the database.
@@ -338,9 +351,10 @@ func (ix *Index) stored(ctx context.Context) (map[string]stored, error) {
 var testHookBeforeRead func(path string)
 
 // read reads and extracts the file f of root, setting its size and time to those of what was read. The file may
-// have changed since the scan found it: what is read is the regular file at f.rel when it is opened, never a
-// symbolic link's target (os.Root would follow one that stays inside the root, and refuses one that leads out), a
-// named pipe (opened without blocking) or a device, and never more than the size cap.
+// have changed since the scan found it. It is opened through root, so nothing outside the root is opened (os.Root
+// refuses a link that leads out, and follows one that stays inside: O_NOFOLLOW would change neither), and without
+// blocking (a named pipe). What was opened is then refused unless it is the regular file at f.rel now: not a
+// symbolic link's target, a named pipe or a device. Nothing past the size cap is read.
 func (ix *Index) read(root *os.Root, f *file) (document, error) {
 	if f.size > ix.maxBytes {
 		return document{}, fmt.Errorf("%d bytes, over the %d-byte limit", f.size, ix.maxBytes)
@@ -348,7 +362,7 @@ func (ix *Index) read(root *os.Root, f *file) (document, error) {
 	if testHookBeforeRead != nil {
 		testHookBeforeRead(f.path)
 	}
-	h, err := root.OpenFile(f.rel, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	h, err := root.OpenFile(f.rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return document{}, err
 	}

@@ -1,16 +1,13 @@
 package docsearch
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"errors"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -291,96 +288,10 @@ func TestIndexCancel(t *testing.T) {
 	}
 }
 
-// The index holds the documents' text: it, its -wal and -shm, and its directory are private whatever the umask,
-// and an index left readable by others is tightened once, with a warning. The umask is process-wide: this test is
-// not parallel, and none of this package is.
-func TestIndexFilesPrivate(t *testing.T) {
-	old := syscall.Umask(0o022)
-	t.Cleanup(func() { syscall.Umask(old) })
-	docs := t.TempDir()
-	write(t, docs, "a.md", "# Salaries\n\nconfidential figures")
-	dir := filepath.Join(t.TempDir(), "state")
-	path := filepath.Join(dir, "docs.db")
-	ix := open(t, Options{Path: path, Roots: []string{docs}})
-	refresh(t, ix)
-	want := map[string]os.FileMode{dir: 0o700, path: 0o600, path + "-wal": 0o600, path + "-shm": 0o600}
-	for p, m := range want {
-		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != m {
-			t.Errorf("%s: %v, %v, want %#o", p, fi.Mode(), err, m)
-		}
-	}
-	ix.Close()
-
-	if err := os.Chmod(path, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var logs bytes.Buffer
-	for range 2 {
-		ix := open(t, Options{Path: path, Roots: []string{docs}, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-		ix.Close()
-	}
-	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
-		t.Errorf("reopened: %v, %v", fi.Mode(), err)
-	}
-	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
-	if len(lines) != 1 || !strings.Contains(lines[0], "level=WARN") || !strings.Contains(lines[0], "path="+path) ||
-		!strings.Contains(lines[0], "mode=0644") {
-		t.Errorf("want one warning naming the index and its old mode:\n%s", logs.String())
-	}
-}
-
 // setHook runs hook between the scan that found a file and its read, for the test.
 func setHook(t *testing.T, hook func(path string)) {
 	testHookBeforeRead = hook
 	t.Cleanup(func() { testHookBeforeRead = nil })
-}
-
-// A file swapped, between the scan and the read, for a symbolic link (out of the root or inside it), a named pipe or
-// a file over the size cap is skipped: the read never follows the link, never blocks, never reads past the cap.
-func TestIndexReadsWhatWasScanned(t *testing.T) {
-	outside := write(t, t.TempDir(), "secret.md", "# Secret\n\nzanzibar payroll")
-	dir := t.TempDir()
-	write(t, dir, "inside.md", "# Inside\n\nquokka notes")
-	if err := syscall.Mkfifo(filepath.Join(dir, "pipe.md"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	swaps := map[string]func(p string) error{
-		"out.md":  func(p string) error { return os.Symlink(outside, p) },
-		"in.md":   func(p string) error { return os.Symlink(filepath.Join(dir, "inside.md"), p) },
-		"fifo.md": func(p string) error { return syscall.Mkfifo(p, 0o644) },
-		"grown.md": func(p string) error {
-			return os.WriteFile(p, []byte(strings.Repeat("zanzibar ", 200)), 0o644)
-		},
-	}
-	for name := range swaps {
-		write(t, dir, name, "# Plain\n\nplain words")
-	}
-	setHook(t, func(p string) {
-		swap := swaps[filepath.Base(p)]
-		if swap == nil {
-			return
-		}
-		if err := os.Remove(p); err != nil {
-			t.Error(err)
-		}
-		if err := swap(p); err != nil {
-			t.Error(err)
-		}
-	})
-	ix := open(t, Options{Roots: []string{dir}, MaxFileBytes: 1000})
-	st := refresh(t, ix)
-	if st.Scanned != 5 || st.Indexed != 1 || st.Skipped != 4 {
-		t.Errorf("stats %+v, want 5 scanned (not the pipe), 1 indexed, 4 skipped", st)
-	}
-	if hits := search(t, ix, "zanzibar"); len(hits) != 0 {
-		t.Errorf("a file outside the root or over the cap is indexed: %v", paths(hits))
-	}
-	if got := paths(search(t, ix, "quokka")); len(got) != 1 || got[0] != "inside.md" {
-		t.Errorf("quokka: %v, want inside.md only (not through in.md)", got)
-	}
-	if got := paths(search(t, ix, "plain")); len(got) != 0 {
-		t.Errorf("plain: %v", got)
-	}
 }
 
 // Agents sharing an index file keep their documents apart: each refresh reads, finds, counts and removes the
@@ -462,5 +373,75 @@ func TestIndexOldSchemaRebuilt(t *testing.T) {
 	var n int
 	if err := ix.db.QueryRow(`SELECT count(*) FROM docs`).Scan(&n); err != nil || n != 1 {
 		t.Errorf("%d documents, %v: the old ones are kept", n, err)
+	}
+}
+
+// Agents sharing an index of the first version may start together: the file is migrated once, and no opener drops
+// the tables another already migrated and filled.
+func TestIndexOldSchemaMigratedOnceByConcurrentOpeners(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "docs.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = db.Exec(`CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+		INSERT INTO meta VALUES ('schema', '1');
+		CREATE TABLE docs (id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, size INTEGER NOT NULL, mtime INTEGER NOT NULL, title TEXT NOT NULL);
+		CREATE VIRTUAL TABLE fts USING fts5(title, body);`)
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 6
+	roots := make([]string, n)
+	for i := range roots {
+		roots[i] = t.TempDir()
+		write(t, roots[i], "a.md", "# A\n\nwombat"+strconv.Itoa(i))
+	}
+	// Each opener has its own *sql.DB, as a process of its own would, and refreshes as soon as it has opened.
+	start := make(chan struct{})
+	ixs := make([]*Index, n)
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			<-start
+			ix, err := Open(&Options{Path: path, Roots: []string{roots[i]}})
+			if err == nil {
+				ixs[i] = ix
+				_, err = ix.Refresh(context.Background(), nil)
+			}
+			errs <- err
+		}()
+	}
+	close(start)
+	for range n {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	for _, ix := range ixs {
+		if ix != nil {
+			t.Cleanup(func() { ix.Close() })
+		}
+	}
+	if t.Failed() {
+		return
+	}
+	for i, ix := range ixs {
+		if got := paths(search(t, ix, "wombat"+strconv.Itoa(i))); len(got) != 1 {
+			t.Errorf("opener %d: wombat%d: %v: its documents were dropped by another's migration", i, i, got)
+		}
+		var v string
+		if err := ix.db.QueryRow(`SELECT value FROM meta WHERE key = 'schema'`).Scan(&v); err != nil || v != "2" {
+			t.Errorf("opener %d: schema %q, %v", i, v, err)
+		}
+		var root int
+		if err := ix.db.QueryRow(`SELECT count(*) FROM pragma_table_info('docs') WHERE name = 'root'`).Scan(&root); err != nil || root != 1 {
+			t.Errorf("opener %d: docs has no root column: %d, %v", i, root, err)
+		}
+	}
+	var docs int
+	if err := ixs[0].db.QueryRow(`SELECT count(*) FROM docs`).Scan(&docs); err != nil || docs != n {
+		t.Errorf("%d documents, %v; want %d", docs, err, n)
 	}
 }

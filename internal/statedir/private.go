@@ -47,7 +47,7 @@ func MkdirPrivate(dir string) error {
 // empty with mode 0600, whatever the umask; an existing one is tightened as TightenFile does. Its directory must
 // exist. A symbolic link at path is refused, never followed.
 func CreatePrivate(path string, logger *slog.Logger) error {
-	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, privateFile)
+	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE|os.O_EXCL|noFollow|syscall.O_NONBLOCK, privateFile)
 	if err == nil {
 		defer f.Close()
 		return f.Chmod(privateFile) // the umask may have taken bits off
@@ -58,29 +58,47 @@ func CreatePrivate(path string, logger *slog.Logger) error {
 	return tighten(path, logger, false)
 }
 
+func isLink(path string) bool {
+	fi, err := os.Lstat(path)
+	return err == nil && fi.Mode()&fs.ModeSymlink != 0
+}
+
+func linkError(path string) error {
+	return fmt.Errorf("%s is a symbolic link, not a file agenthost keeps", path)
+}
+
 // TightenFile takes group and other permissions off the file path when it has any, with a warning naming the path
 // and its old mode. A missing file is not an error, and a symbolic link at path is refused, never followed.
 func TightenFile(path string, logger *slog.Logger) error { return tighten(path, logger, true) }
 
 func tighten(path string, logger *slog.Logger, missingOK bool) error {
 	// O_NONBLOCK: a named pipe put in the file's place must not block the open.
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, err := os.OpenFile(path, os.O_RDONLY|noFollow|syscall.O_NONBLOCK, 0)
 	switch {
 	case missingOK && errors.Is(err, fs.ErrNotExist):
 		return nil
-	case errors.Is(err, syscall.ELOOP):
-		return fmt.Errorf("%s is a symbolic link, not a file agenthost keeps", path)
+	case err != nil && isLink(path): // ELOOP on Linux and macOS, EMLINK on FreeBSD, EFTYPE on NetBSD
+		return linkError(path)
 	case err != nil:
 		return err
 	}
 	defer f.Close()
 	fi, err := f.Stat()
-	switch {
-	case err != nil:
+	if err != nil {
 		return err
+	}
+	// Where open follows links (Windows), or the entry was swapped after the open, what was opened is not the
+	// entry at path: refused.
+	if li, err := os.Lstat(path); err != nil || !os.SameFile(fi, li) {
+		if err == nil && li.Mode()&fs.ModeSymlink != 0 {
+			return linkError(path)
+		}
+		return fmt.Errorf("%s changed while it was opened", path)
+	}
+	switch {
 	case !fi.Mode().IsRegular():
 		return fmt.Errorf("%s is not a regular file", path)
-	case fi.Mode().Perm()&0o077 == 0:
+	case !permBits || fi.Mode().Perm()&0o077 == 0:
 		return nil
 	}
 	mode := fi.Mode().Perm() &^ 0o077

@@ -1,3 +1,5 @@
+//go:build unix
+
 package statedir
 
 import (
@@ -48,7 +50,9 @@ func TestMkdirPrivate(t *testing.T) {
 		t.Errorf("again: %v", err)
 	}
 	file := filepath.Join(base, "file")
-	os.WriteFile(file, nil, 0o600)
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if err := MkdirPrivate(filepath.Join(file, "x")); err == nil {
 		t.Error("a directory under a file was made")
 	}
@@ -110,7 +114,9 @@ func TestTightenFile(t *testing.T) {
 	}
 	// A link is refused, and its target left alone.
 	target := filepath.Join(dir, "target")
-	os.WriteFile(target, nil, 0o644)
+	if err := os.WriteFile(target, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	link := filepath.Join(dir, "link")
 	if err := os.Symlink(target, link); err != nil {
 		t.Fatal(err)
@@ -139,7 +145,9 @@ func TestPrepareSQLite(t *testing.T) {
 		t.Errorf("file mode %#o", m)
 	}
 	for _, s := range []string{"-wal", "-shm", "-journal"} {
-		os.WriteFile(p+s, nil, 0o644)
+		if err := os.WriteFile(p+s, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := PrepareSQLite(p, nil); err != nil {
 		t.Fatal(err)
