@@ -44,7 +44,7 @@ func NewSessions(max int) *Sessions {
 }
 
 // Reclaim makes s call reclaim once at least ended sessions have ended since the most that were open at once, and
-// the count has stayed that low for quiet; then again only after as many more have ended, and never twice within
+// the count is still that low quiet later; then again only after as many more have ended, and never twice within
 // every. reclaim runs on a goroutine of its own (a timer's), never on a request's, and is told how many ended.
 //
 // It is for giving the memory of ended sessions back to the system (debug.FreeOSMemory): the Go runtime does so
