@@ -23,8 +23,8 @@ import (
 	"github.com/agenthost/agenthost/mcpserver"
 )
 
-// Once reclaimEnded sessions and tasks have ended (about 20 MiB at 20 KB each, see BENCHMARKS.md) and the count
-// stayed that low for reclaimQuiet, their memory goes back to the system, at most once per reclaimEvery.
+// Once reclaimEnded sessions and tasks have ended (about 20 MiB at 20 KB each, see BENCHMARKS.md) and the count is
+// still that low reclaimQuiet later, their memory goes back to the system, at most once per reclaimEvery.
 const (
 	reclaimEnded = 1000
 	reclaimQuiet = 10 * time.Second
