@@ -3,9 +3,11 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -159,4 +161,36 @@ func TestHTTPSessionsPerSubject(t *testing.T) {
 		resp, _ := mcpRequest(t, http.MethodPost, url, "alice", "", initializeBody)
 		return resp.StatusCode == http.StatusOK
 	})
+}
+
+// TestHTTPSessionsEndedReclaim: once the sessions expire, nothing of theirs keeps running (the goroutines are back
+// to where they were before any session), and the sessions' reclaim runs, told how many ended: what `agenthost
+// serve` gives the memory back to the system with.
+func TestHTTPSessionsEndedReclaim(t *testing.T) {
+	st := newSetup(t, nil)
+	sessions := httpedge.NewSessions(100)
+	reclaimed := make(chan int, 10)
+	sessions.Reclaim(8, time.Millisecond, time.Hour, func(ended int) { reclaimed <- ended })
+	ts := httptest.NewServer(st.server.Handler(&HTTPOptions{Token: "t", Sessions: sessions, SessionIdleTimeout: 200 * time.Millisecond}))
+	defer ts.Close()
+	url := ts.URL + "/mcp"
+	before := runtime.NumGoroutine()
+	for range 10 {
+		open(t, url, "t")
+	}
+	if n := sessions.Len(); n != 10 {
+		t.Fatalf("%d sessions open; want 10", n)
+	}
+	http.DefaultClient.CloseIdleConnections()
+	testwait.Until(t, 30*time.Second, "the sessions expired", func() bool { return sessions.Len() == 0 })
+	select {
+	case ended := <-reclaimed:
+		if ended < 8 {
+			t.Fatalf("reclaim told %d sessions ended; want at least 8", ended)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no reclaim 30s after 10 sessions ended")
+	}
+	testwait.Until(t, 30*time.Second, fmt.Sprintf("the goroutines were back to the %d before the sessions", before),
+		func() bool { return runtime.NumGoroutine() <= before })
 }

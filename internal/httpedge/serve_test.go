@@ -192,3 +192,102 @@ func TestSessions(t *testing.T) {
 		t.Fatalf("nil Sessions: %v", err)
 	}
 }
+
+// fakeTimers stands in for time.AfterFunc and time.Now in a Sessions: a test fires the pending timers itself.
+type fakeTimers struct {
+	now     time.Time
+	pending []func()
+	waits   []time.Duration
+}
+
+func (f *fakeTimers) install(s *Sessions) {
+	f.now = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s.afterFunc = func(d time.Duration, fn func()) {
+		f.pending = append(f.pending, fn)
+		f.waits = append(f.waits, d)
+	}
+	s.now = func() time.Time { return f.now }
+}
+
+// fire runs the pending timers, as their time had come.
+func (f *fakeTimers) fire() {
+	fns := f.pending
+	f.pending = nil
+	for _, fn := range fns {
+		fn()
+	}
+}
+
+// TestSessionsReclaim: the reclaim function runs once enough sessions have ended since the peak and the count
+// stayed low until the timer fired; not when they came back meanwhile, not for fewer, and not twice within every.
+func TestSessionsReclaim(t *testing.T) {
+	s := NewSessions(0)
+	var timers fakeTimers
+	timers.install(s)
+	var calls []int
+	s.Reclaim(3, 10*time.Second, time.Minute, func(ended int) { calls = append(calls, ended) })
+	openN := func(n int) []func() {
+		var releases []func()
+		for range n {
+			release, err := s.Open("session", "", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			releases = append(releases, release)
+		}
+		return releases
+	}
+	sessions := openN(5)
+	sessions[0]()
+	sessions[1]()
+	if len(timers.pending) != 0 {
+		t.Fatalf("a reclaim is pending after 2 of 5 sessions ended; want none before 3")
+	}
+	sessions[2]()
+	sessions[3]()
+	if len(timers.pending) != 1 || timers.waits[0] != 10*time.Second {
+		t.Fatalf("pending reclaims %d (waits %v) after 4 of 5 ended; want one, after 10s", len(timers.pending), timers.waits)
+	}
+	timers.now = timers.now.Add(10 * time.Second)
+	timers.fire()
+	if len(calls) != 1 || calls[0] != 4 {
+		t.Fatalf("reclaim calls %v; want one, for 4 ended", calls)
+	}
+
+	// Sessions that come back before the timer fires cancel it: their memory is in use again.
+	more := openN(4)
+	more[0]()
+	more[1]()
+	more[2]()
+	back := openN(3)
+	timers.now = timers.now.Add(10 * time.Second)
+	timers.fire()
+	if len(calls) != 1 {
+		t.Fatalf("reclaim calls %v after the sessions came back; want still one", calls)
+	}
+
+	// The next drop arms it anew, but it waits until a minute has passed since the last call.
+	sessions[4]()
+	more[3]()
+	if len(timers.pending) != 0 {
+		t.Fatalf("a reclaim is pending after 2 of %d ended", s.Len()+2)
+	}
+	back[0]()
+	if len(timers.pending) != 1 {
+		t.Fatalf("pending reclaims %d after 3 ended; want one", len(timers.pending))
+	}
+	timers.now = timers.now.Add(10 * time.Second) // 20s after the last call
+	timers.fire()
+	if len(calls) != 1 || len(timers.pending) != 1 || timers.waits[len(timers.waits)-1] != 40*time.Second {
+		t.Fatalf("reclaim calls %v, pending %d, waits %v; want none yet, one pending for the 40s left of the minute",
+			calls, len(timers.pending), timers.waits)
+	}
+	timers.now = timers.now.Add(40 * time.Second)
+	timers.fire()
+	if len(calls) != 2 || calls[1] != 3 {
+		t.Fatalf("reclaim calls %v; want a second, for 3 ended", calls)
+	}
+
+	var none *Sessions
+	none.Reclaim(1, time.Second, time.Second, func(int) { t.Error("a nil Sessions reclaimed") })
+}

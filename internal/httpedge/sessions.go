@@ -26,13 +26,79 @@ type Sessions struct {
 	mu        sync.Mutex
 	open      int
 	bySubject map[subjectKey]int
+
+	// What Reclaim set up; reclaim nil when it was not called.
+	reclaim      func(ended int)
+	ended        int
+	quiet, every time.Duration
+	peak         int       // the most open at once since reclaim last ran
+	armed        bool      // a call of fire is pending
+	last         time.Time // when reclaim last ran
+	// time.AfterFunc and time.Now, but in tests.
+	afterFunc func(time.Duration, func())
+	now       func() time.Time
 }
 
 type subjectKey struct{ kind, subject string }
 
 // NewSessions returns a Sessions that holds at most max sessions in all; max <= 0 means no cap over all.
 func NewSessions(max int) *Sessions {
-	return &Sessions{max: max, bySubject: map[subjectKey]int{}}
+	return &Sessions{max: max, bySubject: map[subjectKey]int{},
+		afterFunc: func(d time.Duration, f func()) { time.AfterFunc(d, f) }, now: time.Now}
+}
+
+// Reclaim makes s call reclaim once at least ended sessions have ended since the most that were open at once, and
+// the count is still that low quiet later; then again only after as many more have ended, and never twice within
+// every. reclaim runs on a goroutine of its own (a timer's), never on a request's, and is told how many ended.
+//
+// It is for giving the memory of ended sessions back to the system (debug.FreeOSMemory): the Go runtime does so
+// itself only minutes after a server that went idle, since an idle process runs no collection until the runtime
+// forces one every 2 minutes, and its scavenger, woken by that collection through the runtime's monitor thread,
+// may wait up to another minute (see BENCHMARKS.md). Call it before serving; a pending call is not cancelled when
+// serving stops. ended < 1 or a nil reclaim turns it off.
+func (s *Sessions) Reclaim(ended int, quiet, every time.Duration, reclaim func(ended int)) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ended < 1 || reclaim == nil {
+		s.reclaim = nil
+		return
+	}
+	s.reclaim, s.ended, s.quiet, s.every = reclaim, ended, quiet, every
+	s.peak = s.open
+}
+
+// armLocked schedules fire when enough sessions have ended since the peak and none is pending. s.mu is held.
+func (s *Sessions) armLocked() {
+	if s.reclaim != nil && !s.armed && s.peak-s.open >= s.ended {
+		s.armed = true
+		s.afterFunc(s.quiet, s.fire)
+	}
+}
+
+// fire calls reclaim if the count is still low enough, or waits out the rest of every since the last call.
+func (s *Sessions) fire() {
+	s.mu.Lock()
+	s.armed = false
+	if s.reclaim == nil || s.peak-s.open < s.ended {
+		// Sessions came back meanwhile: their memory is in use again. The next drop arms it anew.
+		s.mu.Unlock()
+		return
+	}
+	if !s.last.IsZero() {
+		if wait := s.every - s.now().Sub(s.last); wait > 0 {
+			s.armed = true
+			s.afterFunc(wait, s.fire)
+			s.mu.Unlock()
+			return
+		}
+	}
+	ended, reclaim := s.peak-s.open, s.reclaim
+	s.peak, s.last = s.open, s.now()
+	s.mu.Unlock()
+	reclaim(ended)
 }
 
 // LimitError is why Open refused a session.
@@ -73,6 +139,7 @@ func (s *Sessions) Open(kind, subject string, perSubject int) (release func(), e
 			Message: fmt.Sprintf("the server is at its limit of %d open sessions and tasks; retry later", s.max)}
 	}
 	s.open++
+	s.peak = max(s.peak, s.open)
 	if subject != "" {
 		s.bySubject[key]++
 	}
@@ -80,6 +147,7 @@ func (s *Sessions) Open(kind, subject string, perSubject int) (release func(), e
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		s.open--
+		s.armLocked()
 		if subject != "" {
 			if s.bySubject[key]--; s.bySubject[key] <= 0 {
 				delete(s.bySubject, key)

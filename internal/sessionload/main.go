@@ -2,21 +2,24 @@
 
 // Command sessionload shows that the memory of MCP sessions comes back once they end: it opens -n sessions on
 // `agenthost serve --http` with initialize, lets them expire (session_idle_timeout), and reads the server's resident
-// memory before, at the peak, right after they expired, and after a settle window in which the Go runtime collects
-// and returns the freed heap to the system.
+// memory before, at the peak, right after they expired, 15s later and after a settle window.
 //
-//	go run ./internal/sessionload [-n 10000] [-c 32] [-rounds 2] [-idle 5s] [-settle 150s] [-agenthost PATH]
+//	go run ./internal/sessionload [-n 10000] [-c 32] [-rounds 2] [-idle 5s] [-settle 30s] [-agenthost PATH] [-godebug S]
 //
 // The server is the real binary (built with `go build -tags grpcnotrace` into a temporary directory unless
 // -agenthost names one), started as a child with an agent.toml of its own: the offline test model, no tools, state in
-// memory, [serve] session_idle_timeout = -idle and max_sessions above -n. It runs with GODEBUG=gctrace=1, so each of
-// its garbage collections writes the live heap it left, which the report shows beside VmRSS: RSS counts memory the
-// runtime has freed but not yet returned to the system; the live heap does not.
+// memory, [serve] session_idle_timeout = -idle and max_sessions above -n, and -log-level info. It runs with
+// GODEBUG=gctrace=1 (and -godebug's settings after it, such as scavtrace=1; then the GC lines are shown too), so
+// each of its garbage collections writes the live heap it left, which the report shows beside VmRSS: RSS counts
+// memory the runtime has freed but not yet returned to the system; the live heap does not. The last column is what
+// the server said it returned to the system once many sessions had ended (its "returned the memory of ended
+// sessions" log lines: how many times, and the MiB released in all).
 //
 // Each round opens -n sessions from -c clients at once (every initialize must get 200 and a session id), then
-// waits until the first and the last session opened answer 404 (expired), then waits -settle: an idle server runs no
-// collection of its own until the runtime forces one (every 2 minutes), and the scavenger returns the freed pages in
-// the background after it. A second round shows whether what the first left behind grows.
+// waits until the first and the last session opened answer 404 (expired), then waits -settle. The server returns the
+// memory 10s after its 1,000th session ended; left to the Go runtime, an idle server would run no collection until
+// the runtime forces one (2 minutes after the last), and return the freed pages up to a minute after that. A second
+// round shows whether what the first left behind grows.
 //
 // It exits 1 when a session was refused or did not expire. The server is stopped before it exits. Everything is on
 // 127.0.0.1. It runs on Linux only (it reads /proc).
@@ -62,7 +65,7 @@ func main() {
 type options struct {
 	n, concurrency, rounds int
 	idle, settle           time.Duration
-	agenthost              string
+	agenthost, godebug     string
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -73,8 +76,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.concurrency, "c", 32, "clients opening sessions at once")
 	fs.IntVar(&o.rounds, "rounds", 2, "rounds of opening and expiring")
 	fs.DurationVar(&o.idle, "idle", 5*time.Second, "the server's session_idle_timeout")
-	fs.DurationVar(&o.settle, "settle", 150*time.Second, "how long to wait after the sessions expired before reading RSS again")
+	fs.DurationVar(&o.settle, "settle", 30*time.Second, "how long to wait after the sessions expired before reading RSS again")
 	fs.StringVar(&o.agenthost, "agenthost", "", "the agenthost binary; built into a temporary directory when empty")
+	fs.StringVar(&o.godebug, "godebug", "", "more GODEBUG settings for the server, after gctrace=1 (e.g. scavtrace=1)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -100,26 +104,33 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := os.WriteFile(config, []byte(toml), 0o600); err != nil {
 		return err
 	}
-	srv, err := start(ctx, o.agenthost, config, stderr)
+	srv, err := start(ctx, o.agenthost, config, o.godebug, stderr)
 	if err != nil {
 		return err
 	}
 	defer srv.stop()
 
 	fmt.Fprintf(stdout, "agenthost serve --http, session_idle_timeout %v: %d sessions per round from %d clients, settle %v\n\n", o.idle, o.n, o.concurrency, o.settle)
+	var failed error
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "round\tpoint\tVmRSS\tlive heap (last GC)\t")
+	fmt.Fprintln(tw, "round\tpoint\tVmRSS\tlive heap (last GC)\treturned by the server\t")
 	row := func(round, point string) {
 		m, err := procstat.ReadMemory(srv.pid)
 		if err != nil {
-			fmt.Fprintf(tw, "%s\t%s\t%v\t\t\n", round, point, err)
+			fmt.Fprintf(tw, "%s\t%s\t%v\t\t\t\n", round, point, err)
 			return
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", round, point, mib(m.RSS), srv.liveHeap())
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", round, point, mib(m.RSS), srv.liveHeap(), srv.returned())
+	}
+	wait := func(d time.Duration) {
+		select {
+		case <-ctx.Done():
+			failed = ctx.Err()
+		case <-time.After(d):
+		}
 	}
 	time.Sleep(time.Second) // let start-up settle
 	row("-", "idle, before any session")
-	var failed error
 	for r := 1; r <= o.rounds && failed == nil; r++ {
 		round := strconv.Itoa(r)
 		started := time.Now()
@@ -134,16 +145,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			break
 		}
 		row(round, "sessions expired")
-		select {
-		case <-ctx.Done():
-			failed = ctx.Err()
-		case <-time.After(o.settle):
+		const soon = 15 * time.Second
+		if o.settle > soon {
+			wait(soon)
+			row(round, fmt.Sprintf("%v later", soon))
+			wait(o.settle - soon)
+		} else {
+			wait(o.settle)
 		}
-		row(round, fmt.Sprintf("after %v settle", o.settle))
+		row(round, fmt.Sprintf("%v after they expired", o.settle))
 	}
 	m, err := procstat.ReadMemory(srv.pid)
 	if err == nil {
-		fmt.Fprintf(tw, "-\tpeak (VmHWM)\t%s\t\t\n", mib(m.Peak))
+		fmt.Fprintf(tw, "-\tpeak (VmHWM)\t%s\t\t\t\n", mib(m.Peak))
 	}
 	tw.Flush()
 	return failed
@@ -260,20 +274,30 @@ type server struct {
 	url    string
 	exited chan struct{}
 
-	mu   sync.Mutex
-	live string // the live heap the last GC left, from gctrace
+	mu       sync.Mutex
+	live     string // the live heap the last GC left, from gctrace
+	reclaims int    // the server's "returned the memory of ended sessions" lines
+	released int    // the MiB they said were released, in all
 }
 
 var (
 	servingLine = regexp.MustCompile(`serving MCP at (http://\S+)`)
 	gcLine      = regexp.MustCompile(`^gc \d+ .* (\d+)->(\d+)->(\d+) MB`)
+	// The go-sdk logs each session that ends at info: 10,000 lines a round, not shown.
+	sessionEndLine = regexp.MustCompile(`msg="server session disconnected"`)
+	reclaimLine    = regexp.MustCompile(`msg="returned the memory of ended sessions to the system" .*released_mib=(-?\d+)`)
 )
 
 // start starts `agenthost serve --http 127.0.0.1:0` with config and waits until it says where it listens. Its
-// other stderr lines go to logw, but for the gctrace lines, which it keeps the last of.
-func start(ctx context.Context, bin, config string, logw io.Writer) (*server, error) {
-	cmd := exec.Command(bin, "serve", "--http", "127.0.0.1:0", "--config", config)
-	cmd.Env = append(os.Environ(), "GODEBUG=gctrace=1")
+// other stderr lines go to logw, but for the gctrace lines, which it keeps the last of (and shows too when godebug
+// has more settings), and the go-sdk's line for each session that ends.
+func start(ctx context.Context, bin, config, godebug string, logw io.Writer) (*server, error) {
+	cmd := exec.Command(bin, "serve", "--http", "127.0.0.1:0", "--config", config, "-log-level", "info")
+	env := "GODEBUG=gctrace=1"
+	if godebug != "" {
+		env += "," + godebug
+	}
+	cmd.Env = append(os.Environ(), env)
 	// A group of its own, killed with us if we die first.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	cmd.WaitDelay = 5 * time.Second
@@ -285,6 +309,7 @@ func start(ctx context.Context, bin, config string, logw io.Writer) (*server, er
 		return nil, fmt.Errorf("start agenthost: %w", err)
 	}
 	s := &server{cmd: cmd, pid: cmd.Process.Pid, exited: make(chan struct{})}
+	echoGC := godebug != "" // GC lines too, beside what the other settings write
 	found := make(chan string, 1)
 	scanned := make(chan struct{})
 	go func() {
@@ -296,7 +321,19 @@ func start(ctx context.Context, bin, config string, logw io.Writer) (*server, er
 				s.mu.Lock()
 				s.live = m[3] + " MB"
 				s.mu.Unlock()
+				if !echoGC {
+					continue
+				}
+			}
+			if sessionEndLine.MatchString(line) {
 				continue
+			}
+			if m := reclaimLine.FindStringSubmatch(line); m != nil {
+				n, _ := strconv.Atoi(m[1])
+				s.mu.Lock()
+				s.reclaims++
+				s.released += n
+				s.mu.Unlock()
 			}
 			if m := servingLine.FindStringSubmatch(line); m != nil {
 				select {
@@ -330,6 +367,15 @@ func (s *server) liveHeap() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.live
+}
+
+func (s *server) returned() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.reclaims == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%d× %d MiB", s.reclaims, s.released)
 }
 
 // stop interrupts the server and waits for it, killing its group after 10s.
