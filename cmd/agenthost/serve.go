@@ -179,6 +179,7 @@ Flags:`)
 	// The MCP sessions of --http and the unfinished tasks of --a2a share one cap.
 	sessions := httpedge.NewSessions(sc.MaxSessions)
 	sessions.Reclaim(reclaimEnded, reclaimQuiet, reclaimEvery, freeSessionMemory(a.logger))
+	defer sessions.Reclaim(0, 0, 0, nil) // a release still pending when serving stops does nothing
 	if !a2aAddr.set || httpAddr.set {
 		opts := wiring.ServerOptions(a.cfg, version, sampling(a.cfg, a.provider, c.model), a.logger)
 		opts.Telemetry = a.tel

@@ -54,8 +54,8 @@ func NewSessions(max int) *Sessions {
 // It is for giving the memory of ended sessions back to the system (debug.FreeOSMemory): the Go runtime does so
 // itself only minutes after a server that went idle, since an idle process runs no collection until the runtime
 // forces one every 2 minutes, and its scavenger, woken by that collection through the runtime's monitor thread,
-// may wait up to another minute (see BENCHMARKS.md). Call it before serving; a pending call is not cancelled when
-// serving stops. ended < 1 or a nil reclaim turns it off.
+// may wait up to another minute (see BENCHMARKS.md). Call it before serving. ended < 1 or a nil reclaim turns it
+// off, and a call already scheduled then does nothing: turn it off when serving stops.
 func (s *Sessions) Reclaim(ended int, quiet, every time.Duration, reclaim func(ended int)) {
 	if s == nil {
 		return
