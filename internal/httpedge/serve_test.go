@@ -288,6 +288,21 @@ func TestSessionsReclaim(t *testing.T) {
 		t.Fatalf("reclaim calls %v; want a second, for 3 ended", calls)
 	}
 
+	// Turned off (as serving stops) while a call is scheduled: the call does nothing.
+	rest := openN(4)
+	for _, release := range rest[:3] {
+		release()
+	}
+	if len(timers.pending) != 1 {
+		t.Fatalf("pending reclaims %d after 3 more ended; want one", len(timers.pending))
+	}
+	s.Reclaim(0, 0, 0, nil)
+	timers.now = timers.now.Add(2 * time.Minute)
+	timers.fire()
+	if len(calls) != 2 {
+		t.Fatalf("reclaim calls %v after it was turned off; want still two", calls)
+	}
+
 	var none *Sessions
 	none.Reclaim(1, time.Second, time.Second, func(int) { t.Error("a nil Sessions reclaimed") })
 }
