@@ -4,7 +4,7 @@
 #   make test    the one test command: installs the npm peers when needed, then runs every Go test with -race
 #   make peers   installs the npm peers pinned in testdata/peers (npm ci), only when they are missing or stale
 #   make postgres  checks for the PostgreSQL server binaries the tests start clusters with, installing them if it can
-#   make check   gofmt and go vet
+#   make check   gofmt, go vet, and the binary built for Windows and macOS (the product must build there)
 #   make bench   the benchmarks (BENCH=regexp, BENCHCOUNT=n)
 
 GO  ?= go
@@ -52,6 +52,8 @@ check:
 	unformatted=$$(gofmt -l $$files); \
 	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
+	GOOS=windows GOARCH=amd64 $(GO) build -tags '$(TAGS)' -o /dev/null ./cmd/agenthost
+	GOOS=darwin GOARCH=arm64 $(GO) build -tags '$(TAGS)' -o /dev/null ./cmd/agenthost
 
 bench: $(PEERS_STAMP)
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count $(BENCHCOUNT) ./...
