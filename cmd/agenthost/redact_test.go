@@ -26,10 +26,11 @@ var plantedSecrets = []string{
 }
 
 // TestNoSecretPrinted runs every command and endpoint that prints the state of servers and peers (check, mcp list,
-// mcp auth, tools, the log of run and serve, serve --http's /healthz, and the tool error the model reads when a
-// server goes away during a call) against servers that fail: a closed port, one that answers 500, one that answers
-// 401, a stdio command that does not exist, a peer on a closed port, and a server that breaks the connection of its
-// tool call. Secrets are planted in their URLs, headers, arguments and environment; none may come out.
+// mcp auth, tools, the log of run and serve, the /healthz of serve --http and --a2a, and the tool error the model
+// reads when a server goes away during a call) against servers that fail: a closed port, one that answers 500, one
+// that answers 401, a stdio command that does not exist, a peer on a closed port, and a server that breaks the
+// connection of its tool call. Secrets are planted in their URLs, headers, arguments and environment; none may come
+// out.
 func TestNoSecretPrinted(t *testing.T) {
 	closed := closedPort(t)
 	status := func(code int) string {
@@ -133,6 +134,19 @@ headers = { Authorization = "Bearer planted-peer-header" }
 		t.Errorf("/healthz does not report the failed server: %s", health)
 	}
 	outputs = append(outputs, "/healthz:\n"+string(health), "serve's log:\n"+log.String())
+
+	// The A2A listener's /healthz reports the peers too.
+	a2a := startServeA2A(t, []string{"TEST_KEY=k"}, "serve", "--log-level", "debug", "--config", config, "--a2a", "127.0.0.1:0")
+	resp, err = testHTTP.Get(a2a.base + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	health, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(health), `"name":"peer"`) || !strings.Contains(string(health), `"name":"down"`) {
+		t.Errorf("the A2A /healthz does not report the servers and peers: %s", health)
+	}
+	outputs = append(outputs, "A2A /healthz:\n"+string(health))
 
 	all := strings.Join(outputs, "\n")
 	for _, secret := range plantedSecrets {
