@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"os"
 	"reflect"
 	"strings"
 	"sync"
@@ -194,7 +195,10 @@ func (s *Server) serveRPC(w http.ResponseWriter, r *http.Request) {
 			writeError(w, nil, newError(codeInvalidRequest, "the request is larger than %d bytes", tooLarge.Limit).forVersion(respondVersion))
 			return
 		}
-		return // the caller went away
+		if errors.Is(err, os.ErrDeadlineExceeded) { // [serve] read_body_timeout: the caller may still be there to read why
+			http.Error(w, "the request body did not arrive within the server's read timeout", http.StatusRequestTimeout)
+		}
+		return // else the caller went away
 	}
 	req, rerr := decodeRequest(body)
 	if rerr != nil {

@@ -61,9 +61,13 @@ audience = %q
 			if err := conn.SetReadDeadline(time.Now().Add(cutWithin)); err != nil {
 				t.Fatal(err)
 			}
-			_, err = io.ReadAll(conn)
+			answer, err := io.ReadAll(conn)
 			if ne := net.Error(nil); errors.As(err, &ne) && ne.Timeout() {
 				t.Fatalf("%s: the connection of a body never finished is still open after %v", endpoint, cutWithin)
+			}
+			// The caller is told, where it is still there to read: MCP (the SDK) answers 400, A2A 408.
+			if status, _, _ := strings.Cut(string(answer), "\r\n"); status != "HTTP/1.1 400 Bad Request" && status != "HTTP/1.1 408 Request Timeout" {
+				t.Errorf("%s: a body never finished was answered %q, want 400 or 408", endpoint, status)
 			}
 		}
 	})
