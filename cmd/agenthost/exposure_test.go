@@ -64,22 +64,29 @@ provider = "test"
 [builtin]
 tools = [%s]
 
+[builtin.files]
+roots = [%q]
+
 [mcp.servers.fixture]
 command = %q
 env = { %s = "1" }
 prefix = "fx"
 include = ["note", "shout"]
-%s`, builtins, self, fixtureEnv, policies)
+%s`, builtins, dir, self, fixtureEnv, policies)
 	}
 	const warning = "tools that read the web (fetch_url) are enabled with tools that may write and run without approval (fx_note, fx_shout)"
+	const filesWarning = "tools that read the web and run without approval (fetch_url) are enabled with tools that read your files (read_file, list_dir, search_files)"
+	const writesApproved = "[tools.\"fx_note\"]\nrequire_approval = true\n[tools.\"fx_shout\"]\nrequire_approval = true\n"
 	tests := []struct {
 		name, builtins, policies string
-		warn                     bool
+		warn, warnFiles          bool
 	}{
-		{"fetch_url with writes", `"fetch_url"`, "", true},
-		{"no web", `"current_time"`, "", false},
-		{"writes need approval", `"fetch_url"`, "[tools.\"fx_note\"]\nrequire_approval = true\n[tools.\"fx_shout\"]\nrequire_approval = true\n", false},
-		{"writes marked read-only", `"fetch_url"`, "[tools.\"fx_note\"]\nread_only = true\n[tools.\"fx_shout\"]\nread_only = true\n", false},
+		{"fetch_url with writes", `"fetch_url"`, "", true, false},
+		{"no web", `"current_time", "read_file", "list_dir", "search_files"`, "", false, false},
+		{"writes need approval", `"fetch_url"`, writesApproved, false, false},
+		{"writes marked read-only", `"fetch_url"`, "[tools.\"fx_note\"]\nread_only = true\n[tools.\"fx_shout\"]\nread_only = true\n", false, false},
+		{"fetch_url with file tools", `"fetch_url", "read_file", "list_dir", "search_files"`, writesApproved, false, true},
+		{"fetch_url needs approval", `"fetch_url", "read_file", "list_dir", "search_files"`, writesApproved + "[tools.\"fetch_url\"]\nrequire_approval = true\n", false, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -89,7 +96,10 @@ include = ["note", "shout"]
 				t.Fatalf("check: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 			}
 			if got := strings.Contains(r.stderr, warning); got != tt.warn {
-				t.Errorf("warned %v, want %v:\n%s", got, tt.warn, r.stderr)
+				t.Errorf("warned of writes %v, want %v:\n%s", got, tt.warn, r.stderr)
+			}
+			if got := strings.Contains(r.stderr, filesWarning); got != tt.warnFiles {
+				t.Errorf("warned of file tools %v, want %v:\n%s", got, tt.warnFiles, r.stderr)
 			}
 		})
 	}
