@@ -27,7 +27,7 @@ import (
 
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/internal/httpedge"
-	"github.com/agenthost/agenthost/internal/peers"
+	"github.com/agenthost/agenthost/internal/testkit/peers"
 	"github.com/agenthost/agenthost/llm/testmodel"
 )
 

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/agenthost/agenthost/host"
-	"github.com/agenthost/agenthost/internal/fakellm"
 	"github.com/agenthost/agenthost/internal/httpedge"
+	"github.com/agenthost/agenthost/internal/testkit/fakellm"
 )
 
 // TestServerTaskCaps: unfinished tasks count against the shared cap (503) and their caller's own (429), each

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/agenthost/agenthost/host"
-	"github.com/agenthost/agenthost/internal/testwait"
+	"github.com/agenthost/agenthost/internal/testkit/testwait"
 )
 
 var peerHeaders = map[string]string{"Authorization": "Bearer s3cret", "X-Api-Key": "k3y-s3cret"}

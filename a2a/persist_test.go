@@ -13,8 +13,8 @@ import (
 	"testing"
 
 	"github.com/agenthost/agenthost/host"
-	"github.com/agenthost/agenthost/internal/fakellm"
-	"github.com/agenthost/agenthost/internal/testwait"
+	"github.com/agenthost/agenthost/internal/testkit/fakellm"
+	"github.com/agenthost/agenthost/internal/testkit/testwait"
 )
 
 // memTaskStore is a TaskStore in memory, shared by the servers of a test as a database is by replicas.

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/agenthost/agenthost/host"
-	"github.com/agenthost/agenthost/internal/fakellm"
 	"github.com/agenthost/agenthost/internal/httpedge"
+	"github.com/agenthost/agenthost/internal/testkit/fakellm"
 	"github.com/agenthost/agenthost/llm/openai"
 )
 

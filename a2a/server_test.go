@@ -15,10 +15,10 @@ import (
 	"time"
 
 	"github.com/agenthost/agenthost/host"
-	"github.com/agenthost/agenthost/internal/fakellm"
 	"github.com/agenthost/agenthost/internal/httpedge"
 	"github.com/agenthost/agenthost/internal/schemacheck"
-	"github.com/agenthost/agenthost/internal/testwait"
+	"github.com/agenthost/agenthost/internal/testkit/fakellm"
+	"github.com/agenthost/agenthost/internal/testkit/testwait"
 )
 
 // The server over HTTP, as a client on the wire sees it: hand-written JSON-RPC, the orchestrator behind it on a

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/agenthost/agenthost/host"
-	"github.com/agenthost/agenthost/internal/testwait"
+	"github.com/agenthost/agenthost/internal/testkit/testwait"
 	"github.com/agenthost/agenthost/store"
 )
 

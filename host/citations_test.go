@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agenthost/agenthost/internal/fakellm"
+	"github.com/agenthost/agenthost/internal/testkit/fakellm"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")

@@ -1,7 +1,7 @@
 package host
 
 // The loop's tests drive the orchestrator through the real OpenAI wire format: llm/openai talks to
-// internal/fakellm, a scripted Chat Completions server, so every request the loop makes is checked as JSON.
+// internal/testkit/fakellm, a scripted Chat Completions server, so every request the loop makes is checked as JSON.
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agenthost/agenthost/internal/fakellm"
+	"github.com/agenthost/agenthost/internal/testkit/fakellm"
 	"github.com/agenthost/agenthost/llm/openai"
 )
 

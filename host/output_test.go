@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agenthost/agenthost/internal/fakellm"
+	"github.com/agenthost/agenthost/internal/testkit/fakellm"
 )
 
 // keysValidator is a Validator for an object whose listed keys must be strings: enough to tell a good answer from a

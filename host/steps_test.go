@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/agenthost/agenthost/internal/fakellm"
+	"github.com/agenthost/agenthost/internal/testkit/fakellm"
 	"github.com/agenthost/agenthost/llm"
 	"github.com/agenthost/agenthost/llm/openai"
 )

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agenthost/agenthost/internal/fakellm"
+	"github.com/agenthost/agenthost/internal/testkit/fakellm"
 	"github.com/agenthost/agenthost/llm/openai"
 )
 

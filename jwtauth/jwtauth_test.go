@@ -18,7 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
-	"github.com/agenthost/agenthost/internal/testservers/jwtissuer"
+	"github.com/agenthost/agenthost/internal/testkit/testservers/jwtissuer"
 	"github.com/agenthost/agenthost/jwtauth"
 )
 

@@ -19,8 +19,8 @@ import (
 	"github.com/agenthost/agenthost/mcpclients"
 )
 
-// These benchmarks start real child processes: fixture servers from internal/testservers, each built once per test
-// binary, the first time a benchmark needs it. No test uses them, so `go test` without -bench neither builds nor
+// These benchmarks start real child processes: fixture servers from internal/testkit/testservers, each built once per
+// test binary, the first time a benchmark needs it. No test uses them, so `go test` without -bench neither builds nor
 // starts anything.
 //
 // The build directory (one binary per fixture) is left in the temporary directory: only a TestMain could remove it
@@ -41,9 +41,9 @@ func newBenchFixture(name, pkg string) *benchFixture {
 
 var (
 	// slowstart is a go-sdk server.
-	slowstart = newBenchFixture("slowstart", "github.com/agenthost/agenthost/internal/testservers/slowstart")
+	slowstart = newBenchFixture("slowstart", "github.com/agenthost/agenthost/internal/testkit/testservers/slowstart")
 	// barestart serves the same tools on the standard library alone, and starts in a third of slowstart's CPU.
-	barestart = newBenchFixture("barestart", "github.com/agenthost/agenthost/internal/testservers/barestart")
+	barestart = newBenchFixture("barestart", "github.com/agenthost/agenthost/internal/testkit/testservers/barestart")
 )
 
 // buildOnce builds the fixture into one fixed directory under the temporary directory, overwritten by every

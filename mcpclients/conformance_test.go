@@ -10,11 +10,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agenthost/agenthost/internal/peers"
+	"github.com/agenthost/agenthost/internal/testkit/peers"
 )
 
 // conformanceClientPackage is the client command the suite runs: a small program built on this package.
-const conformanceClientPackage = "github.com/agenthost/agenthost/internal/testservers/conformanceclient"
+const conformanceClientPackage = "github.com/agenthost/agenthost/internal/testkit/testservers/conformanceclient"
 
 // TestConformance runs the official MCP conformance suite in client mode against conformanceclient. For each
 // scenario the suite starts a mock server, runs the client with the server's URL, and grades what the client did.

@@ -3,7 +3,7 @@ package mcpclients_test
 // These tests run the real MCP servers pinned in testdata/peers (server-everything, server-filesystem,
 // server-memory) through the whole loop: the orchestrator offers their tools to llm/openai, which talks to a
 // scripted fakellm server, and the tests check what the model received as tool results and what the run answered.
-// internal/peers fails a test when the peers are not installed (`make peers`); nothing here skips.
+// internal/testkit/peers fails a test when the peers are not installed (`make peers`); nothing here skips.
 
 import (
 	"context"
@@ -23,8 +23,8 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/agenthost/agenthost/host"
-	"github.com/agenthost/agenthost/internal/fakellm"
-	"github.com/agenthost/agenthost/internal/peers"
+	"github.com/agenthost/agenthost/internal/testkit/fakellm"
+	"github.com/agenthost/agenthost/internal/testkit/peers"
 	"github.com/agenthost/agenthost/mcpclients"
 )
 

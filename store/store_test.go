@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/agenthost/agenthost/host"
-	"github.com/agenthost/agenthost/internal/pgtest"
-	"github.com/agenthost/agenthost/internal/testwait"
+	"github.com/agenthost/agenthost/internal/testkit/pgtest"
+	"github.com/agenthost/agenthost/internal/testkit/testwait"
 	"github.com/agenthost/agenthost/llm"
 )
 

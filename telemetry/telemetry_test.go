@@ -26,7 +26,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/agenthost/agenthost/host"
-	"github.com/agenthost/agenthost/internal/otlpsink"
+	"github.com/agenthost/agenthost/internal/testkit/otlpsink"
 	"github.com/agenthost/agenthost/llm"
 	"github.com/agenthost/agenthost/telemetry"
 )

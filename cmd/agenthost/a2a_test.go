@@ -31,9 +31,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agenthost/agenthost/host"
-	"github.com/agenthost/agenthost/internal/fakellm"
-	"github.com/agenthost/agenthost/internal/peers"
-	"github.com/agenthost/agenthost/internal/testwait"
+	"github.com/agenthost/agenthost/internal/testkit/fakellm"
+	"github.com/agenthost/agenthost/internal/testkit/peers"
+	"github.com/agenthost/agenthost/internal/testkit/testwait"
 )
 
 // a2aAnswerMediaType is the media type of the data part of agenthost's answer artifact.

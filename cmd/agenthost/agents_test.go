@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/agenthost/agenthost/host"
-	"github.com/agenthost/agenthost/internal/fakellm"
+	"github.com/agenthost/agenthost/internal/testkit/fakellm"
 )
 
 // TestSubAgents runs a configuration with a sub-agent on a model of its own through the binary: tools and check show

@@ -13,7 +13,7 @@ import (
 
 	"github.com/agenthost/agenthost/builtin/docsearch"
 	"github.com/agenthost/agenthost/host"
-	"github.com/agenthost/agenthost/internal/fakellm"
+	"github.com/agenthost/agenthost/internal/testkit/fakellm"
 )
 
 // TestBuiltinTools runs the built-ins through the binary as agent.toml configures them: a page fetched from an

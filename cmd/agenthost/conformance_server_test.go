@@ -13,12 +13,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agenthost/agenthost/internal/peers"
+	"github.com/agenthost/agenthost/internal/testkit/peers"
 )
 
 // The official MCP conformance suite, in its server mode, run against `agenthost serve --http` in gateway mode with
-// internal/testservers/conformanceserver behind it: its tools, prompts, completions, resources, log messages and
-// sampling pass through (see BENCHMARKS.md). The suite is also run against the fixture directly, so that a failure
+// internal/testkit/testservers/conformanceserver behind it: its tools, prompts, completions, resources, log messages
+// and sampling pass through (see BENCHMARKS.md). The suite is also run against the fixture directly, so that a failure
 // through the gateway shows as the gateway's and not the fixture's.
 
 // Outcomes of a scenario, from the statuses of its checks in checks.json.
@@ -86,7 +86,7 @@ var conformanceFixtureTools = []string{
 func TestConformanceServer(t *testing.T) {
 	dir := t.TempDir()
 	fixture := filepath.Join(dir, "conformanceserver")
-	build := exec.Command("go", "build", "-o", fixture, "github.com/agenthost/agenthost/internal/testservers/conformanceserver")
+	build := exec.Command("go", "build", "-o", fixture, "github.com/agenthost/agenthost/internal/testkit/testservers/conformanceserver")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building the fixture: %v\n%s", err, out)
 	}

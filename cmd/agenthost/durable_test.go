@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agenthost/agenthost/internal/fakellm"
-	"github.com/agenthost/agenthost/internal/testwait"
+	"github.com/agenthost/agenthost/internal/testkit/fakellm"
+	"github.com/agenthost/agenthost/internal/testkit/testwait"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agenthost/agenthost/internal/fakellm"
-	"github.com/agenthost/agenthost/internal/peers"
+	"github.com/agenthost/agenthost/internal/testkit/fakellm"
+	"github.com/agenthost/agenthost/internal/testkit/peers"
 )
 
 // TestGatewayEverything serves the gateway with the reference server-everything behind it: its prompts reach the

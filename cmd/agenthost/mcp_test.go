@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agenthost/agenthost/internal/testservers/oauthserver"
+	"github.com/agenthost/agenthost/internal/testkit/testservers/oauthserver"
 )
 
 // tokenPattern matches the access and refresh tokens oauthserver issues.

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/agenthost/agenthost/host"
-	"github.com/agenthost/agenthost/internal/peers"
+	"github.com/agenthost/agenthost/internal/testkit/peers"
 )
 
 // TestOfflineModelCallsOnlyReadOnlyTools: the offline test model chosen for want of a configured model calls only the

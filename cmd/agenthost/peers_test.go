@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/agenthost/agenthost/host"
-	"github.com/agenthost/agenthost/internal/peers"
+	"github.com/agenthost/agenthost/internal/testkit/peers"
 )
 
 // TestA2APeers runs check, tools and run with a configuration naming an A2A peer on the JS SDK and one that cannot

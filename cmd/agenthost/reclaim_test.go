@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agenthost/agenthost/internal/testwait"
+	"github.com/agenthost/agenthost/internal/testkit/testwait"
 )
 
 // garbage keeps the allocation below from being optimized away before it is dropped.

@@ -1,8 +1,8 @@
 package main
 
 // `agenthost serve --http --a2a` behind an identity provider ([serve.oauth]): the official TypeScript SDK's client
-// authorizes with its own OAuth support against internal/testservers/jwtissuer, and tokens that must be refused are
-// sent by hand to both listeners.
+// authorizes with its own OAuth support against internal/testkit/testservers/jwtissuer, and tokens that must be refused
+// are sent by hand to both listeners.
 
 import (
 	"crypto/ecdsa"
@@ -24,9 +24,9 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
-	"github.com/agenthost/agenthost/internal/fakellm"
-	"github.com/agenthost/agenthost/internal/testservers/jwtissuer"
-	"github.com/agenthost/agenthost/internal/testwait"
+	"github.com/agenthost/agenthost/internal/testkit/fakellm"
+	"github.com/agenthost/agenthost/internal/testkit/testservers/jwtissuer"
+	"github.com/agenthost/agenthost/internal/testkit/testwait"
 )
 
 // freeAddr returns a loopback address with a port free at the time of the call: for a server whose URL must be in

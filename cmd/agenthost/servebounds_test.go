@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agenthost/agenthost/internal/fakellm"
-	"github.com/agenthost/agenthost/internal/testservers/jwtissuer"
-	"github.com/agenthost/agenthost/internal/testwait"
+	"github.com/agenthost/agenthost/internal/testkit/fakellm"
+	"github.com/agenthost/agenthost/internal/testkit/testservers/jwtissuer"
+	"github.com/agenthost/agenthost/internal/testkit/testwait"
 )
 
 func TestServeBounds(t *testing.T) {

@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"github.com/agenthost/agenthost/host"
-	"github.com/agenthost/agenthost/internal/fakellm"
-	"github.com/agenthost/agenthost/internal/otlpsink"
-	"github.com/agenthost/agenthost/internal/testwait"
+	"github.com/agenthost/agenthost/internal/testkit/fakellm"
+	"github.com/agenthost/agenthost/internal/testkit/otlpsink"
+	"github.com/agenthost/agenthost/internal/testkit/testwait"
 )
 
 // collectorKey is the export header's value, which check must not print.

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agenthost/agenthost/internal/procstat"
+	"github.com/agenthost/agenthost/internal/bench/procstat"
 )
 
 // TestMain lets the test binary be re-executed as the server, as the command is.

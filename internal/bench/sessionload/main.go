@@ -4,7 +4,9 @@
 // `agenthost serve --http` with initialize, lets them expire (session_idle_timeout), and reads the server's resident
 // memory before, at the peak, right after they expired, 15s later and after a settle window.
 //
-//	go run ./internal/sessionload [-n 10000] [-c 32] [-rounds 2] [-idle 5s] [-settle 30s] [-agenthost PATH] [-godebug S]
+// A load and benchmark tool (see BENCHMARKS.md): nothing in agenthost imports it.
+//
+//	go run ./internal/bench/sessionload [-n 10000] [-c 32] [-rounds 2] [-idle 5s] [-settle 30s] [-agenthost PATH] [-godebug S]
 //
 // The server is the real binary (built with `go build -tags grpcnotrace` into a temporary directory unless
 // -agenthost names one), started as a child with an agent.toml of its own: the offline test model, no tools, state in
@@ -47,7 +49,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/agenthost/agenthost/internal/procstat"
+	"github.com/agenthost/agenthost/internal/bench/procstat"
 )
 
 func main() {

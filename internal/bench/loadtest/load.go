@@ -20,8 +20,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/agenthost/agenthost/internal/fakellm"
-	"github.com/agenthost/agenthost/internal/procstat"
+	"github.com/agenthost/agenthost/internal/bench/procstat"
+	"github.com/agenthost/agenthost/internal/testkit/fakellm"
 )
 
 // answerText is what the fake model answers in a run's second model call.

@@ -16,7 +16,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/agenthost/agenthost/internal/procstat"
+	"github.com/agenthost/agenthost/internal/bench/procstat"
 )
 
 // The targets, as the report names them.
@@ -26,7 +26,7 @@ const (
 )
 
 // agentConfig is the agent.toml of the agenthost target: no tool, so that a message is one model call, and state in
-// memory, as the JS echo agent keeps its tasks (the cost of a state database is measured by internal/loadtest).
+// memory, as the JS echo agent keeps its tasks (the cost of a state database is measured by internal/bench/loadtest).
 const agentConfig = "[builtin]\ntools = []\n\n[state]\nbackend = \"memory\"\n"
 
 // loadSlack bounds a load run beyond its duration: the clients' creation (each fetches the card) before the timed

@@ -1,15 +1,17 @@
 // Command faultload measures how runs fare when the model API fails: it runs the same load through the real
 // orchestrator and the real OpenAI-compatible client, configured with agenthost's defaults, against
-// internal/fakellm behind internal/faultproxy, once with no fault and once for each fault rate asked for, and prints
-// the share of runs that succeeded (and the share expected if each request fails independently), the model calls,
-// requests and retries, the faults by kind, and the latency of the runs that succeeded.
+// internal/testkit/fakellm behind internal/bench/faultproxy, once with no fault and once for each fault rate asked for,
+// and prints the share of runs that succeeded (and the share expected if each request fails independently), the model
+// calls, requests and retries, the faults by kind, and the latency of the runs that succeeded.
 //
-//	go run ./internal/faultload [-runs 2000] [-c 20] [-rate 0.2] [-retries N] [-latency 20ms]
+// A load and benchmark tool (see BENCHMARKS.md): nothing in agenthost imports it.
 //
-// A run is two model calls, as in internal/loadtest: the first asks for the built-in current_time tool, the second
-// answers. A fault is, at random among the failing requests, a 429 with Retry-After (-retry-after), a 500, a 503, or
-// a connection closed before the first byte. -retries replaces [model] max_retries (default: the configuration's
-// default), to compare settings.
+//	go run ./internal/bench/faultload [-runs 2000] [-c 20] [-rate 0.2] [-retries N] [-latency 20ms]
+//
+// A run is two model calls, as in internal/bench/loadtest: the first asks for the built-in current_time tool, the
+// second answers. A fault is, at random among the failing requests, a 429 with Retry-After (-retry-after), a 500, a
+// 503, or a connection closed before the first byte. -retries replaces [model] max_retries (default: the
+// configuration's default), to compare settings.
 package main
 
 import (
@@ -37,8 +39,8 @@ import (
 	"github.com/agenthost/agenthost/builtin"
 	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host"
-	"github.com/agenthost/agenthost/internal/fakellm"
-	"github.com/agenthost/agenthost/internal/faultproxy"
+	"github.com/agenthost/agenthost/internal/bench/faultproxy"
+	"github.com/agenthost/agenthost/internal/testkit/fakellm"
 	"github.com/agenthost/agenthost/internal/wiring"
 	"github.com/agenthost/agenthost/llm"
 	"github.com/agenthost/agenthost/llm/openai"

@@ -2,6 +2,8 @@
 // server in its server mode: the test_* tools, resources, prompts, completion and logging, with the payloads the
 // suite's scenarios describe. agenthost's gateway mode is tested by putting it between the suite and this server.
 //
+// Test support: a fixture for the tests of cmd/agenthost and the conformance runs of BENCHMARKS.md.
+//
 //	conformanceserver              serve over stdio
 //	conformanceserver -http ADDR   serve streamable HTTP at http://ADDR/mcp (the suite run against it directly)
 //

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agenthost/agenthost/internal/peers"
+	"github.com/agenthost/agenthost/internal/testkit/peers"
 )
 
 // TestMain lets the test binary be re-executed as the profiled server, as the command is.

@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/agenthost/agenthost/internal/procstat"
+	"github.com/agenthost/agenthost/internal/bench/procstat"
 )
 
 const (

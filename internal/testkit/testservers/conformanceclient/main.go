@@ -2,6 +2,8 @@
 // connects to the suite's mock server through mcpclients, over streamable HTTP, and does what the scenario named by
 // the environment variable MCP_CONFORMANCE_SCENARIO expects of a client.
 //
+// Test support: the client that mcpclients' conformance test puts under the suite.
+//
 //	conformanceclient [-v] URL
 //
 // The suite appends its mock server's URL as the last argument. Scenarios:

@@ -1,7 +1,9 @@
 // Command a2aload compares `agenthost serve --a2a` with the JS SDK's echo agent under the same load of JS SDK
 // clients: requests per second, latency (p50, p99), errors, and each server's CPU and peak RSS, side by side.
 //
-//	go run ./internal/a2aload [-c 100] [-d 10s] [-rounds 1] [-warmup 2s] [-agenthost PATH] [-cpuprofile FILE] [-memprofile FILE]
+// A load and benchmark tool (see BENCHMARKS.md): nothing in agenthost imports it.
+//
+//	go run ./internal/bench/a2aload [-c 100] [-d 10s] [-rounds 1] [-warmup 2s] [-agenthost PATH] [-cpuprofile FILE] [-memprofile FILE]
 //
 // It starts two servers on loopback and keeps them for the whole measurement:
 //   - agenthost: `agenthost serve --a2a 127.0.0.1:0 -model test` with an agent.toml whose [builtin] tools = [], so a

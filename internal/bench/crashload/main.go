@@ -4,7 +4,9 @@
 // kill and those made after one. A kill counts from the moment the process is dead (a zombie), which /proc shows a
 // moment after the signal: a call made in between may still have reached it.
 //
-//	go run ./internal/crashload [-c 20] [-d 20s] [-kill 1s] [-work 20ms] [-reconnect-wait 10s]
+// A load and benchmark tool (see BENCHMARKS.md): nothing in agenthost imports it.
+//
+//	go run ./internal/bench/crashload [-c 20] [-d 20s] [-kill 1s] [-work 20ms] [-reconnect-wait 10s]
 //
 // The server has two tools that each take -work: lookup, annotated readOnlyHint, and charge, with no annotation.
 // The target is that only calls in flight at a kill fail, none of them lookup's, and no call made after a kill.

@@ -1,10 +1,12 @@
 // Command loadtest measures `agenthost serve --http` under many concurrent MCP clients.
 //
-//	go run ./internal/loadtest [-n 100] [-duration 20s] [-warmup 3s] [-latency 50ms] [-agenthost PATH]
+// A load and benchmark tool (see BENCHMARKS.md): nothing in agenthost imports it.
+//
+//	go run ./internal/bench/loadtest [-n 100] [-duration 20s] [-warmup 3s] [-latency 50ms] [-agenthost PATH]
 //
 // It starts three things on loopback:
-//   - a fake OpenAI-compatible model (internal/fakellm) that answers every request after -latency: the first model
-//     call of a run asks for one call of the built-in current_time tool, the second answers with text;
+//   - a fake OpenAI-compatible model (internal/testkit/fakellm) that answers every request after -latency: the first
+//     model call of a run asks for one call of the built-in current_time tool, the second answers with text;
 //   - the agent server in a child process: by default this binary re-executed as the server, wired exactly as
 //     `agenthost serve --http` wires it with the built-in defaults, with net/http/pprof on a second loopback port;
 //     with -agenthost, that binary itself, started with a generated agent.toml (then there is no CPU profile);
@@ -21,7 +23,7 @@
 // Only the window after -warmup counts for throughput, latency and CPU; a failed call anywhere counts as failed.
 //
 // It runs on Linux only (it reads /proc). It imports the project's packages as `agenthost serve` does, plus
-// internal/fakellm and the MCP SDK's client.
+// internal/testkit/fakellm and the MCP SDK's client.
 package main
 
 import (
@@ -38,7 +40,7 @@ import (
 	"time"
 
 	"github.com/agenthost/agenthost/config"
-	"github.com/agenthost/agenthost/internal/pgtest"
+	"github.com/agenthost/agenthost/internal/testkit/pgtest"
 )
 
 func main() {
