@@ -1,0 +1,90 @@
+// Package deps checks that imports point the way the design says: the core (host, llm, config) depends on almost
+// nothing, and no product package links test support or the load tools. Its test reads the module's import graph
+// with `go list -deps` and fails naming each import that breaks a rule.
+package deps
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Module is the module path the rules speak of.
+const Module = "github.com/agenthost/agenthost"
+
+// Rule constrains what one package links: every package in its transitive imports that is neither in the standard
+// library nor its own must match one of Allowed (a package path, or a prefix ending in "/..."). A nil Allowed is
+// not a rule of this kind.
+type Rule struct {
+	Package string
+	Allowed []string
+	Why     string
+}
+
+// Rules are the design's rules that hold for single packages.
+var Rules = []Rule{
+	{Package: Module + "/host", Allowed: []string{Module + "/host/...", Module + "/llm"},
+		Why: "host is the core: it imports llm and the standard library only"},
+	{Package: Module + "/llm", Allowed: []string{},
+		Why: "llm is a leaf: model types and the Model interface, no project package"},
+	{Package: Module + "/config", Allowed: []string{"github.com/BurntSushi/toml/..."},
+		Why: "config is the agent.toml schema: it imports only the TOML decoder"},
+}
+
+// Support is what no product package may link: test support and the load and benchmark tools.
+var Support = []string{Module + "/internal/testkit/...", Module + "/internal/bench/..."}
+
+// Package is one package of the graph: its path, whether it is in the standard library, and every package it links
+// (its transitive imports).
+type Package struct {
+	Path     string
+	Standard bool
+	Deps     []string
+}
+
+// Check returns every import in pkgs that breaks Rules or Support, one line each; none means the layout holds.
+// standard reports whether a path is in the standard library.
+func Check(pkgs []Package, standard func(string) bool) []string {
+	var broken []string
+	for _, p := range pkgs {
+		if p.Standard {
+			continue
+		}
+		for _, r := range Rules {
+			if p.Path != r.Package {
+				continue
+			}
+			for _, d := range p.Deps {
+				if standard(d) || matches(d, r.Allowed) {
+					continue
+				}
+				broken = append(broken, fmt.Sprintf("%s imports %s (%s)", p.Path, d, r.Why))
+			}
+		}
+		if !strings.HasPrefix(p.Path, Module) || matches(p.Path, Support) {
+			continue
+		}
+		for _, d := range p.Deps {
+			if matches(d, Support) {
+				broken = append(broken, fmt.Sprintf("%s imports %s (no product package links test support or the load tools)", p.Path, d))
+			}
+		}
+	}
+	slices.Sort(broken)
+	return broken
+}
+
+// matches reports whether path is one of patterns: a path, or a prefix followed by "/...", which matches the prefix
+// itself too.
+func matches(path string, patterns []string) bool {
+	for _, pat := range patterns {
+		if prefix, ok := strings.CutSuffix(pat, "/..."); ok {
+			if path == prefix || strings.HasPrefix(path, prefix+"/") {
+				return true
+			}
+		} else if path == pat {
+			return true
+		}
+	}
+	return false
+}

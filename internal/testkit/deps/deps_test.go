@@ -1,0 +1,98 @@
+package deps
+
+import (
+	"bufio"
+	"bytes"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestLayout reads the module's import graph, with the build tags the binary ships with, and checks it against the
+// rules.
+func TestLayout(t *testing.T) {
+	out, err := exec.CommandContext(t.Context(), "go", "list", "-tags", "grpcnotrace", "-deps", "-f",
+		`{{.ImportPath}} {{.Standard}} {{join .Deps " "}}`, Module+"/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	pkgs, standard := parse(t, out)
+	var checked []string
+	for _, p := range pkgs {
+		for _, r := range Rules {
+			if p.Path == r.Package {
+				checked = append(checked, p.Path)
+			}
+		}
+	}
+	if len(checked) != len(Rules) {
+		t.Fatalf("go list named %d of the %d packages the rules are for (%v)", len(checked), len(Rules), checked)
+	}
+	for _, b := range Check(pkgs, standard) {
+		t.Error(b)
+	}
+}
+
+// TestCheckFindsBrokenRules: a graph that breaks each rule is reported, naming the import; one that keeps them is
+// not.
+func TestCheckFindsBrokenRules(t *testing.T) {
+	std := func(p string) bool { return !strings.Contains(p, ".") }
+	m := Module
+	good := []Package{
+		{Path: m + "/host", Deps: []string{"context", m + "/llm", m + "/host/internal/cite"}},
+		{Path: m + "/llm", Deps: []string{"context"}},
+		{Path: m + "/config", Deps: []string{"github.com/BurntSushi/toml", "github.com/BurntSushi/toml/internal"}},
+		{Path: m + "/mcpclients", Deps: []string{m + "/host", "github.com/modelcontextprotocol/go-sdk/mcp"}},
+		{Path: m + "/internal/bench/loadtest", Deps: []string{m + "/internal/testkit/fakellm"}},
+		{Path: "context", Standard: true},
+	}
+	if got := Check(good, std); len(got) != 0 {
+		t.Errorf("a graph that keeps the rules was reported: %q", got)
+	}
+	bad := []Package{
+		{Path: m + "/host", Deps: []string{m + "/llm", m + "/config", "github.com/modelcontextprotocol/go-sdk/mcp"}},
+		{Path: m + "/llm", Deps: []string{m + "/host"}},
+		{Path: m + "/config", Deps: []string{"github.com/BurntSushi/toml", "gopkg.in/yaml.v3"}},
+		{Path: m + "/a2a", Deps: []string{m + "/internal/testkit/fakellm"}},
+		{Path: m + "/cmd/agenthost", Deps: []string{m + "/internal/bench/procstat"}},
+	}
+	got := Check(bad, std)
+	for _, want := range []string{
+		m + "/host imports " + m + "/config",
+		m + "/host imports github.com/modelcontextprotocol/go-sdk/mcp",
+		m + "/llm imports " + m + "/host",
+		m + "/config imports gopkg.in/yaml.v3",
+		m + "/a2a imports " + m + "/internal/testkit/fakellm",
+		m + "/cmd/agenthost imports " + m + "/internal/bench/procstat",
+	} {
+		if !slices.ContainsFunc(got, func(line string) bool { return strings.HasPrefix(line, want+" (") }) {
+			t.Errorf("not reported: %s\ngot: %q", want, got)
+		}
+	}
+	if len(got) != 6 {
+		t.Errorf("%d reports, want 6: %q", len(got), got)
+	}
+}
+
+// parse reads go list's lines: path, whether it is standard, then its dependencies.
+func parse(t *testing.T, out []byte) ([]Package, func(string) bool) {
+	t.Helper()
+	std := map[string]bool{}
+	var pkgs []Package
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(nil, 1<<24)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 2 {
+			t.Fatalf("go list line %q", sc.Text())
+		}
+		p := Package{Path: f[0], Standard: f[1] == "true", Deps: f[2:]}
+		std[p.Path] = p.Standard
+		pkgs = append(pkgs, p)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return pkgs, func(path string) bool { return std[path] }
+}
