@@ -21,14 +21,14 @@ import (
 type memTaskStore struct {
 	mu      sync.Mutex
 	tasks   map[string]*StoredTask
-	signals []TaskSignal
+	signals []host.RunSignal
 	saves   int
 }
 
 func (m *memTaskStore) Signal(_ context.Context, taskID, kind string, body json.RawMessage) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.signals = append(m.signals, TaskSignal{TaskID: taskID, Kind: kind, Body: body})
+	m.signals = append(m.signals, host.RunSignal{Target: taskID, Kind: kind, Body: body})
 	return nil
 }
 
@@ -45,12 +45,12 @@ func (m *memTaskStore) Orphans(_ context.Context, owner string) ([]*StoredTask, 
 	return out, nil
 }
 
-func (m *memTaskStore) TakeSignals(_ context.Context, taskIDs []string) ([]TaskSignal, error) {
+func (m *memTaskStore) TakeSignals(_ context.Context, taskIDs []string) ([]host.RunSignal, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out, rest []TaskSignal
+	var out, rest []host.RunSignal
 	for _, sig := range m.signals {
-		if slices.Contains(taskIDs, sig.TaskID) {
+		if slices.Contains(taskIDs, sig.Target) {
 			out = append(out, sig)
 		} else {
 			rest = append(rest, sig)

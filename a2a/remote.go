@@ -17,13 +17,6 @@ const (
 	signalAnswer = "answer"
 )
 
-// TaskSignal is a request for the process that runs a task, left in the TaskStore by another process.
-type TaskSignal struct {
-	TaskID string
-	Kind   string
-	Body   json.RawMessage
-}
-
 // signalInterval is how often a process looks for signals to the tasks it runs, and a follower for a task's new
 // state: what a cancel or an answer through another replica waits at most before it is seen.
 const signalInterval = 200 * time.Millisecond
@@ -64,7 +57,7 @@ func (s *Server) takeSignals() {
 	}
 	for _, sig := range sigs {
 		s.store.mu.Lock()
-		st := s.store.tasks[sig.TaskID]
+		st := s.store.tasks[sig.Target]
 		s.store.mu.Unlock()
 		if st == nil {
 			continue

@@ -234,55 +234,23 @@ func agentText(st *serverTask, text string) *message {
 	return &message{MessageID: newID(), Role: roleAgent, Parts: []part{textPart(text)}, ContextID: st.contextID, TaskID: st.id}
 }
 
-// answerDetails is the data part of the answer artifact: what an agenthost caller reads back as the answer's
-// references, and its debug summary.
-type answerDetails struct {
-	Output         json.RawMessage          `json:"output,omitempty"`
-	References     []host.NumberedReference `json:"references"`
-	ConversationID string                   `json:"conversation_id"`
-	StoppedBy      host.StopReason          `json:"stopped_by"`
-	Usage          answerUsage              `json:"usage"`
-	ToolCalls      []answerToolCall         `json:"tool_calls"`
-	Checks         []host.CheckResult       `json:"checks,omitempty"`
-}
-
-type answerUsage struct {
-	Requests         int   `json:"requests"`
-	PromptTokens     int64 `json:"prompt_tokens"`
-	CompletionTokens int64 `json:"completion_tokens"`
-	TotalTokens      int64 `json:"total_tokens"`
-}
-
-type answerToolCall struct {
-	Name       string  `json:"name"`
-	Source     string  `json:"source,omitempty"`
-	OK         bool    `json:"ok"`
-	DurationMS float64 `json:"duration_ms"`
-	Error      string  `json:"error,omitempty"`
-}
-
 // referenceParts returns the structured answer as a data part of its own (application/json), when there is one, a
-// url part per reference with a URI (its title as the file name), then the data part with the answer's details.
+// url part per reference with a URI (its title as the file name), then the data part with the answer's details: its
+// summary, with each tool call's source and error (clipped), which another agenthost reads back as the answer's
+// references and debug summary.
 func referenceParts(ans *host.Answer) []part {
 	var out []part
 	if len(ans.Output) > 0 {
 		out = append(out, part{Kind: partData, Data: ans.Output, MediaType: "application/json"})
 	}
-	d := answerDetails{
-		Output: ans.Output, References: ans.References, Checks: ans.Checks, ConversationID: ans.ConversationID, StoppedBy: ans.StoppedBy,
-		Usage:     answerUsage{ans.Usage.Requests, ans.Usage.PromptTokens, ans.Usage.CompletionTokens, ans.Usage.TotalTokens},
-		ToolCalls: []answerToolCall{},
-	}
-	if d.References == nil {
-		d.References = []host.NumberedReference{}
-	}
+	d := ans.Summary(host.SummaryOptions{ToolDetails: true})
 	for _, ref := range ans.References {
 		if ref.URI != "" {
 			out = append(out, part{Kind: partURL, URL: ref.URI, Filename: ref.Title})
 		}
 	}
-	for _, c := range ans.ToolCalls {
-		d.ToolCalls = append(d.ToolCalls, answerToolCall{Name: c.Name, Source: c.Source, OK: c.OK, DurationMS: float64(c.Duration) / float64(time.Millisecond), Error: clip(c.Error, 500)})
+	for i := range d.ToolCalls {
+		d.ToolCalls[i].Error = clip(d.ToolCalls[i].Error, 500)
 	}
 	return append(out, part{Kind: partData, Data: mustJSON(d), MediaType: answerMediaType})
 }

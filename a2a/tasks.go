@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/agenthost/agenthost/host"
 )
 
 // A served task is one run of the orchestrator. The store keeps the tasks in memory, bounded: when it is full, the
@@ -71,8 +73,9 @@ type TaskStore interface {
 	ListTasks(ctx context.Context, q TaskQuery) ([]*StoredTask, int, error)
 	// Signal leaves a request for the process that runs the task taskID.
 	Signal(ctx context.Context, taskID, kind string, body json.RawMessage) error
-	// TakeSignals returns the requests left for the tasks taskIDs, oldest first, and deletes them.
-	TakeSignals(ctx context.Context, taskIDs []string) ([]TaskSignal, error)
+	// TakeSignals returns the requests left for the tasks taskIDs, oldest first, and deletes them; a signal's
+	// Target is its task's id.
+	TakeSignals(ctx context.Context, taskIDs []string) ([]host.RunSignal, error)
 	// Orphans returns the unfinished tasks of owner whose runs were not durable.
 	Orphans(ctx context.Context, owner string) ([]*StoredTask, error)
 }

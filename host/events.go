@@ -63,6 +63,12 @@ const (
 	StopError         StopReason = "error"
 )
 
+// StopReasons lists every StopReason, in the order the edges declare them (the enum of a schema).
+func StopReasons() []StopReason {
+	return []StopReason{StopAnswered, StopToolControl, StopIterationLimit, StopUsageLimit, StopCancelled, StopNoOutput,
+		StopInvalidOutput, StopError}
+}
+
 // NumberedReference is a reference as the answer cites it: Number is the k of "[k]".
 type NumberedReference struct {
 	Number int    `json:"number"`
@@ -94,6 +100,66 @@ type Answer struct {
 
 	// cited are the references of a nested run's answer in reference-number order, with their excerpts.
 	cited []Reference
+}
+
+// AnswerSummary is what an edge reports of an Answer beside its text: the MCP agent tool's structured content and
+// the A2A answer's details are both this shape, as JSON. The fields that only one edge reports are pointers or
+// omitted when empty, so that each edge's bytes stay what its callers read.
+type AnswerSummary struct {
+	// Answer is the answer's text; nil where the text travels apart (A2A sends it as a part of its own).
+	Answer         *string             `json:"answer,omitempty"`
+	Output         json.RawMessage     `json:"output,omitempty"`
+	References     []NumberedReference `json:"references"` // never null: [] without references
+	ConversationID string              `json:"conversation_id"`
+	StoppedBy      StopReason          `json:"stopped_by"`
+	// Iterations counts the run's iterations; nil where it is not reported.
+	Iterations *int              `json:"iterations,omitempty"`
+	Usage      llm.Usage         `json:"usage"`
+	ToolCalls  []ToolCallSummary `json:"tool_calls"` // never null: [] without tool calls
+	Checks     []CheckResult     `json:"checks,omitempty"`
+}
+
+// ToolCallSummary is a tool call as an AnswerSummary reports it.
+type ToolCallSummary struct {
+	Name string `json:"name"`
+	// Source is set with SummaryOptions.ToolDetails.
+	Source     string  `json:"source,omitempty"`
+	OK         bool    `json:"ok"`
+	DurationMS float64 `json:"duration_ms"`
+	// Error is set with SummaryOptions.ToolDetails: the edge clips it to what it sends.
+	Error string `json:"error,omitempty"`
+}
+
+// SummaryOptions chooses what an AnswerSummary carries beyond what every edge reports. The zero value is the
+// common part alone.
+type SummaryOptions struct {
+	// Text adds the answer's text and its count of iterations.
+	Text bool
+	// ToolDetails adds each tool call's source and error.
+	ToolDetails bool
+}
+
+// Summary returns the answer's summary for an edge.
+func (a *Answer) Summary(opts SummaryOptions) AnswerSummary {
+	s := AnswerSummary{
+		Output: a.Output, References: a.References, ConversationID: a.ConversationID, StoppedBy: a.StoppedBy,
+		Usage: a.Usage, ToolCalls: make([]ToolCallSummary, 0, len(a.ToolCalls)), Checks: a.Checks,
+	}
+	if s.References == nil {
+		s.References = []NumberedReference{}
+	}
+	if opts.Text {
+		text, n := a.Text, len(a.Iterations)
+		s.Answer, s.Iterations = &text, &n
+	}
+	for _, c := range a.ToolCalls {
+		tc := ToolCallSummary{Name: c.Name, OK: c.OK, DurationMS: float64(c.Duration) / float64(time.Millisecond)}
+		if opts.ToolDetails {
+			tc.Source, tc.Error = c.Source, c.Error
+		}
+		s.ToolCalls = append(s.ToolCalls, tc)
+	}
+	return s
 }
 
 // IterationInfo is the debug record of one iteration.

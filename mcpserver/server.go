@@ -20,6 +20,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -306,8 +307,19 @@ func agentOutputSchema(configured json.RawMessage) json.RawMessage {
 	return b
 }
 
-// outputSchema describes the agent tool's structured content.
-var outputSchema = json.RawMessage(`{
+// outputSchema describes the agent tool's structured content (host.AnswerSummary with its text); the enum of
+// stopped_by is host's list of stop reasons.
+var outputSchema = json.RawMessage(strings.Replace(outputSchemaText, "STOP_REASONS", stopReasonsEnum(), 1))
+
+func stopReasonsEnum() string {
+	var q []string
+	for _, r := range host.StopReasons() {
+		q = append(q, strconv.Quote(string(r)))
+	}
+	return "[" + strings.Join(q, ", ") + "]"
+}
+
+const outputSchemaText = `{
   "type": "object",
   "properties": {
     "answer": {"type": "string"},
@@ -315,7 +327,7 @@ var outputSchema = json.RawMessage(`{
     "references": {"type": "array", "items": {"type": "object", "properties": {
       "number": {"type": "integer"}, "title": {"type": "string"}, "uri": {"type": "string"}}, "required": ["number"]}},
     "conversation_id": {"type": "string"},
-    "stopped_by": {"type": "string", "enum": ["answered", "tool_took_control", "iteration_limit", "usage_limit", "cancelled", "no_output", "invalid_output", "error"]},
+    "stopped_by": {"type": "string", "enum": STOP_REASONS},
     "iterations": {"type": "integer"},
     "usage": {"type": "object", "properties": {
       "requests": {"type": "integer"}, "prompt_tokens": {"type": "integer"}, "completion_tokens": {"type": "integer"}, "total_tokens": {"type": "integer"}}},
@@ -325,48 +337,11 @@ var outputSchema = json.RawMessage(`{
       "name": {"type": "string"}, "passed": {"type": "boolean"}, "detail": {"type": "string"}}, "required": ["name", "passed"]}}
   },
   "required": ["answer", "references", "conversation_id", "stopped_by", "iterations", "usage", "tool_calls"]
-}`)
+}`
 
-// agentOutput is the agent tool's structured content.
-type agentOutput struct {
-	Answer         string                   `json:"answer"`
-	Output         json.RawMessage          `json:"output,omitempty"`
-	References     []host.NumberedReference `json:"references"`
-	ConversationID string                   `json:"conversation_id"`
-	StoppedBy      host.StopReason          `json:"stopped_by"`
-	Iterations     int                      `json:"iterations"`
-	Usage          usage                    `json:"usage"`
-	ToolCalls      []toolCall               `json:"tool_calls"`
-	Checks         []host.CheckResult       `json:"checks,omitempty"`
-}
-
-type usage struct {
-	Requests         int   `json:"requests"`
-	PromptTokens     int64 `json:"prompt_tokens"`
-	CompletionTokens int64 `json:"completion_tokens"`
-	TotalTokens      int64 `json:"total_tokens"`
-}
-
-type toolCall struct {
-	Name       string  `json:"name"`
-	OK         bool    `json:"ok"`
-	DurationMS float64 `json:"duration_ms"`
-}
-
-func output(ans *host.Answer) agentOutput {
-	out := agentOutput{
-		Answer: ans.Text, Output: ans.Output, References: ans.References, Checks: ans.Checks, ConversationID: ans.ConversationID, StoppedBy: ans.StoppedBy,
-		Iterations: len(ans.Iterations),
-		Usage:      usage{ans.Usage.Requests, ans.Usage.PromptTokens, ans.Usage.CompletionTokens, ans.Usage.TotalTokens},
-		ToolCalls:  make([]toolCall, 0, len(ans.ToolCalls)),
-	}
-	if out.References == nil {
-		out.References = []host.NumberedReference{}
-	}
-	for _, c := range ans.ToolCalls {
-		out.ToolCalls = append(out.ToolCalls, toolCall{Name: c.Name, OK: c.OK, DurationMS: float64(c.Duration) / float64(time.Millisecond)})
-	}
-	return out
+// output is the agent tool's structured content: the answer's summary with its text and count of iterations.
+func output(ans *host.Answer) host.AnswerSummary {
+	return ans.Summary(host.SummaryOptions{Text: true})
 }
 
 // handleAgent runs the loop for one call of the agent tool. A caller that must be asked through input requests

@@ -85,6 +85,13 @@ func (st *setup) connect(t *testing.T, opts *mcp.ClientOptions) *mcp.ClientSessi
 
 func call(tc fakellm.ToolCall) []fakellm.ToolCall { return []fakellm.ToolCall{tc} }
 
+// agentOutput reads the agent tool's structured content back, its text and iterations as plain values.
+type agentOutput struct {
+	host.AnswerSummary
+	Answer     string `json:"answer"`
+	Iterations int    `json:"iterations"`
+}
+
 func structured(t *testing.T, res *mcp.CallToolResult) agentOutput {
 	t.Helper()
 	b, err := json.Marshal(res.StructuredContent)

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agenthost/agenthost/host"
 )
 
 // Calls paused between rounds, shared by the processes that serve one agent on one state database (replicas
@@ -26,8 +28,9 @@ type CallStore interface {
 	DeleteCall(ctx context.Context, id string) error
 	// Signal leaves a request for the process that runs the call id.
 	Signal(ctx context.Context, id, kind string, body json.RawMessage) error
-	// TakeSignals returns the requests left for the calls ids, oldest first, and deletes them.
-	TakeSignals(ctx context.Context, ids []string) ([]CallSignal, error)
+	// TakeSignals returns the requests left for the calls ids, oldest first, and deletes them; a signal's Target
+	// is its call's id.
+	TakeSignals(ctx context.Context, ids []string) ([]host.RunSignal, error)
 }
 
 // SharedCall is a call paused between rounds, as a CallStore keeps it.
@@ -48,13 +51,6 @@ type SharedCall struct {
 	Updated time.Time
 	// Expires is when the call may be forgotten.
 	Expires time.Time
-}
-
-// CallSignal is a request for the process that runs a call, left by another process.
-type CallSignal struct {
-	CallID string
-	Kind   string
-	Body   json.RawMessage
 }
 
 // The states of a shared call.
@@ -172,7 +168,7 @@ func (rs *roundTrips) takeSignals(ctx context.Context) {
 	}
 	for _, sig := range sigs {
 		rs.mu.Lock()
-		r := rs.runs[sig.CallID]
+		r := rs.runs[sig.Target]
 		rs.mu.Unlock()
 		if r == nil {
 			continue

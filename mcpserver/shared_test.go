@@ -19,7 +19,7 @@ import (
 type memCalls struct {
 	mu      sync.Mutex
 	calls   map[string]SharedCall
-	signals []CallSignal
+	signals []host.RunSignal
 }
 
 func newMemCalls() *memCalls { return &memCalls{calls: map[string]SharedCall{}} }
@@ -45,23 +45,23 @@ func (m *memCalls) DeleteCall(_ context.Context, id string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.calls, id)
-	m.signals = slices.DeleteFunc(m.signals, func(s CallSignal) bool { return s.CallID == id })
+	m.signals = slices.DeleteFunc(m.signals, func(s host.RunSignal) bool { return s.Target == id })
 	return nil
 }
 
 func (m *memCalls) Signal(_ context.Context, id, kind string, body json.RawMessage) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.signals = append(m.signals, CallSignal{CallID: id, Kind: kind, Body: body})
+	m.signals = append(m.signals, host.RunSignal{Target: id, Kind: kind, Body: body})
 	return nil
 }
 
-func (m *memCalls) TakeSignals(_ context.Context, ids []string) ([]CallSignal, error) {
+func (m *memCalls) TakeSignals(_ context.Context, ids []string) ([]host.RunSignal, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []CallSignal
-	m.signals = slices.DeleteFunc(m.signals, func(s CallSignal) bool {
-		if slices.Contains(ids, s.CallID) {
+	var out []host.RunSignal
+	m.signals = slices.DeleteFunc(m.signals, func(s host.RunSignal) bool {
+		if slices.Contains(ids, s.Target) {
 			out = append(out, s)
 			return true
 		}

@@ -6,21 +6,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/agenthost/agenthost/host"
 )
-
-// Signal is a request for the process that runs something, from another process sharing the database: to cancel
-// an A2A task or answer its question, or to continue an MCP call paused between rounds.
-type Signal struct {
-	ID string
-	// Target is the task or call the signal is for.
-	Target string
-	Kind   string
-	Body   []byte
-	At     time.Time
-}
 
 // Signal leaves a request for the process that runs target.
 func (s *DB) Signal(ctx context.Context, target, kind string, body []byte) error {
@@ -34,7 +22,7 @@ func (s *DB) Signal(ctx context.Context, target, kind string, body []byte) error
 
 // TakeSignals returns the requests left for targets, oldest first, and deletes them in the same statement: each is
 // taken once, and one left meanwhile waits for the next call.
-func (s *DB) TakeSignals(ctx context.Context, targets []string) ([]Signal, error) {
+func (s *DB) TakeSignals(ctx context.Context, targets []string) ([]host.RunSignal, error) {
 	if len(targets) == 0 {
 		return nil, nil
 	}
@@ -48,9 +36,9 @@ func (s *DB) TakeSignals(ctx context.Context, targets []string) ([]Signal, error
 		return nil, fmt.Errorf("store: taking signals: %w", err)
 	}
 	defer rows.Close()
-	var out []Signal
+	var out []host.RunSignal
 	for rows.Next() {
-		var sig Signal
+		var sig host.RunSignal
 		var body string
 		var at int64
 		if err := rows.Scan(&sig.ID, &sig.Target, &sig.Kind, &body, &at); err != nil {
@@ -62,6 +50,6 @@ func (s *DB) TakeSignals(ctx context.Context, targets []string) ([]Signal, error
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("store: taking signals: %w", err)
 	}
-	slices.SortFunc(out, func(a, b Signal) int { return cmp.Or(a.At.Compare(b.At), strings.Compare(a.ID, b.ID)) })
+	slices.SortFunc(out, func(a, b host.RunSignal) int { return cmp.Or(a.At.Compare(b.At), strings.Compare(a.ID, b.ID)) })
 	return out, nil
 }

@@ -519,16 +519,8 @@ func (s taskStore) Signal(ctx context.Context, taskID, kind string, body json.Ra
 	return s.db.Signal(ctx, taskID, kind, body)
 }
 
-func (s taskStore) TakeSignals(ctx context.Context, taskIDs []string) ([]a2a.TaskSignal, error) {
-	sigs, err := s.db.TakeSignals(ctx, taskIDs)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]a2a.TaskSignal, len(sigs))
-	for i, sig := range sigs {
-		out[i] = a2a.TaskSignal{TaskID: sig.Target, Kind: sig.Kind, Body: sig.Body}
-	}
-	return out, nil
+func (s taskStore) TakeSignals(ctx context.Context, taskIDs []string) ([]host.RunSignal, error) {
+	return s.db.TakeSignals(ctx, taskIDs)
 }
 
 func storedTask(t *store.Task) *a2a.StoredTask {
@@ -623,14 +615,6 @@ func (s callStore) Signal(ctx context.Context, id, kind string, body json.RawMes
 	return s.db.Signal(ctx, id, kind, body)
 }
 
-func (s callStore) TakeSignals(ctx context.Context, ids []string) ([]mcpserver.CallSignal, error) {
-	sigs, err := s.db.TakeSignals(ctx, ids)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]mcpserver.CallSignal, len(sigs))
-	for i, sig := range sigs {
-		out[i] = mcpserver.CallSignal{CallID: sig.Target, Kind: sig.Kind, Body: sig.Body}
-	}
-	return out, nil
+func (s callStore) TakeSignals(ctx context.Context, ids []string) ([]host.RunSignal, error) {
+	return s.db.TakeSignals(ctx, ids)
 }
