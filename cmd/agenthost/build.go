@@ -30,6 +30,7 @@ import (
 	"github.com/agenthost/agenthost/mcpserver"
 	"github.com/agenthost/agenthost/store"
 	"github.com/agenthost/agenthost/telemetry"
+	"github.com/agenthost/agenthost/telemetry/otlp"
 )
 
 // errFlagHelp is returned when -h was asked for: the usage was printed and the exit code is 0.
@@ -247,7 +248,7 @@ func build(ctx context.Context, cfg *config.Config, modelFlag string, logger *sl
 	opts := wiring.HostOptions(cfg, logger)
 	var err error
 	if mode == forRunning || mode == forEvaluating {
-		if a.tel, err = telemetry.Setup(ctx, wiring.Telemetry(cfg, version, os.Getenv)); err != nil {
+		if a.tel, err = otlp.Setup(ctx, wiring.Telemetry(cfg, version, os.Getenv)); err != nil {
 			return nil, fmt.Errorf("%w: %s: telemetry: %w", errUsage, configName(cfg), err)
 		}
 		opts.Observer = a.tel.Observer()

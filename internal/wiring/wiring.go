@@ -33,7 +33,7 @@ import (
 	"github.com/agenthost/agenthost/llm/openai"
 	"github.com/agenthost/agenthost/mcpserver"
 	"github.com/agenthost/agenthost/store"
-	"github.com/agenthost/agenthost/telemetry"
+	"github.com/agenthost/agenthost/telemetry/otlp"
 )
 
 // StateOptions returns the options of the store [state] names, the Postgres connection string read with getenv.
@@ -167,9 +167,9 @@ func OutputSchema(cfg *config.Config) (json.RawMessage, error) {
 }
 
 // Telemetry returns the telemetry settings of cfg, with what it leaves empty read by getenv.
-func Telemetry(cfg *config.Config, version string, getenv func(string) string) telemetry.Config {
+func Telemetry(cfg *config.Config, version string, getenv func(string) string) otlp.Config {
 	t := cfg.Telemetry
-	return telemetry.Config{Exporter: t.Exporter, Protocol: t.Protocol, Endpoint: t.Endpoint, Headers: t.Headers,
+	return otlp.Config{Exporter: t.Exporter, Protocol: t.Protocol, Endpoint: t.Endpoint, Headers: t.Headers,
 		ServiceName: t.ServiceName, ServiceVersion: version, CaptureContent: t.CaptureContent, Getenv: getenv}
 }
 

@@ -19,7 +19,7 @@ import (
 	"github.com/agenthost/agenthost/internal/httpedge"
 	"github.com/agenthost/agenthost/llm/openai"
 	"github.com/agenthost/agenthost/mcpserver"
-	"github.com/agenthost/agenthost/telemetry"
+	"github.com/agenthost/agenthost/telemetry/otlp"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 )
 
@@ -148,7 +148,7 @@ func TestMapping(t *testing.T) {
 		t.Errorf("Telemetry's Getenv does not read the environment given")
 	}
 	tel.Getenv = nil
-	if want := (telemetry.Config{Exporter: "otlp", Protocol: "grpc", Endpoint: "http://127.0.0.1:4317", Headers: map[string]string{"api-key": "k"},
+	if want := (otlp.Config{Exporter: "otlp", Protocol: "grpc", Endpoint: "http://127.0.0.1:4317", Headers: map[string]string{"api-key": "k"},
 		ServiceName: "helper-svc", ServiceVersion: "v2", CaptureContent: true}); !reflect.DeepEqual(tel, want) {
 		t.Errorf("Telemetry = %+v\nwant %+v", tel, want)
 	}
