@@ -9,7 +9,8 @@
 //     approvals asked through the input-required state.
 //
 // A2A's wire types are unexported and stop here: host sees tools, results and events only. a2a imports host,
-// telemetry and the standard library, with internal/httpedge (the HTTP edge it shares with mcpserver),
-// internal/origin (a peer's headers go only to its origin) and internal/redact (for the errors it shows); it must not
-// import mcpclients, mcpserver, config, builtin or a model SDK.
+// telemetry (OpenTelemetry's API: neither its SDK nor the MCP SDK) and the standard library, with internal/httpedge
+// (the HTTP edge it shares with mcpserver), internal/origin (a peer's headers go only to its origin) and
+// internal/redact (for the errors it shows); it must not import mcpclients, mcpserver, config, builtin or a model
+// SDK.
 package a2a

@@ -7,7 +7,7 @@
 // read_resource tool for servers with resources, and reconnection with backoff when a server goes away.
 //
 // MCP SDK types stop here: the package's API speaks host and llm types only. It imports host, llm, mcpauth,
-// telemetry and the MCP SDK, with internal/origin (the configured headers and OAuth tokens go only to their server's
-// origin) and internal/redact (every error it shows has its URLs redacted); it must not import config, mcpserver,
-// a2a, builtin or a model SDK.
+// telemetry (with telemetry/mcptrace, its MCP middleware) and the MCP SDK, with internal/origin (the configured
+// headers and OAuth tokens go only to their server's origin) and internal/redact (every error it shows has its URLs
+// redacted); it must not import config, mcpserver, a2a, builtin or a model SDK.
 package mcpclients

@@ -20,7 +20,7 @@ import (
 	"github.com/agenthost/agenthost/internal/redact"
 	"github.com/agenthost/agenthost/llm"
 	"github.com/agenthost/agenthost/mcpauth"
-	"github.com/agenthost/agenthost/telemetry"
+	"github.com/agenthost/agenthost/telemetry/mcptrace"
 )
 
 const (
@@ -133,13 +133,13 @@ func newServer(cfg ServerConfig, opts *Options) *Server {
 	}
 	s.client = mcp.NewClient(&mcp.Implementation{Name: name, Version: version}, copts)
 	if opts.Telemetry != nil {
-		transport := telemetry.TransportTCP
+		transport := mcptrace.TransportTCP
 		if cfg.Transport == TransportStdio {
-			transport = telemetry.TransportPipe
+			transport = mcptrace.TransportPipe
 		}
-		s.client.AddSendingMiddleware(opts.Telemetry.MCPClient(transport))
+		s.client.AddSendingMiddleware(mcptrace.Client(opts.Telemetry, transport))
 		// A sampling or elicitation request names no call either: it is traced under the only call in flight.
-		s.client.AddReceivingMiddleware(opts.Telemetry.MCPClientHandlers(transport, func() context.Context { return s.onlyCall().ctx }))
+		s.client.AddReceivingMiddleware(mcptrace.ClientHandlers(opts.Telemetry, transport, func() context.Context { return s.onlyCall().ctx }))
 	}
 	return s
 }

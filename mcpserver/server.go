@@ -8,8 +8,8 @@
 // It owns the agent tool's schemas, the translation of the run's events into progress notifications, cancellation,
 // approvals asked through elicitation (within the call, or through input requests for callers on protocol
 // 2026-07-28 and later, see roundTrips), and the HTTP edge: bearer-token auth, Host and Origin checks, body limits and
-// a health endpoint. MCP SDK types stop here. It imports host and the MCP SDK; it must not import config, mcpclients,
-// a2a, builtin or a model SDK.
+// a health endpoint. MCP SDK types stop here. It imports host, telemetry (with telemetry/mcptrace, its MCP
+// middleware) and the MCP SDK; it must not import config, mcpclients, a2a, builtin or a model SDK.
 package mcpserver
 
 import (
@@ -30,6 +30,7 @@ import (
 
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/telemetry"
+	"github.com/agenthost/agenthost/telemetry/mcptrace"
 )
 
 // Options configures a Server. A nil *Options means all defaults.
@@ -163,10 +164,10 @@ func New(ctx context.Context, orch *host.Orchestrator, opts *Options) (*Server, 
 	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: s.opts.Name, Version: s.opts.Version}, sopts)
 	if s.opts.Telemetry != nil {
-		s.mcp.AddReceivingMiddleware(s.opts.Telemetry.MCPServer()) // first: outermost, so its span covers the rest
+		s.mcp.AddReceivingMiddleware(mcptrace.Server(s.opts.Telemetry)) // first: outermost, so its span covers the rest
 		// What the server asks its callers within a trace (sampling for provider = "sampling" or an upstream
 		// server, elicitation) is traced, and the caller is sent the trace context.
-		s.mcp.AddSendingMiddleware(s.opts.Telemetry.MCPClient(""))
+		s.mcp.AddSendingMiddleware(mcptrace.Client(s.opts.Telemetry, ""))
 	}
 	if s.opts.ExposeTools && s.opts.LogLevel != nil {
 		s.mcp.AddReceivingMiddleware(s.forwardLogLevel)

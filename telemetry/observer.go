@@ -37,7 +37,7 @@ const (
 
 // Error types of spans and metrics beyond a JSON-RPC code.
 const (
-	errorTool      = "tool_error" // the tool ran and reported an error
+	ErrorTool      = "tool_error" // the tool ran and reported an error
 	errorTimeout   = "timeout"
 	errorCancelled = "cancelled"
 )
@@ -179,7 +179,7 @@ func (t *Telemetry) StartModelCall(ctx context.Context, call *host.ModelCallStar
 			t.m.tokens.Record(ctx, resp.Usage.PromptTokens, genaiconv.OperationNameChat, provider, genaiconv.TokenTypeInput, mattrs...)
 			t.m.tokens.Record(ctx, resp.Usage.CompletionTokens, genaiconv.OperationNameChat, provider, genaiconv.TokenTypeOutput, mattrs...)
 		}
-		if et := errorType(err); et != "" {
+		if et := ErrorType(err); et != "" {
 			mattrs = append(mattrs, semconv.ErrorTypeKey.String(et))
 		}
 		t.m.duration.Record(ctx, time.Since(start).Seconds(), genaiconv.OperationNameChat, provider, mattrs...)
@@ -209,9 +209,9 @@ func (t *Telemetry) StartToolCall(ctx context.Context, call *host.ToolCallStart)
 	ctx, span := t.tracer.Start(ctx, spanName("execute_tool", call.Tool), trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
 	start := time.Now()
 	return ctx, func(res *host.Result, err error) {
-		et := errorType(err)
+		et := ErrorType(err)
 		if err == nil && res != nil && res.IsError {
-			et = errorTool
+			et = ErrorTool
 		}
 		if t.capture && res != nil {
 			span.SetAttributes(semconv.GenAIToolCallResultKey.String(res.Text))
@@ -237,7 +237,7 @@ func (t *Telemetry) StartToolCall(ctx context.Context, call *host.ToolCallStart)
 func endSpan(span trace.Span, err error, et string) {
 	if err != nil {
 		if et == "" {
-			et = errorType(err)
+			et = ErrorType(err)
 		}
 		span.SetAttributes(semconv.ErrorTypeKey.String(et))
 		span.SetStatus(codes.Error, err.Error())
@@ -245,8 +245,8 @@ func endSpan(span trace.Span, err error, et string) {
 	span.End()
 }
 
-// errorType is a low-cardinality name for err: "" for nil.
-func errorType(err error) string {
+// ErrorType is a low-cardinality name for err, for error.type: "" for nil, "timeout", "cancelled", or "_OTHER".
+func ErrorType(err error) string {
 	switch {
 	case err == nil:
 		return ""

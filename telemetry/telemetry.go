@@ -1,6 +1,7 @@
 // Package telemetry traces and measures agenthost with OpenTelemetry: spans for runs, model calls and tool calls
-// after the GenAI semantic conventions (as a host.Observer), spans for MCP requests after the MCP conventions (as
-// go-sdk middleware), spans for A2A calls, W3C trace context in and out of every edge, and the GenAI metrics.
+// after the GenAI semantic conventions (as a host.Observer), spans for A2A calls, W3C trace context in and out of
+// every edge, and the GenAI and MCP metrics. The go-sdk middleware that traces MCP requests is telemetry/mcptrace,
+// apart because it imports the MCP SDK, which an edge importing telemetry (a2a, durable) should not link.
 //
 // It depends on OpenTelemetry's API only: the TracerProvider, MeterProvider and propagator are passed to New. The
 // SDK and the OTLP exporters (and gRPC with them) are set up by package telemetry/otlp, which only the composition
@@ -13,10 +14,13 @@ package telemetry
 import (
 	"context"
 	"net/http"
+	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	noopmetric "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/semconv/v1.41.0/mcpconv"
 	"go.opentelemetry.io/otel/trace"
 	nooptrace "go.opentelemetry.io/otel/trace/noop"
 )
@@ -99,3 +103,21 @@ func Carry(from, to context.Context) context.Context {
 
 // noopMeter stands in when New is given no MeterProvider.
 var noopMeter = noopmetric.NewMeterProvider().Meter(instrumentation)
+
+// Tracer returns the tracer t's spans are made with, for an edge traced outside this package (telemetry/mcptrace).
+func (t *Telemetry) Tracer() trace.Tracer { return t.tracer }
+
+// Propagator returns the propagator that reads and writes trace context at the edges.
+func (t *Telemetry) Propagator() propagation.TextMapPropagator { return t.prop }
+
+// RecordMCPClient records the duration of an MCP request agenthost sent (mcp.client.operation.duration), with the
+// conventions' attributes.
+func (t *Telemetry) RecordMCPClient(ctx context.Context, d time.Duration, method string, attrs ...attribute.KeyValue) {
+	t.m.mcpClient.Record(ctx, d.Seconds(), mcpconv.MethodNameAttr(method), attrs...)
+}
+
+// RecordMCPServer records the duration of an MCP request agenthost served (mcp.server.operation.duration), with
+// the conventions' attributes.
+func (t *Telemetry) RecordMCPServer(ctx context.Context, d time.Duration, method string, attrs ...attribute.KeyValue) {
+	t.m.mcpServer.Record(ctx, d.Seconds(), mcpconv.MethodNameAttr(method), attrs...)
+}

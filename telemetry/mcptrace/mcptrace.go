@@ -1,4 +1,10 @@
-package telemetry
+// Package mcptrace traces MCP requests with telemetry, after the MCP semantic conventions: go-sdk middleware for
+// clients and servers that makes a span per request, carries the trace context in the request's _meta, and records
+// the MCP duration metrics.
+//
+// It is the part of telemetry that imports the MCP SDK, kept apart so that only the MCP edges (mcpclients,
+// mcpserver) and the composition root link it: a2a and durable, which import telemetry, do not.
+package mcptrace
 
 import (
 	"context"
@@ -15,8 +21,9 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
-	"go.opentelemetry.io/otel/semconv/v1.41.0/mcpconv"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/agenthost/agenthost/telemetry"
 )
 
 // Network transports of MCP sessions, for network.transport.
@@ -25,40 +32,40 @@ const (
 	TransportTCP  = "tcp"  // streamable HTTP and SSE
 )
 
-// MCPClient returns go-sdk middleware for a session's outgoing requests (Client.AddSendingMiddleware, and
+// Client returns go-sdk middleware for a session's outgoing requests (Client.AddSendingMiddleware, and
 // Server.AddSendingMiddleware for what a server asks its client: sampling, elicitation): a CLIENT span per request
 // after the MCP semantic conventions, named "<method> <target>", and the trace context written into the request's
 // _meta (traceparent, tracestate), where the peer reads it. transport is TransportPipe, TransportTCP, or "" when it
 // is not known. Notifications pass untraced, and so do the requests agenthost makes on its own, outside any trace
 // (initialize, the listings that follow a list change): a trace per listing would bury the runs.
-func (t *Telemetry) MCPClient(transport string) mcp.Middleware {
+func Client(t *telemetry.Telemetry, transport string) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if strings.HasPrefix(method, "notifications/") || !trace.SpanContextFromContext(ctx).IsValid() {
 				return next(ctx, method, req)
 			}
-			attrs, target := t.mcpAttrs(method, req, transport)
-			ctx, span := t.tracer.Start(ctx, spanName(method, target), trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+			attrs, target := mcpAttrs(method, req, transport)
+			ctx, span := t.Tracer().Start(ctx, spanName(method, target), trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
 			if p := params(req); p != nil {
 				meta := maps.Clone(p.GetMeta())
 				if meta == nil {
 					meta = map[string]any{}
 				}
-				t.prop.Inject(ctx, metaCarrier(meta))
+				t.Propagator().Inject(ctx, metaCarrier(meta))
 				p.SetMeta(meta)
 			}
 			start := time.Now()
 			res, err := next(ctx, method, req)
-			et := t.endMCP(span, res, err)
-			t.m.mcpClient.Record(ctx, time.Since(start).Seconds(), mcpconv.MethodNameAttr(method), metricAttrs(attrs, et)...)
+			et := endMCP(span, res, err)
+			t.RecordMCPClient(ctx, time.Since(start), method, metricAttrs(attrs, et)...)
 			return res, err
 		}
 	}
 }
 
-// MCPServer returns go-sdk middleware for a server's incoming requests (Server.AddReceivingMiddleware): a SERVER
+// Server returns go-sdk middleware for a server's incoming requests (Server.AddReceivingMiddleware): a SERVER
 // span per request, parented by the trace context in the request's _meta, or else in the HTTP request's headers.
-func (t *Telemetry) MCPServer() mcp.Middleware {
+func Server(t *telemetry.Telemetry) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if strings.HasPrefix(method, "notifications/") {
@@ -70,49 +77,49 @@ func (t *Telemetry) MCPServer() mcp.Middleware {
 				transport = TransportTCP
 			}
 			if p := params(req); p != nil && hasTraceContext(p.GetMeta()) {
-				ctx = t.prop.Extract(ctx, metaCarrier(p.GetMeta()))
+				ctx = t.Propagator().Extract(ctx, metaCarrier(p.GetMeta()))
 			} else if transport == TransportTCP {
 				ctx = t.ExtractHTTP(ctx, extra.Header)
 			}
-			return t.serveMCP(ctx, method, req, transport, next)
+			return serveMCP(t, ctx, method, req, transport, next)
 		}
 	}
 }
 
-// MCPClientHandlers returns go-sdk middleware for the requests an MCP server sends to a client
+// ClientHandlers returns go-sdk middleware for the requests an MCP server sends to a client
 // (Client.AddReceivingMiddleware): sampling and elicitation, each a SERVER span. Its parent is the trace context in
 // the request's _meta, else the span of the context parent returns: the call the server is serving, when that is
 // known (parent may return nil). Without either, the request starts a trace of its own. ping and notifications pass
 // untraced.
-func (t *Telemetry) MCPClientHandlers(transport string, parent func() context.Context) mcp.Middleware {
+func ClientHandlers(t *telemetry.Telemetry, transport string, parent func() context.Context) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if method == "ping" || strings.HasPrefix(method, "notifications/") {
 				return next(ctx, method, req)
 			}
 			if p := params(req); p != nil && hasTraceContext(p.GetMeta()) {
-				ctx = t.prop.Extract(ctx, metaCarrier(p.GetMeta()))
+				ctx = t.Propagator().Extract(ctx, metaCarrier(p.GetMeta()))
 			} else if pc := parent(); pc != nil {
 				ctx = trace.ContextWithSpanContext(ctx, trace.SpanContextFromContext(pc))
 			}
-			return t.serveMCP(ctx, method, req, transport, next)
+			return serveMCP(t, ctx, method, req, transport, next)
 		}
 	}
 }
 
 // serveMCP serves an incoming request under a SERVER span, a child of ctx's, and times it.
-func (t *Telemetry) serveMCP(ctx context.Context, method string, req mcp.Request, transport string, next mcp.MethodHandler) (mcp.Result, error) {
-	attrs, target := t.mcpAttrs(method, req, transport)
-	ctx, span := t.tracer.Start(ctx, spanName(method, target), trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
+func serveMCP(t *telemetry.Telemetry, ctx context.Context, method string, req mcp.Request, transport string, next mcp.MethodHandler) (mcp.Result, error) {
+	attrs, target := mcpAttrs(method, req, transport)
+	ctx, span := t.Tracer().Start(ctx, spanName(method, target), trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
 	start := time.Now()
 	res, err := next(ctx, method, req)
-	et := t.endMCP(span, res, err)
-	t.m.mcpServer.Record(ctx, time.Since(start).Seconds(), mcpconv.MethodNameAttr(method), metricAttrs(attrs, et)...)
+	et := endMCP(span, res, err)
+	t.RecordMCPServer(ctx, time.Since(start), method, metricAttrs(attrs, et)...)
 	return res, err
 }
 
 // mcpAttrs returns the span attributes of an MCP request, and the target that names the span: the tool or prompt.
-func (t *Telemetry) mcpAttrs(method string, req mcp.Request, transport string) ([]attribute.KeyValue, string) {
+func mcpAttrs(method string, req mcp.Request, transport string) ([]attribute.KeyValue, string) {
 	attrs := []attribute.KeyValue{semconv.McpMethodNameKey.String(method)}
 	if transport != "" {
 		attrs = append(attrs, semconv.NetworkTransportKey.String(transport))
@@ -157,7 +164,7 @@ func (t *Telemetry) mcpAttrs(method string, req mcp.Request, transport string) (
 
 // endMCP ends an MCP span with the outcome of its request, and returns its error type ("" for success): the
 // JSON-RPC error code, "tool_error" for a tool result marked as an error, or the error's kind.
-func (t *Telemetry) endMCP(span trace.Span, res mcp.Result, err error) string {
+func endMCP(span trace.Span, res mcp.Result, err error) string {
 	var et string
 	var wire *jsonrpc.Error
 	switch {
@@ -165,10 +172,10 @@ func (t *Telemetry) endMCP(span trace.Span, res mcp.Result, err error) string {
 		et = strconv.FormatInt(wire.Code, 10)
 		span.SetAttributes(semconv.RPCResponseStatusCode(et))
 	case err != nil:
-		et = errorType(err)
+		et = telemetry.ErrorType(err)
 	default:
 		if r, ok := res.(*mcp.CallToolResult); ok && r != nil && r.IsError {
-			et = errorTool
+			et = telemetry.ErrorTool
 		}
 	}
 	if et != "" {
@@ -235,4 +242,11 @@ func (c metaCarrier) Keys() []string {
 		}
 	}
 	return keys
+}
+
+func spanName(method, target string) string {
+	if target == "" {
+		return method
+	}
+	return method + " " + target
 }
