@@ -3,7 +3,9 @@
 // that both are wired alike.
 //
 // It holds no logic beyond the mapping and the defaults the configuration leaves to the code. It imports config,
-// host, builtin, mcpserver, a2a, jwtauth, internal/httpedge and llm/openai, and must not be imported by them.
+// host, builtin, mcpserver, a2a, jwtauth, internal/httpedge, llm/openai and telemetry/otlp, and must not be imported
+// by them. With cmd/agenthost it is the composition root: the one place, with the load tools, that links the
+// OpenTelemetry SDK and its exporters.
 package wiring
 
 import (

@@ -1,6 +1,7 @@
 // Package deps checks that imports point the way the design says: the core (host, llm, config) depends on almost
-// nothing, and no product package links test support or the load tools. Its test reads the module's import graph
-// with `go list -deps` and fails naming each import that breaks a rule.
+// nothing, no product package links test support or the load tools, only the composition root links the
+// OpenTelemetry SDK and gRPC, and only the MCP edges link the MCP SDK. Its test reads the module's import graph with
+// `go list -deps` and fails naming each import that breaks a rule.
 package deps
 
 import (
@@ -34,6 +35,32 @@ var Rules = []Rule{
 // Support is what no product package may link: test support and the load and benchmark tools.
 var Support = []string{Module + "/internal/testkit/...", Module + "/internal/bench/..."}
 
+// Confinement keeps a set of packages to a few of the module's: a package of the module outside Owners that links
+// one of Linked (a package path, or a prefix ending in "/...") breaks it.
+type Confinement struct {
+	Linked []string
+	Owners []string
+	Why    string
+}
+
+// root is the composition root, which builds everything, with the load tools and the test support, which stand in
+// for it.
+var root = []string{Module + "/cmd/agenthost", Module + "/internal/wiring", Module + "/internal/bench/...",
+	Module + "/internal/testkit/..."}
+
+// Confinements are the design's rules of what only some packages may link.
+var Confinements = []Confinement{
+	{Linked: []string{"go.opentelemetry.io/otel/sdk/...", "go.opentelemetry.io/otel/exporters/...",
+		"google.golang.org/grpc/..."},
+		Owners: append([]string{Module + "/telemetry/otlp"}, root...),
+		Why: "the edges take OpenTelemetry's API; the SDK, the OTLP exporters and gRPC are telemetry/otlp's, " +
+			"for the composition root"},
+	{Linked: []string{"github.com/modelcontextprotocol/go-sdk/..."},
+		Owners: append([]string{Module + "/mcpclients/...", Module + "/mcpserver/...", Module + "/mcpauth/...",
+			Module + "/jwtauth/...", Module + "/telemetry/mcptrace"}, root...),
+		Why: "only the MCP edges link the MCP SDK"},
+}
+
 // Package is one package of the graph: its path, whether it is in the standard library, and every package it links
 // (its transitive imports).
 type Package struct {
@@ -42,7 +69,8 @@ type Package struct {
 	Deps     []string
 }
 
-// Check returns every import in pkgs that breaks Rules or Support, one line each; none means the layout holds.
+// Check returns every import in pkgs that breaks Rules, Support or Confinements, one line each; none means the layout
+// holds.
 // standard reports whether a path is in the standard library.
 func Check(pkgs []Package, standard func(string) bool) []string {
 	var broken []string
@@ -61,7 +89,20 @@ func Check(pkgs []Package, standard func(string) bool) []string {
 				broken = append(broken, fmt.Sprintf("%s imports %s (%s)", p.Path, d, r.Why))
 			}
 		}
-		if !strings.HasPrefix(p.Path, Module) || matches(p.Path, Support) {
+		if !strings.HasPrefix(p.Path, Module) {
+			continue
+		}
+		for _, c := range Confinements {
+			if matches(p.Path, c.Owners) {
+				continue
+			}
+			for _, d := range p.Deps {
+				if matches(d, c.Linked) {
+					broken = append(broken, fmt.Sprintf("%s imports %s (%s)", p.Path, d, c.Why))
+				}
+			}
+		}
+		if matches(p.Path, Support) {
 			continue
 		}
 		for _, d := range p.Deps {

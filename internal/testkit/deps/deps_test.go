@@ -29,6 +29,14 @@ func TestLayout(t *testing.T) {
 	if len(checked) != len(Rules) {
 		t.Fatalf("go list named %d of the %d packages the rules are for (%v)", len(checked), len(Rules), checked)
 	}
+	// A confinement whose patterns name nothing the module links would hold whatever the imports were.
+	for _, c := range Confinements {
+		if !slices.ContainsFunc(pkgs, func(p Package) bool {
+			return matches(p.Path, c.Owners) && slices.ContainsFunc(p.Deps, func(d string) bool { return matches(d, c.Linked) })
+		}) {
+			t.Errorf("no package of the module links %v: the confinement (%s) checks nothing", c.Linked, c.Why)
+		}
+	}
 	for _, b := range Check(pkgs, standard) {
 		t.Error(b)
 	}
@@ -44,7 +52,16 @@ func TestCheckFindsBrokenRules(t *testing.T) {
 		{Path: m + "/llm", Deps: []string{"context"}},
 		{Path: m + "/config", Deps: []string{"github.com/BurntSushi/toml", "github.com/BurntSushi/toml/internal"}},
 		{Path: m + "/mcpclients", Deps: []string{m + "/host", "github.com/modelcontextprotocol/go-sdk/mcp"}},
-		{Path: m + "/internal/bench/loadtest", Deps: []string{m + "/internal/testkit/fakellm"}},
+		{Path: m + "/internal/bench/loadtest", Deps: []string{m + "/internal/testkit/fakellm", "go.opentelemetry.io/otel/sdk/trace"}},
+		{Path: m + "/telemetry", Deps: []string{"go.opentelemetry.io/otel/trace", "go.opentelemetry.io/otel/semconv/v1.41.0"}},
+		{Path: m + "/telemetry/otlp", Deps: []string{m + "/telemetry", "go.opentelemetry.io/otel/sdk", "go.opentelemetry.io/otel/sdk/trace",
+			"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc", "google.golang.org/grpc"}},
+		{Path: m + "/telemetry/mcptrace", Deps: []string{m + "/telemetry", "github.com/modelcontextprotocol/go-sdk/mcp"}},
+		{Path: m + "/a2a", Deps: []string{m + "/telemetry", "go.opentelemetry.io/otel/trace", "go.opentelemetry.io/otel/metric"}},
+		{Path: m + "/jwtauth", Deps: []string{"github.com/modelcontextprotocol/go-sdk/auth"}},
+		{Path: m + "/internal/wiring", Deps: []string{m + "/telemetry/otlp", "google.golang.org/grpc", "github.com/modelcontextprotocol/go-sdk/mcp"}},
+		{Path: m + "/cmd/agenthost", Deps: []string{"go.opentelemetry.io/otel/sdk/metric", "github.com/modelcontextprotocol/go-sdk/mcp"}},
+		{Path: m + "/internal/testkit/otlpsink", Deps: []string{"google.golang.org/grpc"}},
 		{Path: "context", Standard: true},
 	}
 	if got := Check(good, std); len(got) != 0 {
@@ -56,6 +73,11 @@ func TestCheckFindsBrokenRules(t *testing.T) {
 		{Path: m + "/config", Deps: []string{"github.com/BurntSushi/toml", "gopkg.in/yaml.v3"}},
 		{Path: m + "/a2a", Deps: []string{m + "/internal/testkit/fakellm"}},
 		{Path: m + "/cmd/agenthost", Deps: []string{m + "/internal/bench/procstat"}},
+		{Path: m + "/durable", Deps: []string{m + "/telemetry", "go.opentelemetry.io/otel/sdk/trace", "google.golang.org/grpc/codes"}},
+		{Path: m + "/mcpserver", Deps: []string{"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"}},
+		{Path: m + "/telemetry", Deps: []string{"github.com/modelcontextprotocol/go-sdk/mcp"}},
+		{Path: m + "/telemetry/mcptrace", Deps: []string{"go.opentelemetry.io/otel/sdk/metric"}},
+		{Path: m + "/telemetry/otlp", Deps: []string{"github.com/modelcontextprotocol/go-sdk/jsonrpc"}},
 	}
 	got := Check(bad, std)
 	for _, want := range []string{
@@ -65,13 +87,22 @@ func TestCheckFindsBrokenRules(t *testing.T) {
 		m + "/config imports gopkg.in/yaml.v3",
 		m + "/a2a imports " + m + "/internal/testkit/fakellm",
 		m + "/cmd/agenthost imports " + m + "/internal/bench/procstat",
+		// The OpenTelemetry SDK, its exporters and gRPC, outside the composition root and telemetry/otlp.
+		m + "/durable imports go.opentelemetry.io/otel/sdk/trace",
+		m + "/durable imports google.golang.org/grpc/codes",
+		m + "/mcpserver imports go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp",
+		m + "/telemetry/mcptrace imports go.opentelemetry.io/otel/sdk/metric",
+		// The MCP SDK outside the MCP edges.
+		m + "/telemetry imports github.com/modelcontextprotocol/go-sdk/mcp",
+		m + "/telemetry/otlp imports github.com/modelcontextprotocol/go-sdk/jsonrpc",
 	} {
 		if !slices.ContainsFunc(got, func(line string) bool { return strings.HasPrefix(line, want+" (") }) {
 			t.Errorf("not reported: %s\ngot: %q", want, got)
 		}
 	}
-	if len(got) != 6 {
-		t.Errorf("%d reports, want 6: %q", len(got), got)
+	// host's import of the MCP SDK breaks two rules, host's and the MCP SDK's confinement.
+	if len(got) != 13 {
+		t.Errorf("%d reports, want 13: %q", len(got), got)
 	}
 }
 
