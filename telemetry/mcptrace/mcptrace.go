@@ -4,6 +4,8 @@
 //
 // It is the part of telemetry that imports the MCP SDK, kept apart so that only the MCP edges (mcpclients,
 // mcpserver) and the composition root link it: a2a and durable, which import telemetry, do not.
+//
+// The *telemetry.Telemetry the middleware is given must not be nil: without telemetry, add no middleware.
 package mcptrace
 
 import (

@@ -2,6 +2,7 @@ package mcptrace_test
 
 import (
 	"context"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -40,7 +42,7 @@ func attrMap(kvs []attribute.KeyValue) map[string]attribute.Value {
 // TestMCP connects a go-sdk client and server in memory, with the middleware on both: the server's span is the
 // child of the client's, in the caller's trace, and the tool runs under the server's span.
 func TestMCP(t *testing.T) {
-	tp, sr, mp, _ := providers(t)
+	tp, sr, mp, reader := providers(t)
 	tel := telemetry.New(tp, mp, nil)
 	server := mcp.NewServer(&mcp.Implementation{Name: "s", Version: "1"}, nil)
 	var seen trace.SpanContext
@@ -109,6 +111,17 @@ func TestMCP(t *testing.T) {
 		if a["mcp.method.name"].AsString() != "tools/call" || a["gen_ai.tool.name"].AsString() != "echo" || a["error.type"].AsString() != "tool_error" ||
 			a["network.transport"].AsString() != "pipe" || a["mcp.protocol.version"].AsString() == "" {
 			t.Errorf("%v span attributes: %v", s.SpanKind(), a)
+		}
+	}
+
+	// Both sides record the call's duration, with the method, the tool and the error type.
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"mcp.client.operation.duration", "mcp.server.operation.duration"} {
+		if !recorded(rm, name, map[string]string{"mcp.method.name": "tools/call", "gen_ai.tool.name": "echo", "error.type": "tool_error"}) {
+			t.Errorf("%s: no data point for the call to echo in %+v", name, rm.ScopeMetrics)
 		}
 	}
 
@@ -279,4 +292,25 @@ func TestMCPServerHTTPHeader(t *testing.T) {
 	if !found {
 		t.Error("no server span for tools/call")
 	}
+}
+
+// recorded reports whether rm has a data point of the histogram name with the attributes want.
+func recorded(rm metricdata.ResourceMetrics, name string, want map[string]string) bool {
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			h, ok := m.Data.(metricdata.Histogram[float64])
+			if m.Name != name || !ok {
+				continue
+			}
+			for _, dp := range h.DataPoints {
+				if dp.Count > 0 && !slices.ContainsFunc(slices.Collect(maps.Keys(want)), func(k string) bool {
+					v, _ := dp.Attributes.Value(attribute.Key(k))
+					return v.AsString() != want[k]
+				}) {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
