@@ -3,48 +3,19 @@ package telemetry_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
-	"go.opentelemetry.io/otel/attribute"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/internal/testkit/oteltest"
 	"github.com/agenthost/agenthost/llm"
 	"github.com/agenthost/agenthost/telemetry"
 )
-
-// scripted is a model that answers with its turns in order and describes itself.
-type scripted struct {
-	mu    sync.Mutex
-	turns []llm.Message
-}
-
-func (m *scripted) Describe() llm.Info {
-	return llm.Info{Provider: "openai", Name: "m1", Address: "model.test", Port: 443}
-}
-
-func (m *scripted) Generate(_ context.Context, _ *llm.Request, _ func(llm.Delta)) (*llm.Response, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if len(m.turns) == 0 {
-		return nil, errors.New("script exhausted")
-	}
-	msg := m.turns[0]
-	m.turns = m.turns[1:]
-	finish := llm.FinishStop
-	if len(msg.ToolCalls) > 0 {
-		finish = llm.FinishToolCalls
-	}
-	return &llm.Response{Message: msg, FinishReason: finish, Model: "m1-2026", Usage: llm.Usage{Requests: 1, PromptTokens: 10, CompletionTokens: 3, TotalTokens: 13}}, nil
-}
 
 type tool struct {
 	name   string
@@ -63,35 +34,16 @@ type toolset []host.Tool
 func (s toolset) Name() string                               { return "test" }
 func (s toolset) Tools(context.Context) ([]host.Tool, error) { return s, nil }
 
-// providers returns a tracer provider recording into the returned recorder, and a meter provider read by the
-// returned reader.
-func providers(t *testing.T) (*sdktrace.TracerProvider, *tracetest.SpanRecorder, *sdkmetric.MeterProvider, *sdkmetric.ManualReader) {
-	sr := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	t.Cleanup(func() { _ = tp.Shutdown(context.Background()); _ = mp.Shutdown(context.Background()) })
-	return tp, sr, mp, reader
-}
-
-func attrMap(kvs []attribute.KeyValue) map[string]attribute.Value {
-	m := map[string]attribute.Value{}
-	for _, kv := range kvs {
-		m[string(kv.Key)] = kv.Value
-	}
-	return m
-}
-
 // runOnce runs one orchestrator run whose model calls two tools, ok and bad (which reports an error), then answers.
 func runOnce(t *testing.T, capture bool) ([]sdktrace.ReadOnlySpan, metricdata.ResourceMetrics, [2]trace.SpanContext) {
-	tp, sr, mp, reader := providers(t)
+	tp, sr, mp, reader := oteltest.Providers(t)
 	tel := telemetry.New(tp, mp, &telemetry.Options{CaptureContent: capture})
 	var seen [2]trace.SpanContext
 	set := toolset{
 		tool{name: "ok", result: &host.Result{Text: "fine"}, seen: &seen[0]},
 		tool{name: "bad", result: &host.Result{Text: "it broke\nbadly", IsError: true}, seen: &seen[1]},
 	}
-	model := &scripted{turns: []llm.Message{
+	model := &oteltest.Scripted{Turns: []llm.Message{
 		{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "c1", Name: "ok", Arguments: `{"q":"secret argument"}`}, {ID: "c2", Name: "bad", Arguments: `{}`}}},
 		{Role: llm.RoleAssistant, Content: "The answer."},
 	}}
@@ -120,7 +72,7 @@ func TestObserver(t *testing.T) {
 	if !ok || len(spans) != 5 {
 		t.Fatalf("spans: want invoke_agent, two chat, two execute_tool; got %d: %v", len(spans), byName)
 	}
-	a := attrMap(run.Attributes())
+	a := oteltest.Attrs(run.Attributes())
 	if a["gen_ai.agent.name"].AsString() != "agent1" || a["gen_ai.provider.name"].AsString() != "openai" ||
 		a["gen_ai.request.model"].AsString() != "m1" || a["gen_ai.usage.input_tokens"].AsInt64() != 20 ||
 		a["agenthost.stop_reason"].AsString() != "answered" || a["gen_ai.conversation.id"].AsString() == "" {
@@ -128,7 +80,7 @@ func TestObserver(t *testing.T) {
 	}
 	for _, s := range spans {
 		if s.Name() == "chat m1" {
-			a := attrMap(s.Attributes())
+			a := oteltest.Attrs(s.Attributes())
 			if s.Parent().SpanID() != run.SpanContext().SpanID() || s.SpanKind() != trace.SpanKindClient ||
 				a["gen_ai.response.model"].AsString() != "m1-2026" || a["server.address"].AsString() != "model.test" ||
 				a["server.port"].AsInt64() != 443 || a["gen_ai.usage.output_tokens"].AsInt64() != 3 {
@@ -143,14 +95,14 @@ func TestObserver(t *testing.T) {
 	if okSpan == nil || badSpan == nil {
 		t.Fatalf("no execute_tool spans: %v", byName)
 	}
-	if a := attrMap(okSpan.Attributes()); a["gen_ai.tool.call.id"].AsString() != "c1" || a["agenthost.tool.source"].AsString() != "test" ||
+	if a := oteltest.Attrs(okSpan.Attributes()); a["gen_ai.tool.call.id"].AsString() != "c1" || a["agenthost.tool.source"].AsString() != "test" ||
 		okSpan.Status().Code.String() != "Unset" || okSpan.Parent().SpanID() != run.SpanContext().SpanID() {
 		t.Errorf("execute_tool ok: %v, status %v", a, okSpan.Status())
 	}
-	if _, ok := attrMap(okSpan.Attributes())["gen_ai.tool.call.arguments"]; ok {
+	if _, ok := oteltest.Attrs(okSpan.Attributes())["gen_ai.tool.call.arguments"]; ok {
 		t.Errorf("execute_tool records the arguments without CaptureContent")
 	}
-	if a := attrMap(badSpan.Attributes()); a["error.type"].AsString() != "tool_error" || badSpan.Status().Description != "it broke" {
+	if a := oteltest.Attrs(badSpan.Attributes()); a["error.type"].AsString() != "tool_error" || badSpan.Status().Description != "it broke" {
 		t.Errorf("execute_tool bad: %v, status %v", a, badSpan.Status())
 	}
 	// The tools ran under their spans.
@@ -200,7 +152,7 @@ func TestObserverCaptureContent(t *testing.T) {
 	spans, _, _ := runOnce(t, true)
 	var found int
 	for _, s := range spans {
-		a := attrMap(s.Attributes())
+		a := oteltest.Attrs(s.Attributes())
 		switch s.Name() {
 		case "invoke_agent agent1":
 			if !strings.Contains(a["gen_ai.input.messages"].AsString(), "secret prompt") || !strings.Contains(a["gen_ai.output.messages"].AsString(), "The answer.") {
@@ -236,9 +188,9 @@ func TestObserverCaptureContent(t *testing.T) {
 
 // TestObserverChecks: each evaluation check of the answer is an event of the run's span.
 func TestObserverChecks(t *testing.T) {
-	tp, sr, mp, _ := providers(t)
+	tp, sr, mp, _ := oteltest.Providers(t)
 	tel := telemetry.New(tp, mp, nil)
-	model := &scripted{turns: []llm.Message{{Role: llm.RoleAssistant, Content: "Lyon [source 3]."}}}
+	model := &oteltest.Scripted{Turns: []llm.Message{{Role: llm.RoleAssistant, Content: "Lyon [source 3]."}}}
 	orch := host.New(model, host.NewToolManager(nil, nil), &host.Options{Name: "c", Observer: tel.Observer(),
 		Checks: []string{host.CheckCitations, host.CheckComplete}})
 	if _, err := orch.Ask(context.Background(), &host.Request{Prompt: "Which city?"}, nil); err != nil {
@@ -250,7 +202,7 @@ func TestObserverChecks(t *testing.T) {
 			continue
 		}
 		for _, ev := range s.Events() {
-			a := attrMap(ev.Attributes)
+			a := oteltest.Attrs(ev.Attributes)
 			events = append(events, ev.Name+" "+a["gen_ai.evaluation.name"].AsString()+" "+a["gen_ai.evaluation.score.label"].AsString())
 		}
 	}

@@ -10,39 +10,19 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/attribute"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/agenthost/agenthost/internal/testkit/oteltest"
 	"github.com/agenthost/agenthost/telemetry"
 	"github.com/agenthost/agenthost/telemetry/mcptrace"
 )
 
-// providers returns a tracer provider recording into the returned recorder, and a meter provider read by the
-// returned reader.
-func providers(t *testing.T) (*sdktrace.TracerProvider, *tracetest.SpanRecorder, *sdkmetric.MeterProvider, *sdkmetric.ManualReader) {
-	sr := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	t.Cleanup(func() { _ = tp.Shutdown(context.Background()); _ = mp.Shutdown(context.Background()) })
-	return tp, sr, mp, reader
-}
-
-func attrMap(kvs []attribute.KeyValue) map[string]attribute.Value {
-	m := map[string]attribute.Value{}
-	for _, kv := range kvs {
-		m[string(kv.Key)] = kv.Value
-	}
-	return m
-}
-
 // TestMCP connects a go-sdk client and server in memory, with the middleware on both: the server's span is the
 // child of the client's, in the caller's trace, and the tool runs under the server's span.
 func TestMCP(t *testing.T) {
-	tp, sr, mp, reader := providers(t)
+	tp, sr, mp, reader := oteltest.Providers(t)
 	tel := telemetry.New(tp, mp, nil)
 	server := mcp.NewServer(&mcp.Implementation{Name: "s", Version: "1"}, nil)
 	var seen trace.SpanContext
@@ -107,7 +87,7 @@ func TestMCP(t *testing.T) {
 		t.Errorf("the tool ran under span %v, want the server span %v", seen.SpanID(), serverSpan.SpanContext().SpanID())
 	}
 	for _, s := range []sdktrace.ReadOnlySpan{clientSpan, serverSpan} {
-		a := attrMap(s.Attributes())
+		a := oteltest.Attrs(s.Attributes())
 		if a["mcp.method.name"].AsString() != "tools/call" || a["gen_ai.tool.name"].AsString() != "echo" || a["error.type"].AsString() != "tool_error" ||
 			a["network.transport"].AsString() != "pipe" || a["mcp.protocol.version"].AsString() == "" {
 			t.Errorf("%v span attributes: %v", s.SpanKind(), a)
@@ -131,7 +111,7 @@ func TestMCP(t *testing.T) {
 	}
 	for _, s := range sr.Ended() {
 		if s.Name() == "tools/call nope" && s.SpanKind() == trace.SpanKindClient {
-			if a := attrMap(s.Attributes()); a["rpc.response.status_code"].AsString() == "" || a["error.type"].AsString() != a["rpc.response.status_code"].AsString() {
+			if a := oteltest.Attrs(s.Attributes()); a["rpc.response.status_code"].AsString() == "" || a["error.type"].AsString() != a["rpc.response.status_code"].AsString() {
 				t.Errorf("failed call's span: %v", a)
 			}
 		}
@@ -142,7 +122,7 @@ func TestMCP(t *testing.T) {
 // whose trace context the request carries in _meta, and a SERVER span on the client's side, under it; without that
 // context, the client's span goes under the call the parent function names, and else starts a trace.
 func TestMCPServerRequests(t *testing.T) {
-	tp, sr, mp, _ := providers(t)
+	tp, sr, mp, _ := oteltest.Providers(t)
 	tel := telemetry.New(tp, mp, nil)
 	sample := func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
 		res, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "hi"}}}, MaxTokens: 10})
@@ -215,10 +195,10 @@ func TestMCPServerRequests(t *testing.T) {
 		t.Errorf("links: sampling client's parent %v (want the tool's server span %v), sampling server's parent %v (want %v)",
 			asked[0].Parent().SpanID(), toolServer[0].SpanContext().SpanID(), answered[0].Parent().SpanID(), asked[0].SpanContext().SpanID())
 	}
-	if a := attrMap(answered[0].Attributes()); a["mcp.method.name"].AsString() != "sampling/createMessage" || a["network.transport"].AsString() != "pipe" {
+	if a := oteltest.Attrs(answered[0].Attributes()); a["mcp.method.name"].AsString() != "sampling/createMessage" || a["network.transport"].AsString() != "pipe" {
 		t.Errorf("sampling server span attributes: %v", a)
 	}
-	if a := attrMap(asked[0].Attributes()); a["network.transport"].Type() != attribute.INVALID {
+	if a := oteltest.Attrs(asked[0].Attributes()); a["network.transport"].Type() != attribute.INVALID {
 		t.Errorf("the server's span names a transport it does not know: %v", a)
 	}
 
@@ -257,7 +237,7 @@ func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // TestMCPServerHTTPHeader: over streamable HTTP, a request without trace context in _meta is parented by the
 // traceparent header of its HTTP request, as a client without MCP-level propagation sends it.
 func TestMCPServerHTTPHeader(t *testing.T) {
-	tp, sr, mp, _ := providers(t)
+	tp, sr, mp, _ := oteltest.Providers(t)
 	tel := telemetry.New(tp, mp, nil)
 	server := mcp.NewServer(&mcp.Implementation{Name: "s", Version: "1"}, nil)
 	mcp.AddTool(server, &mcp.Tool{Name: "echo"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
@@ -284,7 +264,7 @@ func TestMCPServerHTTPHeader(t *testing.T) {
 			if s.SpanContext().TraceID().String() != traceID || s.Parent().SpanID().String() != spanID || !s.Parent().IsRemote() {
 				t.Errorf("server span: trace %s, parent %s (remote %v); want %s, %s", s.SpanContext().TraceID(), s.Parent().SpanID(), s.Parent().IsRemote(), traceID, spanID)
 			}
-			if a := attrMap(s.Attributes()); a["network.transport"].AsString() != "tcp" || a["mcp.session.id"].AsString() == "" {
+			if a := oteltest.Attrs(s.Attributes()); a["network.transport"].AsString() != "tcp" || a["mcp.session.id"].AsString() == "" {
 				t.Errorf("server span attributes: %v", a)
 			}
 		}

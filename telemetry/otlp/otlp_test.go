@@ -2,7 +2,6 @@ package otlp_test
 
 import (
 	"context"
-	"errors"
 	"net"
 	"os"
 	"strings"
@@ -15,36 +14,12 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/internal/testkit/oteltest"
 	"github.com/agenthost/agenthost/internal/testkit/otlpsink"
 	"github.com/agenthost/agenthost/llm"
 	"github.com/agenthost/agenthost/telemetry"
 	"github.com/agenthost/agenthost/telemetry/otlp"
 )
-
-// scripted is a model that answers with its turns in order and describes itself.
-type scripted struct {
-	mu    sync.Mutex
-	turns []llm.Message
-}
-
-func (m *scripted) Describe() llm.Info {
-	return llm.Info{Provider: "openai", Name: "m1", Address: "model.test", Port: 443}
-}
-
-func (m *scripted) Generate(_ context.Context, _ *llm.Request, _ func(llm.Delta)) (*llm.Response, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if len(m.turns) == 0 {
-		return nil, errors.New("script exhausted")
-	}
-	msg := m.turns[0]
-	m.turns = m.turns[1:]
-	finish := llm.FinishStop
-	if len(msg.ToolCalls) > 0 {
-		finish = llm.FinishToolCalls
-	}
-	return &llm.Response{Message: msg, FinishReason: finish, Model: "m1-2026", Usage: llm.Usage{Requests: 1, PromptTokens: 10, CompletionTokens: 3, TotalTokens: 13}}, nil
-}
 
 func TestEnabled(t *testing.T) {
 	for _, tc := range []struct {
@@ -126,7 +101,7 @@ func TestSetupGRPC(t *testing.T) {
 	if err != nil || tel == nil {
 		t.Fatalf("Setup: %v, %v", tel, err)
 	}
-	model := &scripted{turns: []llm.Message{{Role: llm.RoleAssistant, Content: "hello"}}}
+	model := &oteltest.Scripted{Turns: []llm.Message{{Role: llm.RoleAssistant, Content: "hello"}}}
 	orch := host.New(model, host.NewToolManager(nil, nil), &host.Options{Name: "g", Observer: tel.Observer()})
 	if _, err := orch.Ask(context.Background(), &host.Request{Prompt: "hi"}, nil); err != nil {
 		t.Fatal(err)
@@ -155,7 +130,7 @@ func metadataValue(ctx context.Context, key string) string {
 // runTraced runs one answer-only run observed by tel, then shuts tel down, which flushes its spans.
 func runTraced(t *testing.T, tel *telemetry.Telemetry) {
 	t.Helper()
-	model := &scripted{turns: []llm.Message{{Role: llm.RoleAssistant, Content: "hello"}}}
+	model := &oteltest.Scripted{Turns: []llm.Message{{Role: llm.RoleAssistant, Content: "hello"}}}
 	orch := host.New(model, host.NewToolManager(nil, nil), &host.Options{Name: "env", Observer: tel.Observer()})
 	if _, err := orch.Ask(context.Background(), &host.Request{Prompt: "hi"}, nil); err != nil {
 		t.Fatal(err)
