@@ -1,6 +1,6 @@
 // Package wiring maps a configuration onto the options of the packages that run it: llm/openai, host, mcpserver
-// and a2a. cmd/agenthost builds the agent with it, and internal/bench/loadtest builds the server it measures with it, so
-// that both are wired alike.
+// and a2a. cmd/agenthost builds the agent with it, and internal/bench/loadtest builds the server it measures with it,
+// so that both are wired alike.
 //
 // It holds no logic beyond the mapping and the defaults the configuration leaves to the code. It imports config,
 // host, builtin, mcpserver, a2a, jwtauth, internal/httpedge, llm/openai and telemetry/otlp, and must not be imported

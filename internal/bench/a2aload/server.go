@@ -30,8 +30,8 @@ const (
 
 // serveChild is the profiled agenthost target: the orchestrator on the offline test model with no tool, served over
 // A2A on a loopback port with the library calls `agenthost serve --a2a -model test` makes for an agent.toml whose
-// [builtin] tools = [] and whose state is in memory. It announces itself on stderr as agenthost does, writes its CPU profile from start to exit
-// to -cpuprofile, and serves until stdin closes (the parent went away) or ctx ends.
+// [builtin] tools = [] and whose state is in memory. It announces itself on stderr as agenthost does, writes its CPU
+// profile from start to exit to -cpuprofile, and serves until stdin closes (the parent went away) or ctx ends.
 func serveChild(ctx context.Context, args []string, stdin io.Reader, stderr io.Writer) (err error) {
 	fs := flag.NewFlagSet("a2aload server", flag.ContinueOnError)
 	fs.SetOutput(stderr)
