@@ -2,8 +2,15 @@
 // gRPC): it resolves the [telemetry] settings against the standard OTEL_* variables, and builds the SDK's
 // TracerProvider and MeterProvider, with their resource and exporters, for telemetry.New.
 //
-// It is the one package that links the OpenTelemetry SDK, the OTLP exporters and gRPC; only the composition root
-// (cmd/agenthost, internal/wiring) imports it, and the edges take a *telemetry.Telemetry built over the API.
+// The exporters are its own: the OTLP messages are encoded by hand (wire.go, encode*.go), and sent over net/http,
+// OTLP/gRPC being a unary gRPC call over HTTP/2 (transport.go). The OpenTelemetry exporters would link the protobuf
+// runtime, whose reflection makes the linker keep every exported method of every reachable type, and gRPC, with
+// x/net/trace and html/template: tens of megabytes of binary and a few of memory, for two messages and one call.
+// It honours the OTEL_EXPORTER_OTLP_* variables the Go exporters do (settings.go).
+//
+// It is the one package that links the OpenTelemetry SDK; it imports neither the protobuf runtime nor gRPC. Only
+// the composition root (cmd/agenthost, internal/wiring) imports it, and the edges take a *telemetry.Telemetry built
+// over the API.
 package otlp
 
 import (
@@ -14,10 +21,6 @@ import (
 	"strings"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
-	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -179,20 +182,21 @@ func Setup(ctx context.Context, cfg Config) (*telemetry.Telemetry, error) {
 		return nil, fmt.Errorf("telemetry resource: %w", err)
 	}
 
-	// The Go exporters default to https://localhost; the specification's default, which collectors listen on, is
-	// plain http. A signal whose endpoint no variable names gets it.
+	// A signal whose endpoint neither the configuration nor a variable names goes to the specification's default,
+	// plain http on localhost, which collectors listen on.
 	getenv := cfg.env()
+	named := func(v string) bool { return strings.TrimSpace(getenv(v)) != "" }
 	traceBase, metricBase := cfg.Endpoint, cfg.Endpoint
 	if cfg.Endpoint == "" {
 		local := defaultEndpoint(proto)
-		if getenv("OTEL_EXPORTER_OTLP_ENDPOINT") == "" && getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") == "" {
+		if !named("OTEL_EXPORTER_OTLP_ENDPOINT") && !named("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") {
 			traceBase = local
 		}
-		if getenv("OTEL_EXPORTER_OTLP_ENDPOINT") == "" && getenv("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT") == "" {
+		if !named("OTEL_EXPORTER_OTLP_ENDPOINT") && !named("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT") {
 			metricBase = local
 		}
 	}
-	spans, metrics, err := exporters(ctx, proto, traceBase, metricBase, cfg.Headers)
+	spans, metrics, err := exporters(getenv, proto, traceBase, metricBase, cfg.Headers)
 	if err != nil {
 		return nil, err
 	}
@@ -202,54 +206,18 @@ func Setup(ctx context.Context, cfg Config) (*telemetry.Telemetry, error) {
 		Shutdown: func(ctx context.Context) error { return errors.Join(tp.Shutdown(ctx), mp.Shutdown(ctx)) }}), nil
 }
 
-// exporters returns the OTLP span and metric exporters, sending to the collector at traceBase and metricBase
-// ("" leaves it to the OTEL_* variables).
-func exporters(ctx context.Context, proto, traceBase, metricBase string, headers map[string]string) (sdktrace.SpanExporter, sdkmetric.Exporter, error) {
+// exporters returns the OTLP span and metric exporters, sending to the collector at traceBase and metricBase ("" leaves
+// it to the OTEL_* variables).
+func exporters(getenv func(string) string, proto, traceBase, metricBase string,
+	headers map[string]string) (*spanExporter, *metricExporter, error) {
 	traceBase, metricBase = strings.TrimRight(traceBase, "/"), strings.TrimRight(metricBase, "/")
-	if proto == ProtocolGRPC {
-		var topts []otlptracegrpc.Option
-		var mopts []otlpmetricgrpc.Option
-		if traceBase != "" {
-			topts = append(topts, otlptracegrpc.WithEndpointURL(traceBase))
-		}
-		if metricBase != "" {
-			mopts = append(mopts, otlpmetricgrpc.WithEndpointURL(metricBase))
-		}
-		if len(headers) > 0 {
-			topts = append(topts, otlptracegrpc.WithHeaders(headers))
-			mopts = append(mopts, otlpmetricgrpc.WithHeaders(headers))
-		}
-		spans, err := otlptracegrpc.New(ctx, topts...)
-		if err != nil {
-			return nil, nil, fmt.Errorf("OTLP/gRPC span exporter: %w", err)
-		}
-		metrics, err := otlpmetricgrpc.New(ctx, mopts...)
-		if err != nil {
-			_ = spans.Shutdown(ctx)
-			return nil, nil, fmt.Errorf("OTLP/gRPC metric exporter: %w", err)
-		}
-		return spans, metrics, nil
-	}
-	var topts []otlptracehttp.Option
-	var mopts []otlpmetrichttp.Option
-	if traceBase != "" {
-		topts = append(topts, otlptracehttp.WithEndpointURL(traceBase+"/v1/traces"))
-	}
-	if metricBase != "" {
-		mopts = append(mopts, otlpmetrichttp.WithEndpointURL(metricBase+"/v1/metrics"))
-	}
-	if len(headers) > 0 {
-		topts = append(topts, otlptracehttp.WithHeaders(headers))
-		mopts = append(mopts, otlpmetrichttp.WithHeaders(headers))
-	}
-	spans, err := otlptracehttp.New(ctx, topts...)
+	tt, err := resolveTarget(getenv, proto, traceBase, headers, traceSignal)
 	if err != nil {
-		return nil, nil, fmt.Errorf("OTLP/HTTP span exporter: %w", err)
+		return nil, nil, err
 	}
-	metrics, err := otlpmetrichttp.New(ctx, mopts...)
+	mt, err := resolveTarget(getenv, proto, metricBase, headers, metricSignal)
 	if err != nil {
-		_ = spans.Shutdown(ctx)
-		return nil, nil, fmt.Errorf("OTLP/HTTP metric exporter: %w", err)
+		return nil, nil, err
 	}
-	return spans, metrics, nil
+	return newSpanExporter(tt), newMetricExporter(mt, temporalitySelector(getenv), aggregationSelector(getenv)), nil
 }
