@@ -125,21 +125,24 @@ func appendSum[N int64 | float64](b []byte, s metricdata.Sum[N]) ([]byte, error)
 	return endMessage(b, m), nil
 }
 
-// appendNumberDataPoint appends a NumberDataPoint: start_time_unix_nano = 2, time_unix_nano = 3, as_double = 4,
-// exemplars = 5, as_int = 6, attributes = 7.
+// appendNumberDataPoint appends a NumberDataPoint: start_time_unix_nano = 2, time_unix_nano = 3, exemplars = 5,
+// attributes = 7, and the value, of the oneof as_double = 4 and as_int = 6, last.
 func appendNumberDataPoint[N int64 | float64](b []byte, field int, p *metricdata.DataPoint[N]) []byte {
 	b, m := beginMessage(b, field)
 	b = appendFixed64(b, 2, unixNano(p.StartTime))
 	b = appendFixed64(b, 3, unixNano(p.Time))
-	if isInt[N]() {
-		b = appendExemplars(b, 5, p.Exemplars)
-		b = appendFixed64Always(b, 6, uint64(int64(p.Value)))
-	} else {
-		b = appendFixed64Always(b, 4, math.Float64bits(float64(p.Value)))
-		b = appendExemplars(b, 5, p.Exemplars)
-	}
+	b = appendExemplars(b, 5, p.Exemplars)
 	b = appendAttributeSet(b, 7, p.Attributes)
+	b = appendNumber(b, 4, 6, p.Value)
 	return endMessage(b, m)
+}
+
+// appendNumber appends v as the double field or the sfixed64 field of a oneof.
+func appendNumber[N int64 | float64](b []byte, double, sfixed64 int, v N) []byte {
+	if isInt[N]() {
+		return appendFixed64Always(b, sfixed64, uint64(int64(v)))
+	}
+	return appendFixed64Always(b, double, math.Float64bits(float64(v)))
 }
 
 // appendHistogram appends a Histogram: data_points = 1, aggregation_temporality = 2.
@@ -246,25 +249,20 @@ func appendSummary(b []byte, s metricdata.Summary) []byte {
 	return endMessage(b, m)
 }
 
-// appendExemplars appends Exemplars: time_unix_nano = 2, as_double = 3, span_id = 4, trace_id = 5, as_int = 6,
-// filtered_attributes = 7.
+// appendExemplars appends Exemplars: time_unix_nano = 2, span_id = 4, trace_id = 5, filtered_attributes = 7, and the
+// value, of the oneof as_double = 3 and as_int = 6, last.
 func appendExemplars[N int64 | float64](b []byte, field int, es []metricdata.Exemplar[N]) []byte {
 	for i := range es {
 		e := &es[i]
 		var m int
 		b, m = beginMessage(b, field)
 		b = appendFixed64(b, 2, unixNano(e.Time))
-		if !isInt[N]() {
-			b = appendFixed64Always(b, 3, math.Float64bits(float64(e.Value)))
-		}
 		b = appendBytes(b, 4, e.SpanID)
 		b = appendBytes(b, 5, e.TraceID)
-		if isInt[N]() {
-			b = appendFixed64Always(b, 6, uint64(int64(e.Value)))
-		}
 		for _, kv := range e.FilteredAttributes {
 			b = appendKeyValue(b, 7, kv)
 		}
+		b = appendNumber(b, 3, 6, e.Value)
 		b = endMessage(b, m)
 	}
 	return b

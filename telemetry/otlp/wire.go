@@ -7,8 +7,8 @@ import (
 )
 
 // The protobuf wire format, as much of it as OTLP needs: the encoders append to a byte slice the caller reuses,
-// and emit the fields of a message in field-number order, as the protobuf runtime does, so that what they write is
-// byte for byte what proto.Marshal writes for the same message.
+// and emit the fields of a message in the protobuf runtime's order, by field number but the members of a oneof
+// last, so that what they write is byte for byte what proto.Marshal writes for the same message.
 
 // Wire types.
 const (
