@@ -73,7 +73,7 @@ func mustTraceState(s string) trace.TraceState {
 
 // testSpans returns spans of the real SDK with everything a span can carry: every attribute type, events, links,
 // each status and kind, a remote parent, two scopes and two resources.
-func testSpans(t *testing.T) []sdktrace.ReadOnlySpan {
+func testSpans(t testing.TB) []sdktrace.ReadOnlySpan {
 	t.Helper()
 	rec := tracetest.NewSpanRecorder()
 	res := resource.NewWithAttributes("https://opentelemetry.io/schemas/1.26.0", attribute.String("service.name", "svc"),
@@ -114,7 +114,7 @@ func testSpans(t *testing.T) []sdktrace.ReadOnlySpan {
 
 // testMetrics returns metrics of the real SDK of every kind: int and float sums (monotonic or not), gauges,
 // explicit and exponential histograms, with exemplars, and a summary, which the SDK does not make.
-func testMetrics(t *testing.T, temporality metricdata.Temporality) *metricdata.ResourceMetrics {
+func testMetrics(t testing.TB, temporality metricdata.Temporality) *metricdata.ResourceMetrics {
 	t.Helper()
 	reader := sdkmetric.NewManualReader(sdkmetric.WithTemporalitySelector(func(sdkmetric.InstrumentKind) metricdata.Temporality {
 		return temporality
@@ -463,5 +463,24 @@ func FuzzFields(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		_ = partialSuccess(b, "spans")
 		_, _ = retryInfo(b)
+	})
+}
+
+// BenchmarkEncode measures the encoding of a batch of spans and of metrics of every kind into the reused buffers.
+func BenchmarkEncode(b *testing.B) {
+	spans, rm := testSpans(b), testMetrics(b, metricdata.CumulativeTemporality)
+	b.Run("spans", func(b *testing.B) {
+		var enc traceEncoder
+		b.ReportAllocs()
+		for b.Loop() {
+			enc.encode(spans)
+		}
+	})
+	b.Run("metrics", func(b *testing.B) {
+		var enc metricEncoder
+		b.ReportAllocs()
+		for b.Loop() {
+			_, _ = enc.encode(rm)
+		}
 	})
 }
