@@ -8,8 +8,9 @@
 // It owns the agent tool's schemas, the translation of the run's events into progress notifications, cancellation,
 // approvals asked through elicitation (within the call, or through input requests for callers on protocol
 // 2026-07-28 and later, see roundTrips), and the HTTP edge: bearer-token auth, Host and Origin checks, body limits and
-// a health endpoint. MCP SDK types stop here. It imports host, telemetry (with telemetry/mcptrace, its MCP
-// middleware) and the MCP SDK; it must not import config, mcpclients, a2a, builtin or a model SDK.
+// a health endpoint. MCP SDK types stop here. It imports host, llm, telemetry (with telemetry/mcptrace, its MCP
+// middleware), internal/httpedge (the HTTP edge it shares with a2a) and the MCP SDK; it must not import config,
+// mcpclients, a2a, builtin or a model SDK.
 package mcpserver
 
 import (

@@ -15,8 +15,6 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
-
-	"github.com/openai/openai-go/v3/option"
 )
 
 // maxErrorBody bounds how much of an error response is read, and maxMessage how much of it an error carries.
@@ -45,13 +43,9 @@ func (e *statusError) Error() string {
 	return s
 }
 
-// checkResponse is the SDK middleware that turns error statuses into statusError before the SDK sees them, so
-// that errors read the same whatever shape of error body a server uses, and rejects a non-streamed answer.
-func (m *Model) checkResponse(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
-	res, err := next(req)
-	if err != nil {
-		return nil, err
-	}
+// checkResponse turns an error status into a statusError, so that errors read the same whatever shape of error body
+// a server uses, and rejects a non-streamed answer. It closes the body of a response it rejects.
+func (m *Model) checkResponse(res *http.Response) (*http.Response, error) {
 	if res.StatusCode >= 400 {
 		body, _ := io.ReadAll(io.LimitReader(res.Body, maxErrorBody))
 		_ = res.Body.Close()

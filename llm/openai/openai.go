@@ -1,11 +1,10 @@
 // Package openai implements llm.Model over the Chat Completions API of OpenAI and of the servers that copy it
-// (Ollama, vLLM, LM Studio, OpenRouter ...). Requests are sent by the openai-go SDK's client (its transport,
-// middleware and error handling); the request body and the event stream are written and read here, because the
-// SDK's types are encoded and decoded by reflection on every call and every chunk.
+// (Ollama, vLLM, LM Studio, OpenRouter ...). It writes the request body, sends it with net/http, and reads the
+// event stream itself: only a few fields of the API are ever used, and a general SDK, whose package initialisation
+// registers every type of every endpoint, would more than double the size and start-up memory of the binary.
 //
 // It owns the conversion between llm types and the wire format, streaming, retries and the stream's idle
-// timeout. SDK types stop here: nothing of openai-go appears in this package's API. It imports llm, the SDK and
-// the standard library, no other package of this project.
+// timeout. It imports llm and the standard library, no other package of this project.
 //
 // Only fields every compatible server understands are relied on. The one exception is llm.Request.MaxTokens:
 // it is sent as max_tokens, except to api.openai.com, whose newer models accept only max_completion_tokens.
@@ -22,9 +21,6 @@ import (
 	"net/url"
 	"strconv"
 	"time"
-
-	sdk "github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
 
 	"github.com/agenthost/agenthost/llm"
 )
@@ -79,11 +75,11 @@ type Options struct {
 type Model struct {
 	name string
 	info llm.Info
-	// client sends the requests: the SDK's transport, middleware and errors. The body is written by this package
-	// (request.go) and the event stream read by it (sse.go): the SDK's own types would be encoded and decoded by
-	// reflection on every call and every chunk, and only a few of their fields are ever used.
-	client *sdk.Client
-	logger *slog.Logger
+	// client sends the requests to endpoint, the chat completions URL under the base URL.
+	client   *http.Client
+	endpoint string
+	headers  func(ctx context.Context, h http.Header)
+	logger   *slog.Logger
 
 	timeout    time.Duration
 	idle       time.Duration // 0: none
@@ -154,32 +150,16 @@ func New(opts *Options) (*Model, error) {
 		}
 		httpClient = &http.Client{Transport: transport, CheckRedirect: refuseRedirect}
 	}
-	reqOpts := []option.RequestOption{
-		option.WithBaseURL(base),
-		option.WithHTTPClient(httpClient),
-		option.WithMaxRetries(0), // retries are ours: the SDK cannot tell a chunk already forwarded
-		option.WithMiddleware(m.checkResponse),
-	}
-	if h := opts.Headers; h != nil {
-		reqOpts = append(reqOpts, option.WithMiddleware(func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
-			h(req.Context(), req.Header)
-			return next(req)
-		}))
-	}
-	if opts.APIKey != "" {
-		reqOpts = append(reqOpts, option.WithHeader("Authorization", "Bearer "+opts.APIKey))
-	}
-	// A client built from its options, unlike sdk.NewClient, reads no OPENAI_* variables: a key from the
-	// environment must not reach a base URL it was not meant for.
-	m.client = &sdk.Client{Options: reqOpts}
+	m.client = httpClient
+	m.endpoint = u.JoinPath("chat/completions").String()
+	m.headers = opts.Headers
 	return m, nil
 }
 
 // refuseRedirect is the CheckRedirect of the Model's own client. A chat completions endpoint has no reason to
 // redirect a POST, and following one would take the API key, and the conversation in the body, wherever it points
-// (net/http keeps Authorization when only the port or the scheme changes). openai-go refuses a redirect to another
-// origin too, but says only that origins must match; this error names where the redirect led, so that base_url can
-// be set to it.
+// (net/http keeps Authorization when only the port or the scheme changes). The error names where the redirect led, so
+// that base_url can be set to it.
 func refuseRedirect(req *http.Request, via []*http.Request) error {
 	from := via[len(via)-1].URL
 	return fmt.Errorf("the model API at %s://%s redirected to %s://%s%s: redirects are not followed (the API key would go with them); set base_url to where the API is",
@@ -281,8 +261,8 @@ func (m *Model) attempt(ctx context.Context, reqBody []byte, onDelta func(llm.De
 		defer idle.Stop()
 	}
 
-	var resp *http.Response
-	if err := m.client.Post(ctx, "chat/completions", reqBody, &resp); err != nil {
+	resp, err := m.post(ctx, reqBody)
+	if err != nil {
 		return nil, 0, m.idleError(ctx, err)
 	}
 	defer resp.Body.Close()
@@ -326,6 +306,32 @@ func (m *Model) attempt(ctx context.Context, reqBody []byte, onDelta func(llm.De
 	}
 	return res, acc.chunks, nil
 }
+
+// post sends one chat completions request with body and returns the response of a successful status, its event
+// stream unread. An error status becomes a statusError, with the provider's message and retry hints.
+func (m *Model) post(ctx context.Context, body []byte) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, m.endpoint, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("User-Agent", userAgent)
+	if m.apiKey != "" {
+		req.Header.Set("Authorization", "Bearer "+m.apiKey)
+	}
+	if m.headers != nil {
+		m.headers(ctx, req.Header)
+	}
+	res, err := m.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	return m.checkResponse(res)
+}
+
+// userAgent names the client to the model API.
+const userAgent = "agenthost"
 
 // idleError replaces err with an idleError when the attempt was cancelled because the stream went quiet.
 func (m *Model) idleError(ctx context.Context, err error) error {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -737,5 +738,55 @@ func TestNew(t *testing.T) {
 	}
 	if m.maxRetries != 0 || m.idle != 0 {
 		t.Errorf("negative options: retries %d idle %s, want 0 and 0", m.maxRetries, m.idle)
+	}
+}
+
+// TestRequestLine checks what goes on the wire besides the body: the endpoint under a base URL with a path (with or
+// without a trailing slash), the headers, the Headers hook, and no Authorization without a key.
+func TestRequestLine(t *testing.T) {
+	type seen struct {
+		method, path string
+		header       http.Header
+	}
+	got := make(chan seen, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- seen{r.Method, r.URL.RequestURI(), r.Header.Clone()}
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, `data: {"choices":[{"index":0,"delta":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}`+"\n\n")
+		fmt.Fprint(w, "data: [DONE]\n\n")
+	}))
+	t.Cleanup(srv.Close)
+
+	for _, tt := range []struct {
+		base, key, wantPath, wantAuth string
+	}{
+		{srv.URL + "/api/v1", testKey, "/api/v1/chat/completions", "Bearer " + testKey},
+		{srv.URL + "/api/v1/", "", "/api/v1/chat/completions", ""},
+		{srv.URL, "", "/chat/completions", ""},
+	} {
+		m, err := New(&Options{BaseURL: tt.base, APIKey: tt.key, Model: "m", Headers: func(ctx context.Context, h http.Header) {
+			h.Set("Traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := m.Generate(t.Context(), userRequest("hi"), nil); err != nil {
+			t.Fatalf("base %s: Generate: %v", tt.base, err)
+		}
+		r := <-got
+		if r.method != http.MethodPost || r.path != tt.wantPath {
+			t.Errorf("base %s: request %s %s, want POST %s", tt.base, r.method, r.path, tt.wantPath)
+		}
+		for name, want := range map[string]string{
+			"Content-Type":  "application/json",
+			"Accept":        "text/event-stream",
+			"User-Agent":    "agenthost",
+			"Authorization": tt.wantAuth,
+			"Traceparent":   "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+		} {
+			if v := r.header.Get(name); v != want {
+				t.Errorf("base %s: %s = %q, want %q", tt.base, name, v, want)
+			}
+		}
 	}
 }

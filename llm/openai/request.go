@@ -8,8 +8,7 @@ import (
 	"github.com/agenthost/agenthost/llm"
 )
 
-// The request body. It is written with encoding/json from these plain types rather than with the SDK's parameter
-// types, whose encoder walks every optional field by reflection on each call: only the fields below are ever sent.
+// The request body, written with encoding/json from these plain types: only the fields below are ever sent.
 type (
 	requestBody struct {
 		Model               string          `json:"model"`
