@@ -72,13 +72,13 @@ func cmdRun(ctx context.Context, args []string, io *stdio) error {
 		}
 		schema = b
 	}
-	a, err := c.app(ctx, fs, io.err, io.err, forRunning)
+	a, err := c.app(ctx, fs, io.err, io.err, wiring.Running)
 	if err != nil {
 		return err
 	}
-	defer a.close()
-	if a.provider == config.ProviderSampling {
-		return fmt.Errorf("%w: %w", errUsage, errSamplingOnlyServe)
+	defer a.Close()
+	if a.Provider() == config.ProviderSampling {
+		return fmt.Errorf("%w: %w", errUsage, wiring.ErrSamplingOnlyServe)
 	}
 
 	req := &host.Request{Prompt: prompt, ConversationID: *conversation, Selection: host.Selection{ToolChoices: tools, DisabledTools: disabled}, OutputSchema: schema}
@@ -87,7 +87,7 @@ func cmdRun(ctx context.Context, args []string, io *stdio) error {
 	}
 	progress := isTerminal(io.err)
 	out := &answerWriter{w: io.out}
-	ans, err := a.orch.Ask(ctx, req, func(ev *host.Event) {
+	ans, err := a.Orchestrator().Ask(ctx, req, func(ev *host.Event) {
 		if progress {
 			printProgress(io.err, ev)
 		}
@@ -98,7 +98,7 @@ func cmdRun(ctx context.Context, args []string, io *stdio) error {
 	if errors.Is(err, host.ErrInvalidRequest) || errors.Is(err, host.ErrUnknownConversation) {
 		return fmt.Errorf("%w: %w", errUsage, err)
 	}
-	if ans != nil && progress && a.state != nil {
+	if ans != nil && progress && a.State() != nil {
 		fmt.Fprintf(io.err, "Continue with: agenthost run -conversation %s PROMPT\n", ans.ConversationID)
 	}
 	if *jsonOut && ans != nil {
@@ -282,7 +282,7 @@ func cmdTools(ctx context.Context, args []string, io *stdio) error {
 	if err != nil {
 		return err
 	}
-	defer a.close()
+	defer a.Close()
 	tw := tabwriter.NewWriter(io.out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tSOURCE\tFLAGS\tDESCRIPTION")
 	for _, t := range tools {
@@ -293,24 +293,24 @@ func cmdTools(ctx context.Context, args []string, io *stdio) error {
 
 // loadTools parses the common flags of command name, builds the app and lists its tools. A problem with the tools
 // (two with one name, a source that cannot list them) is the configuration's.
-func loadTools(ctx context.Context, name string, args []string, io *stdio) (*app, []*host.ManagedTool, error) {
+func loadTools(ctx context.Context, name string, args []string, io *stdio) (*wiring.App, []*host.ManagedTool, error) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	var c common
 	c.register(fs)
 	if err := parseFlags(fs, args, io.err); err != nil {
 		return nil, nil, err
 	}
-	mode := forListing
+	mode := wiring.Listing
 	if name == "check" {
-		mode = forChecking
+		mode = wiring.Checking
 	}
 	a, err := c.app(ctx, fs, io.err, nil, mode)
 	if err != nil {
 		return nil, nil, err
 	}
-	tools, err := a.tools.Tools(ctx)
+	tools, err := a.Tools().Tools(ctx)
 	if err != nil {
-		a.close()
+		a.Close()
 		return nil, nil, fmt.Errorf("%w: %w", errUsage, err)
 	}
 	return a, tools, nil
@@ -333,13 +333,13 @@ func cmdCheck(ctx context.Context, args []string, io *stdio) error {
 	if err != nil {
 		return err
 	}
-	defer a.close()
-	for _, name := range a.tools.UnknownPolicies(tools) {
-		fmt.Fprintf(io.err, "agenthost: warning: %s: [tools.%q] matches no tool\n", configName(a.cfg), name)
+	defer a.Close()
+	for _, name := range a.Tools().UnknownPolicies(tools) {
+		fmt.Fprintf(io.err, "agenthost: warning: %s: [tools.%q] matches no tool\n", configName(a.Config()), name)
 	}
-	warnWebAndWrites(io.err, a.cfg, tools)
+	warnWebAndWrites(io.err, a.Config(), tools)
 	var failed []string
-	if servers := a.mcp.Status(); len(servers) > 0 {
+	if servers := a.MCP().Status(); len(servers) > 0 {
 		tw := tabwriter.NewWriter(io.out, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "SERVER\tTRANSPORT\tSTATUS\tPROTOCOL\tTOOLS\tERROR")
 		for _, st := range servers {
@@ -353,7 +353,7 @@ func cmdCheck(ctx context.Context, args []string, io *stdio) error {
 		}
 	}
 	var down []string
-	if peers := a.peers.Status(); len(peers) > 0 {
+	if peers := a.Peers().Status(); len(peers) > 0 {
 		tw := tabwriter.NewWriter(io.out, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "PEER\tPROTOCOL\tURL\tSTATUS\tSKILLS\tERROR")
 		for _, st := range peers {
@@ -370,7 +370,7 @@ func cmdCheck(ctx context.Context, args []string, io *stdio) error {
 	if err := printAgents(io, a, tools); err != nil {
 		return err
 	}
-	if st := a.builtins.Statuses(); len(st) > 0 {
+	if st := a.Builtins().Statuses(); len(st) > 0 {
 		tw := tabwriter.NewWriter(io.out, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "BUILTIN\tSTATUS\tDETAIL")
 		for _, s := range st {
@@ -381,15 +381,15 @@ func cmdCheck(ctx context.Context, args []string, io *stdio) error {
 		}
 	}
 	oauthErr := checkServeOAuth(ctx, io, a)
-	telErr := checkTelemetry(ctx, io, a.cfg)
-	st := checkState(ctx, a.cfg, a.logger)
+	telErr := checkTelemetry(ctx, io, a.Config())
+	st := checkState(ctx, a.Config(), a.Logger())
 	tw := tabwriter.NewWriter(io.out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "STATE\tWHERE\tSTATUS\tCONVERSATIONS")
-	fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", a.cfg.State.Backend, st.where, st.status, st.conversations)
+	fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", a.Config().State.Backend, st.where, st.status, st.conversations)
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(io.out, "%s: ok (model provider %s, %d tools)\n", configName(a.cfg), a.provider, len(tools))
+	fmt.Fprintf(io.out, "%s: ok (model provider %s, %d tools)\n", configName(a.Config()), a.Provider(), len(tools))
 	var errs []error
 	if st.err != nil {
 		errs = append(errs, st.err)
@@ -411,14 +411,14 @@ func cmdCheck(ctx context.Context, args []string, io *stdio) error {
 
 // checkServeOAuth reads the metadata and the keys of [serve.oauth]'s issuer, as `serve` will, and prints what it
 // found; it returns why `serve --http` could not verify tokens, if it could not.
-func checkServeOAuth(ctx context.Context, io *stdio, a *app) error {
-	o := a.cfg.Serve.OAuth
+func checkServeOAuth(ctx context.Context, io *stdio, a *wiring.App) error {
+	o := a.Config().Serve.OAuth
 	if o == nil {
 		return nil
 	}
 	status, keys, metadata := "ok", "-", "-"
 	var failure error
-	v, err := wiring.Verifier(ctx, a.cfg, a.logger)
+	v, err := wiring.Verifier(ctx, a.Config(), a.Logger())
 	if err != nil {
 		status, failure = truncate(err.Error(), 100), fmt.Errorf("[serve.oauth]: %w", err)
 	} else {
@@ -477,14 +477,14 @@ func checkTelemetry(ctx context.Context, io *stdio, cfg *config.Config) error {
 
 // printAgents prints the sub-agents with their models and tools, and warns of the tools they name that no source
 // offers (a typo, or a server that is down).
-func printAgents(io *stdio, a *app, tools []*host.ManagedTool) error {
-	if len(a.cfg.AgentOrder) == 0 {
+func printAgents(io *stdio, a *wiring.App, tools []*host.ManagedTool) error {
+	if len(a.Config().AgentOrder) == 0 {
 		return nil
 	}
 	tw := tabwriter.NewWriter(io.out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "AGENT\tMODEL\tMAX ITERATIONS\tTOOLS")
-	for _, name := range a.cfg.AgentOrder {
-		sa := a.cfg.Agents[name]
+	for _, name := range a.Config().AgentOrder {
+		sa := a.Config().Agents[name]
 		var missing []string
 		for _, t := range sa.Tools {
 			if !slices.ContainsFunc(tools, func(m *host.ManagedTool) bool { return m.Spec.Name == t }) {
@@ -492,27 +492,10 @@ func printAgents(io *stdio, a *app, tools []*host.ManagedTool) error {
 			}
 		}
 		if len(missing) > 0 {
-			fmt.Fprintf(io.err, "agenthost: warning: %s: agents.%s.tools: %s matches no tool\n", configName(a.cfg), name, strings.Join(missing, ", "))
+			fmt.Fprintf(io.err, "agenthost: warning: %s: agents.%s.tools: %s matches no tool\n", configName(a.Config()), name, strings.Join(missing, ", "))
 		}
 		model := orDefault(sa.Model, "(the agent's)")
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", name, model, sa.MaxIterations, orDefault(truncate(strings.Join(sa.Tools, ", "), 80), "-"))
 	}
 	return tw.Flush()
-}
-
-// app loads the configuration and builds the app, which must be closed. Logs go to stderr; notices, such as the one
-// saying the offline test model is used, go to notices when it is not nil.
-func (c *common) app(ctx context.Context, fs *flag.FlagSet, stderr, notices io.Writer, mode buildMode) (*app, error) {
-	cfg, err := c.loadConfig(fs)
-	if err != nil {
-		return nil, err
-	}
-	logger, err := c.logger(stderr)
-	if err != nil {
-		return nil, err
-	}
-	if notices == nil {
-		notices = io.Discard
-	}
-	return build(ctx, cfg, c.model, logger, notices, mode)
 }

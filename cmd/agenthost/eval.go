@@ -18,6 +18,7 @@ import (
 
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/internal/schemacheck"
+	"github.com/agenthost/agenthost/internal/wiring"
 	"github.com/agenthost/agenthost/llm"
 )
 
@@ -135,11 +136,11 @@ Flags:`)
 			return fmt.Errorf("%w: -run %q matches no case", errUsage, *only)
 		}
 	}
-	a, err := c.app(ctx, fs, io.err, io.err, forEvaluating)
+	a, err := c.app(ctx, fs, io.err, io.err, wiring.Evaluating)
 	if err != nil {
 		return err
 	}
-	defer a.close()
+	defer a.Close()
 
 	start := time.Now()
 	results := make([]*evalResult, len(cases))
@@ -277,13 +278,13 @@ var stopReasons = []host.StopReason{host.StopAnswered, host.StopToolControl, hos
 	host.StopCancelled, host.StopNoOutput, host.StopInvalidOutput, host.StopError}
 
 // runCase runs one case and checks its answer.
-func runCase(ctx context.Context, a *app, ec *evalCase) *evalResult {
+func runCase(ctx context.Context, a *wiring.App, ec *evalCase) *evalResult {
 	res := &evalResult{Name: ec.Name, Line: ec.line, Failures: []string{}, Tools: []string{}, Checks: []host.CheckResult{}}
 	start := time.Now()
 	defer func() { res.DurationMS = time.Since(start).Milliseconds(); res.Passed = len(res.Failures) == 0 }()
 	req := &host.Request{Prompt: ec.Prompt, OutputSchema: ec.OutputSchema, Checks: slices.Compact(slices.Sorted(slices.Values(slices.Concat(ec.Checks, ec.Expect.ChecksPassed))))}
 	if len(ec.Conversation) > 0 {
-		id, err := seedConversation(ctx, a.orch.Conversations(), ec.Conversation)
+		id, err := seedConversation(ctx, a.Orchestrator().Conversations(), ec.Conversation)
 		if err != nil {
 			res.Error = err.Error()
 			res.Failures = append(res.Failures, "the conversation could not be set up: "+err.Error())
@@ -291,7 +292,7 @@ func runCase(ctx context.Context, a *app, ec *evalCase) *evalResult {
 		}
 		req.ConversationID = id
 	}
-	ans, err := a.orch.Ask(ctx, req, nil)
+	ans, err := a.Orchestrator().Ask(ctx, req, nil)
 	if err != nil {
 		res.Error = err.Error()
 		res.Failures = append(res.Failures, "the run failed: "+err.Error())

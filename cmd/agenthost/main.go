@@ -1,7 +1,8 @@
 // Command agenthost runs an LLM tool-calling agent configured in agent.toml.
 //
-// It is the only package that knows every other package: it reads the configuration, builds the model, the tool
-// sources and the orchestrator, and owns stdout, stderr and the process's exit code.
+// It is a thin shell over the composition root, internal/wiring: it parses the flags, reads the configuration,
+// has wiring build and serve the product, and owns the terminal (stdout, stderr, prompts, progress) and the
+// process's exit code.
 package main
 
 import (
@@ -14,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/agenthost/agenthost/internal/redact"
+	"github.com/agenthost/agenthost/internal/wiring"
 )
 
 // Exit codes.
@@ -94,7 +96,7 @@ func run(ctx context.Context, args []string, io *stdio) int {
 		return exitOK
 	case errors.Is(err, errFlagHelp):
 		return exitOK
-	case errors.Is(err, errUsage):
+	case errors.Is(err, errUsage), errors.Is(err, wiring.ErrConfig):
 		fmt.Fprintln(io.err, "agenthost:", redact.Text(err.Error()))
 		return exitUsage
 	default:

@@ -159,7 +159,7 @@ func cmdMCP(ctx context.Context, args []string, io *stdio) error {
 		return err
 	}
 	defer flow.Close()
-	server := mcpServers(cfg, true, nil, logger)
+	server := wiring.MCPServers(cfg, true, nil, os.Getenv, logger)
 	var sc mcpclients.ServerConfig
 	for _, c := range server {
 		if c.Name == name {
@@ -169,7 +169,7 @@ func cmdMCP(ctx context.Context, args []string, io *stdio) error {
 	sc.Required, sc.ConnectTimeout = true, timeout+time.Minute
 	connect := func(ctx context.Context, h auth.OAuthHandler) error {
 		sc.OAuth = func(context.Context) (auth.OAuthHandler, error) { return h, nil }
-		client, err := mcpclients.Connect(ctx, []mcpclients.ServerConfig{sc}, &mcpclients.Options{Logger: logger, ClientName: "agenthost", ClientVersion: version})
+		client, err := wiring.ConnectMCP(ctx, []mcpclients.ServerConfig{sc}, version, logger)
 		if err != nil {
 			return err
 		}

@@ -350,8 +350,7 @@ func cmdMCPList(ctx context.Context, args []string, io *stdio) error {
 		return fmt.Errorf("%s: %w", configName(cfg), err)
 	}
 	defer closer.Close()
-	client, err := mcpclients.Connect(ctx, mcpServers(cfg, false, grants, logger), &mcpclients.Options{Logger: logger,
-		ClientName: "agenthost", ClientVersion: version})
+	client, err := wiring.ConnectMCP(ctx, wiring.MCPServers(cfg, false, grants, os.Getenv, logger), version, logger)
 	if err != nil {
 		return err
 	}

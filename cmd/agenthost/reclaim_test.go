@@ -1,45 +1,17 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
-	"regexp"
-	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/agenthost/agenthost/internal/testkit/testwait"
+	"github.com/agenthost/agenthost/internal/wiring"
 )
-
-// garbage keeps the allocation below from being optimized away before it is dropped.
-var garbage [][]byte
-
-// TestFreeSessionMemory: what the sessions' reclaim calls returns freed heap to the system at once, and says how
-// much: 64 MiB allocated and dropped come back (the runtime's own scavenger would wait for a collection and for
-// its monitor thread to wake it).
-func TestFreeSessionMemory(t *testing.T) {
-	for range 64 {
-		garbage = append(garbage, make([]byte, 1<<20))
-	}
-	runtime.KeepAlive(garbage)
-	garbage = nil
-	var logs bytes.Buffer
-	freeSessionMemory(slog.New(slog.NewTextHandler(&logs, nil)))(1234)
-	m := regexp.MustCompile(`msg="returned the memory of ended sessions to the system" sessions=1234 released_mib=(\d+) took=`).FindSubmatch(logs.Bytes())
-	if m == nil {
-		t.Fatalf("log: %q; want the line saying what was released", &logs)
-	}
-	// Most of the 64 MiB: some may have been reused or released before.
-	if mib, _ := strconv.Atoi(string(m[1])); mib < 32 {
-		t.Fatalf("released %d MiB after 64 MiB were dropped; want at least 32: %s", mib, &logs)
-	}
-}
 
 // TestServeReturnsSessionMemory: `agenthost serve --http` gives the memory back once reclaimEnded sessions have
 // ended, and says so. They are closed by their client, so that all are open at once however long opening them
@@ -60,18 +32,18 @@ backend = "memory"
 [serve]
 session_idle_timeout = "10m"
 max_sessions = %d
-`, reclaimEnded+10))
+`, wiring.ReclaimEnded+10))
 	url, log := serveChild(t, nil, servingLine, "serve", "--log-level", "info", "--config", config, "--http", "127.0.0.1:0")
-	ids := make(chan string, reclaimEnded)
+	ids := make(chan string, wiring.ReclaimEnded)
 	sessions := func(method string) {
 		t.Helper()
 		var (
 			wg     sync.WaitGroup
-			next   = make(chan string, reclaimEnded)
+			next   = make(chan string, wiring.ReclaimEnded)
 			mu     sync.Mutex
 			failed error
 		)
-		for range reclaimEnded {
+		for range wiring.ReclaimEnded {
 			id := ""
 			if method == http.MethodDelete {
 				id = <-ids
@@ -105,7 +77,7 @@ max_sessions = %d
 		t.Fatalf("the server returned memory before any session ended:\n%s", log)
 	}
 	sessions(http.MethodDelete)
-	want := fmt.Sprintf(`msg="returned the memory of ended sessions to the system" sessions=%d `, reclaimEnded)
+	want := fmt.Sprintf(`msg="returned the memory of ended sessions to the system" sessions=%d `, wiring.ReclaimEnded)
 	testwait.Until(t, time.Minute, "the server returned the memory of the expired sessions", func() bool {
 		return strings.Contains(log.String(), want)
 	})

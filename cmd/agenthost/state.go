@@ -167,12 +167,11 @@ func (c *common) openState(ctx context.Context, fs *flag.FlagSet, stderr io.Writ
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", errUsage, configName(cfg), err)
 	}
-	if opts.Backend == store.SQLite {
-		if _, err := os.Stat(opts.Path); errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("no state yet: %s does not exist (agenthost run and serve create it)", opts.Path)
-		}
+	db, err := wiring.OpenExisting(ctx, opts)
+	if errors.Is(err, wiring.ErrNoState) {
+		return nil, fmt.Errorf("no state yet: %s does not exist (agenthost run and serve create it)", opts.Path)
 	}
-	return store.Open(ctx, opts)
+	return db, err
 }
 
 // stateStatus is the state database as check reports it.
@@ -191,14 +190,12 @@ func checkState(ctx context.Context, cfg *config.Config, logger *slog.Logger) st
 		return stateStatus{where: "-", status: "error: " + err.Error(), conversations: "-", err: err}
 	}
 	where := opts.Where()
-	if opts.Backend == store.SQLite {
-		if _, err := os.Stat(opts.Path); errors.Is(err, os.ErrNotExist) {
-			return stateStatus{where: where, status: "not created yet (run and serve create it)", conversations: "0"}
-		}
-	}
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	db, err := store.Open(ctx, opts)
+	db, err := wiring.OpenExisting(ctx, opts)
+	if errors.Is(err, wiring.ErrNoState) {
+		return stateStatus{where: where, status: "not created yet (run and serve create it)", conversations: "0"}
+	}
 	if err == nil {
 		defer db.Close()
 		var list []store.ConversationSummary

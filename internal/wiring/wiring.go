@@ -1,11 +1,13 @@
-// Package wiring maps a configuration onto the options of the packages that run it: llm/openai, host, mcpserver
-// and a2a. cmd/agenthost builds the agent with it, and internal/bench/loadtest builds the server it measures with it,
-// so that both are wired alike.
+// Package wiring is the composition root: it turns a loaded configuration into the running product: the model,
+// the tool sources (built-ins, MCP servers, A2A peers, sub-agents), the tool manager and the orchestrator, the
+// state stores, the durable run engine and telemetry (Build), and the MCP server, over stdio or HTTP, and the A2A
+// server (App.Serve). cmd/agenthost keeps only its flags, the terminal and the exit codes, and the load tools in
+// internal/bench build the product they measure through it, so that what they measure is what ships.
 //
-// It holds no logic beyond the mapping and the defaults the configuration leaves to the code. It imports config,
-// host, builtin, mcpserver, a2a, jwtauth, internal/httpedge, llm/openai and telemetry/otlp, and must not be imported
-// by them. With cmd/agenthost it is the composition root: the one place, with the load tools, that links the
-// OpenTelemetry SDK and its exporters.
+// Beside Build and Serve it holds the mapping of each configuration table onto the options of the package it
+// configures, and the adapters of the state database to the stores the packages define. It imports every product
+// package and must not be imported by them: it is the one place, with the load tools, that links the OpenTelemetry
+// SDK and its exporters.
 package wiring
 
 import (
@@ -81,6 +83,20 @@ func OpenState(ctx context.Context, cfg *config.Config, getenv func(string) stri
 		return nil, nil, err
 	}
 	return db, db, nil
+}
+
+// ErrNoState is OpenExisting's error when the SQLite file of the state does not exist yet.
+var ErrNoState = errors.New("no state yet")
+
+// OpenExisting opens the state database of opts (see StateOptions) for a command that reads or edits it: it creates
+// no SQLite file, and fails with ErrNoState when there is none yet.
+func OpenExisting(ctx context.Context, opts store.Options) (*store.DB, error) {
+	if opts.Backend == store.SQLite {
+		if _, err := os.Stat(opts.Path); errors.Is(err, os.ErrNotExist) {
+			return nil, ErrNoState
+		}
+	}
+	return store.Open(ctx, opts)
 }
 
 // OpenAIOptions returns the options of an OpenAI-compatible model for m, with the API key read by the caller.

@@ -9,8 +9,9 @@
 //   - agenthost: `agenthost serve --a2a 127.0.0.1:0 -model test` with an agent.toml whose [builtin] tools = [], so a
 //     message is one run of the orchestrator on the offline test model, with no tool: the server's own cost. Without
 //     -agenthost, the binary is built with `go build` into a temporary directory. With -cpuprofile or -memprofile,
-//     this program re-executes itself as that server instead, wired as `agenthost serve --a2a` is, and writes the
-//     server's CPU profile (it is idle outside its own load runs) or its heap once the load is over to the file;
+//     this program re-executes itself as that server instead, built through the composition root (internal/wiring)
+//     as `agenthost serve --a2a` is, and writes the server's CPU profile (it is idle outside its own load runs) or
+//     its heap once the load is over to the file;
 //   - js-echo: testdata/a2a/echo-agent.mjs, an @a2a-js/sdk agent on express that answers every message with a
 //     Message "echo: <text>".
 //

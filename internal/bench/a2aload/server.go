@@ -7,18 +7,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"runtime"
 	"runtime/pprof"
 
-	"github.com/agenthost/agenthost/a2a"
-	"github.com/agenthost/agenthost/builtin"
 	"github.com/agenthost/agenthost/config"
-	"github.com/agenthost/agenthost/host"
-	"github.com/agenthost/agenthost/internal/httpedge"
 	"github.com/agenthost/agenthost/internal/wiring"
-	"github.com/agenthost/agenthost/llm/testmodel"
 )
 
 // The child process learns its role from the environment, so that a test binary can be re-executed as the server
@@ -28,10 +22,10 @@ const (
 	roleServer = "server"
 )
 
-// serveChild is the profiled agenthost target: the orchestrator on the offline test model with no tool, served over
-// A2A on a loopback port with the library calls `agenthost serve --a2a -model test` makes for an agent.toml whose
-// [builtin] tools = [] and whose state is in memory. It announces itself on stderr as agenthost does, writes its CPU
-// profile from start to exit to -cpuprofile, and serves until stdin closes (the parent went away) or ctx ends.
+// serveChild is the profiled agenthost target: `agenthost serve --a2a 127.0.0.1:0 -model test` for agentConfig
+// ([builtin] tools = [], state in memory), built and served through the composition root (internal/wiring): the
+// orchestrator on the offline test model with no tool. It announces itself on stderr as agenthost does, writes its CPU profile from start to exit to -cpuprofile,
+// and serves until stdin closes (the parent went away) or ctx ends.
 func serveChild(ctx context.Context, args []string, stdin io.Reader, stderr io.Writer) (err error) {
 	fs := flag.NewFlagSet("a2aload server", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -47,33 +41,25 @@ func serveChild(ctx context.Context, args []string, stdin io.Reader, stderr io.W
 		cancel()
 	}()
 
-	cfg := config.Default()
-	cfg.Builtin.Tools = []string{}
+	// The configuration is the one the agenthost binary is given (agentConfig).
+	cfg, err := config.Parse("agent.toml", []byte(agentConfig), os.LookupEnv)
+	if err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	builtins, err := builtin.New(cfg.Builtin.Tools, &builtin.Options{Logger: logger})
+	app, err := wiring.Build(ctx, cfg, &wiring.Options{Logger: logger, Model: "test"})
 	if err != nil {
 		return fmt.Errorf("server: %w", err)
 	}
-	tools := host.NewToolManager([]host.Toolset{builtins}, &host.ToolManagerOptions{Policies: wiring.Policies(cfg.Tools), Logger: logger})
-	orch := host.New(testmodel.New(), tools, wiring.HostOptions(cfg, logger))
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return fmt.Errorf("server: %w", err)
-	}
-	url := "http://" + ln.Addr().String() + "/"
-	srv := a2a.NewServer(orch, wiring.A2AServerOptions(cfg, "dev", url, wiring.Access{}, logger))
-	defer srv.Close()
-	handler := srv.Handler(wiring.Edge(cfg.Serve, wiring.Access{}, ln.Addr().String()), nil)
+	defer app.Close()
 
 	if *profile != "" {
 		f, err := os.Create(*profile)
 		if err != nil {
-			ln.Close()
 			return fmt.Errorf("server: %w", err)
 		}
 		if err := pprof.StartCPUProfile(f); err != nil {
 			f.Close()
-			ln.Close()
 			return fmt.Errorf("server: %w", err)
 		}
 		defer func() {
@@ -96,8 +82,9 @@ func serveChild(ctx context.Context, args []string, stdin io.Reader, stderr io.W
 			stopServe()
 		}()
 	}
-	fmt.Fprintf(stderr, "agenthost: serving A2A at %s (built-in wiring)\n", url)
-	return httpedge.Serve(serveCtx, ln, handler, nil)
+	return app.Serve(serveCtx, &wiring.ServeOptions{A2A: "127.0.0.1:0", Listening: func(e *wiring.Endpoint) {
+		fmt.Fprintf(stderr, "agenthost: serving A2A at %s (card %s)\n", e.URL, e.Card)
+	}})
 }
 
 func writeHeapProfile(path string) error {

@@ -1,7 +1,8 @@
 // Command crashload measures what calls to a stdio MCP server suffer when the server crashes: it starts a server
-// (this program, re-executed) through mcpclients as agenthost does, calls its tools from many goroutines at once,
-// kills the server with SIGKILL every -kill, and sorts the calls that failed into those that were in flight at a
-// kill and those made after one. A kill counts from the moment the process is dead (a zombie), which /proc shows a
+// (this program, re-executed), configured as an [mcp.servers] entry and connected through the composition root
+// (internal/wiring) as agenthost connects it, calls its tools from many goroutines at once, kills the server with
+// SIGKILL every -kill, and sorts the calls that failed into those that were in flight at a kill and those made after
+// one. A kill counts from the moment the process is dead (a zombie), which /proc shows a
 // moment after the signal: a call made in between may still have reached it.
 //
 // A load and benchmark tool (see BENCHMARKS.md): nothing in agenthost imports it.
@@ -20,7 +21,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -33,9 +33,13 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host"
-	"github.com/agenthost/agenthost/mcpclients"
+	"github.com/agenthost/agenthost/internal/wiring"
 )
+
+// serverName is the server's name in the configuration, and the prefix of its tools' names.
+const serverName = "crashy"
 
 // The child process learns its role from the environment.
 const (
@@ -152,21 +156,27 @@ func measure(ctx context.Context, o *options) (*result, error) {
 	}
 	defer os.RemoveAll(dir)
 	pidFile := filepath.Join(dir, "pid")
-	client, err := mcpclients.Connect(ctx, []mcpclients.ServerConfig{{
-		Name: "crashy", Transport: mcpclients.TransportStdio, Command: exe, Required: true, ReconnectWait: o.reconnectWait,
-		Env: map[string]string{roleEnv: "server", pidEnv: pidFile, workEnv: o.work.String()},
-	}}, &mcpclients.Options{Logger: slog.New(slog.DiscardHandler)})
+	// The server is an [mcp.servers] entry of agenthost's defaults, built through the composition root.
+	cfg := config.Default()
+	cfg.Builtin.Tools = []string{}
+	cfg.State.Backend = config.StateMemory
+	server := config.DefaultMCPServer()
+	server.Transport, server.Command, server.Required = config.TransportStdio, exe, true
+	server.Env = map[string]string{roleEnv: "server", pidEnv: pidFile, workEnv: o.work.String()}
+	server.ReconnectWait = config.Duration{Duration: o.reconnectWait}
+	cfg.MCP.Servers[serverName], cfg.MCP.Order = server, []string{serverName}
+	app, err := wiring.Build(ctx, cfg, &wiring.Options{Model: "test", Version: "crashload"})
 	if err != nil {
 		return nil, err
 	}
-	defer client.Close()
-	tools, err := client.Toolsets()[0].Tools(ctx)
+	defer app.Close()
+	tools, err := app.MCP().Toolsets()[0].Tools(ctx)
 	if err != nil {
 		return nil, err
 	}
 	byName := map[string]host.Tool{}
 	for _, t := range tools {
-		byName[t.Spec().Name] = t
+		byName[strings.TrimPrefix(t.Spec().Name, serverName+"_")] = t
 	}
 	lookup, charge := byName["lookup"], byName["charge"]
 	if lookup == nil || charge == nil {

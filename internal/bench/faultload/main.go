@@ -1,8 +1,9 @@
 // Command faultload measures how runs fare when the model API fails: it runs the same load through the real
-// orchestrator and the real OpenAI-compatible client, configured with agenthost's defaults, against
-// internal/testkit/fakellm behind internal/bench/faultproxy, once with no fault and once for each fault rate asked for,
-// and prints the share of runs that succeeded (and the share expected if each request fails independently), the model
-// calls, requests and retries, the faults by kind, and the latency of the runs that succeeded.
+// orchestrator and the real OpenAI-compatible client, built through the composition root (internal/wiring) from
+// agenthost's defaults, against internal/testkit/fakellm behind internal/bench/faultproxy, once with no fault and once
+// for each fault rate asked for, and prints the share of runs that succeeded (and the share expected if each request
+// fails independently), the model calls, requests and retries, the faults by kind, and the latency of the runs that
+// succeeded.
 //
 // A load and benchmark tool (see BENCHMARKS.md): nothing in agenthost imports it.
 //
@@ -20,7 +21,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"maps"
 	"math"
 	"net/http/httptest"
@@ -36,14 +36,12 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/agenthost/agenthost/builtin"
 	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/internal/bench/faultproxy"
 	"github.com/agenthost/agenthost/internal/testkit/fakellm"
 	"github.com/agenthost/agenthost/internal/wiring"
 	"github.com/agenthost/agenthost/llm"
-	"github.com/agenthost/agenthost/llm/openai"
 )
 
 func main() {
@@ -156,21 +154,20 @@ func measure(ctx context.Context, o *options, rate float64, retries int) (*resul
 	front := httptest.NewServer(proxy)
 	defer front.Close()
 
+	// agenthost's defaults, with the fake model behind the proxy, current_time as the only tool, and nothing kept.
 	cfg := config.Default()
-	logger := slog.New(slog.DiscardHandler)
-	m := cfg.Model
-	m.BaseURL, m.Model, m.MaxRetries = front.URL+target.Path, "fake-model", retries
-	model, err := openai.New(wiring.OpenAIOptions(m, "", logger))
+	cfg.Model.Provider, cfg.Model.BaseURL, cfg.Model.Model, cfg.Model.APIKeyEnv = config.ProviderOpenAI, front.URL+target.Path, "fake-model", ""
+	cfg.Model.MaxRetries = retries
+	cfg.Builtin.Tools = []string{"current_time"}
+	cfg.State.Backend = config.StateMemory
+	app, err := wiring.Build(ctx, cfg, &wiring.Options{Version: "faultload"})
 	if err != nil {
 		return nil, err
 	}
-	builtins, err := builtin.New([]string{"current_time"}, &builtin.Options{Logger: logger})
-	if err != nil {
-		return nil, err
-	}
-	defer builtins.Close()
-	counted := &countingModel{Model: model}
-	orch := host.New(counted, host.NewToolManager([]host.Toolset{builtins}, nil), wiring.HostOptions(cfg, logger))
+	defer app.Close()
+	orch := app.Orchestrator()
+	// Each run's model is the app's, counted: the requests beyond its calls are the retries.
+	counted := &countingModel{Model: app.Model()}
 
 	res := &result{rate: rate, retries: retries, runs: o.runs, failures: map[string]int{}}
 	var mu sync.Mutex
@@ -180,7 +177,7 @@ func measure(ctx context.Context, o *options, rate float64, retries int) (*resul
 		wg.Go(func() {
 			for range jobs {
 				start := time.Now()
-				ans, err := orch.Ask(ctx, &host.Request{Prompt: "What time is it?"}, nil)
+				ans, err := orch.Ask(ctx, &host.Request{Prompt: "What time is it?", Model: counted}, nil)
 				d := time.Since(start)
 				mu.Lock()
 				switch {

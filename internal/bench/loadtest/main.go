@@ -7,8 +7,9 @@
 // It starts three things on loopback:
 //   - a fake OpenAI-compatible model (internal/testkit/fakellm) that answers every request after -latency: the first
 //     model call of a run asks for one call of the built-in current_time tool, the second answers with text;
-//   - the agent server in a child process: by default this binary re-executed as the server, wired exactly as
-//     `agenthost serve --http` wires it with the built-in defaults, with net/http/pprof on a second loopback port;
+//   - the agent server in a child process: by default this binary re-executed as the server, built and served through
+//     the composition root (internal/wiring) as `agenthost serve --http` is, from the built-in defaults with the
+//     fake model and the -state flags as overrides, with net/http/pprof on a second loopback port;
 //     with -agenthost, that binary itself, started with a generated agent.toml (then there is no CPU profile);
 //   - -n MCP clients over streamable HTTP, each calling the agent tool in a loop: by default a minimal client
 //     written against the wire format (wire.go), which leaves more of the machine to the server; with
@@ -22,7 +23,7 @@
 //
 // Only the window after -warmup counts for throughput, latency and CPU; a failed call anywhere counts as failed.
 //
-// It runs on Linux only (it reads /proc). It imports the project's packages as `agenthost serve` does, plus
+// It runs on Linux only (it reads /proc). It imports internal/wiring, as `agenthost serve` does, plus
 // internal/testkit/fakellm and the MCP SDK's client.
 package main
 

@@ -14,19 +14,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/agenthost/agenthost/builtin"
 	"github.com/agenthost/agenthost/config"
-	"github.com/agenthost/agenthost/durable"
-	"github.com/agenthost/agenthost/host"
-	"github.com/agenthost/agenthost/internal/httpedge"
 	"github.com/agenthost/agenthost/internal/wiring"
-	"github.com/agenthost/agenthost/llm/openai"
-	"github.com/agenthost/agenthost/mcpserver"
 )
 
 // The child process learns its role from the environment, so that a test binary can be re-executed as the server
@@ -39,10 +32,11 @@ const (
 // modelName is the model the server asks for; the fake answers any name.
 const modelName = "fake-model"
 
-// serveChild is the server role: the agent served over streamable HTTP on a loopback port, built from the
-// configuration's built-in defaults with the library calls `agenthost serve --http` makes, and net/http/pprof on a
-// second loopback port. It writes one line, "mcp=URL pprof=ADDR", to stdout once both listen, and serves until
-// stdin closes (the parent went away) or ctx ends.
+// serveChild is the server role: the agent served over streamable HTTP on a loopback port, built and served through
+// the composition root (internal/wiring) from the built-in defaults with the model at -model-url and the state
+// flags as overrides, as `agenthost serve --http` builds it, and net/http/pprof on a second loopback port. It writes
+// one line, "mcp=URL pprof=ADDR tool=NAME", to stdout once both listen, and serves until stdin closes (the parent
+// went away) or ctx ends.
 func serveChild(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("loadtest server", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -64,24 +58,21 @@ func serveChild(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		cancel()
 	}()
 
-	cfg := config.Default()
-	cfg.State.Backend, cfg.State.DurableRuns = *state, *durableRuns
-	if *stateDir != "" {
-		cfg.State.Path = filepath.Join(*stateDir, "agenthost.db")
-	}
+	cfg := serverConfig(*modelURL, *state, *durableRuns, *stateDir)
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	handler, toolName, closeAgent, err := agentHandler(ctx, cfg, *modelURL, *dsn, logger)
+	getenv := func(name string) string {
+		if name == cfg.State.DSNEnv {
+			return *dsn
+		}
+		return os.Getenv(name)
+	}
+	app, err := wiring.Build(ctx, cfg, &wiring.Options{Logger: logger, Getenv: getenv, Version: "loadtest"})
 	if err != nil {
 		return fmt.Errorf("server: %w", err)
 	}
-	defer closeAgent()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return fmt.Errorf("server: %w", err)
-	}
+	defer app.Close()
 	profLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		ln.Close()
 		return fmt.Errorf("server: %w", err)
 	}
 	profMux := http.NewServeMux()
@@ -91,72 +82,25 @@ func serveChild(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	go func() { _ = profSrv.Serve(profLn) }()
 	defer profSrv.Close()
 
-	fmt.Fprintf(stdout, "mcp=http://%s%s pprof=%s tool=%s\n", ln.Addr(), cfg.Serve.Path, profLn.Addr(), toolName)
-	return httpedge.Serve(ctx, ln, handler, nil)
+	err = app.Serve(ctx, &wiring.ServeOptions{HTTP: "127.0.0.1:0", Listening: func(e *wiring.Endpoint) {
+		fmt.Fprintf(stdout, "mcp=%s pprof=%s tool=%s\n", e.URL, profLn.Addr(), e.Tool)
+	}})
+	if err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	return nil
 }
 
-// agentHandler builds the agent's MCP handler as cmd/agenthost's build and cmdServe do for cfg, with the model at
-// modelURL and no MCP servers: the tools are the configured built-ins. The state is cfg's [state], the Postgres
-// database at dsn; with durable runs, the calls run on the durable engine. Call the returned function at the end.
-func agentHandler(ctx context.Context, cfg *config.Config, modelURL, dsn string, logger *slog.Logger) (http.Handler, string, func(), error) {
-	m := cfg.Model
-	m.BaseURL, m.Model = modelURL, modelName
-	model, err := openai.New(wiring.OpenAIOptions(m, "", logger))
-	if err != nil {
-		return nil, "", nil, err
+// serverConfig is the configuration the server role builds: the built-in defaults, the model at modelURL, and the
+// state as the flags say (the SQLite file in stateDir).
+func serverConfig(modelURL, state, durableRuns, stateDir string) *config.Config {
+	cfg := config.Default()
+	cfg.Model.Provider, cfg.Model.BaseURL, cfg.Model.Model, cfg.Model.APIKeyEnv = config.ProviderOpenAI, modelURL, modelName, ""
+	cfg.State.Backend, cfg.State.DurableRuns = state, durableRuns
+	if stateDir != "" {
+		cfg.State.Path = filepath.Join(stateDir, "agenthost.db")
 	}
-	builtins, err := builtin.New(cfg.Builtin.Tools, &builtin.Options{Logger: logger})
-	if err != nil {
-		return nil, "", nil, err
-	}
-	getenv := func(string) string { return dsn }
-	opts := wiring.HostOptions(cfg, logger)
-	conversations, db, err := wiring.OpenState(ctx, cfg, getenv, logger)
-	if err != nil {
-		return nil, "", nil, err
-	}
-	opts.Conversations = conversations
-	closers := []func(){}
-	closeAll := func() {
-		for _, c := range slices.Backward(closers) {
-			c()
-		}
-	}
-	if db != nil {
-		closers = append(closers, func() { db.Close() })
-	}
-	tools := host.NewToolManager([]host.Toolset{builtins}, &host.ToolManagerOptions{Logger: logger})
-	orch := host.New(model, tools, opts)
-	sopts := wiring.ServerOptions(cfg, "loadtest", mcpserver.SamplingOff, logger)
-	if db != nil && wiring.Durable(cfg, "mcp") {
-		stateOpts, err := wiring.StateOptions(cfg, getenv, logger)
-		if err != nil {
-			closeAll()
-			return nil, "", nil, err
-		}
-		eopts, err := wiring.EngineOptions(cfg, db, stateOpts, "loadtest", logger)
-		if err != nil {
-			closeAll()
-			return nil, "", nil, err
-		}
-		engine, err := durable.New(ctx, orch, eopts)
-		if err == nil {
-			err = engine.Launch()
-		}
-		if err != nil {
-			closeAll()
-			return nil, "", nil, err
-		}
-		closers = append(closers, func() { engine.Close() })
-		sopts.Run = engine.Run
-	}
-	srv, err := mcpserver.New(ctx, orch, sopts)
-	if err != nil {
-		closeAll()
-		return nil, "", nil, err
-	}
-	h := srv.Handler(wiring.HTTPOptions(cfg.Serve, wiring.Access{}, "127.0.0.1:0", func() any { return []any{} }))
-	return h, srv.ToolName(), closeAll, nil
+	return cfg
 }
 
 // serverProc is the server's child process, seen from the parent.
