@@ -105,7 +105,7 @@ func measure(ctx context.Context, o *options, stderr io.Writer) (*report, error)
 	} else {
 		bin := o.agenthost
 		if bin == "" {
-			fmt.Fprintln(stderr, "a2aload: go build -tags "+BuildTags+" ./cmd/agenthost")
+			fmt.Fprintln(stderr, "a2aload: go build ./cmd/agenthost")
 			if bin, err = buildAgenthost(ctx, root, dir); err != nil {
 				return nil, err
 			}

@@ -222,14 +222,11 @@ func sampleRSS(pid int) (stop func() int64) {
 }
 
 // buildAgenthost builds cmd/agenthost of the module at root into dir.
-// BuildTags are the tags the binary is built with, as make build does.
-const BuildTags = "grpcnotrace"
-
 func buildAgenthost(ctx context.Context, root, dir string) (string, error) {
 	out := filepath.Join(dir, "agenthost")
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "build", "-tags", BuildTags, "-o", out, "./cmd/agenthost")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./cmd/agenthost")
 	cmd.Dir = root
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build ./cmd/agenthost: %w\n%s", err, b)

@@ -38,7 +38,7 @@ func TestMeasure(t *testing.T) {
 		t.Skip("starts processes and runs a load for a few seconds")
 	}
 	agenthost := filepath.Join(t.TempDir(), "agenthost")
-	if out, err := exec.CommandContext(t.Context(), "go", "build", "-tags", "grpcnotrace", "-o", agenthost, "github.com/agenthost/agenthost/cmd/agenthost").CombinedOutput(); err != nil {
+	if out, err := exec.CommandContext(t.Context(), "go", "build", "-o", agenthost, "github.com/agenthost/agenthost/cmd/agenthost").CombinedOutput(); err != nil {
 		t.Fatalf("go build agenthost: %v\n%s", err, out)
 	}
 	tests := []struct {

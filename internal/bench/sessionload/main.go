@@ -8,7 +8,7 @@
 //
 //	go run ./internal/bench/sessionload [-n 10000] [-c 32] [-rounds 2] [-idle 5s] [-settle 30s] [-agenthost PATH] [-godebug S]
 //
-// The server is the real binary (built with `go build -tags grpcnotrace` into a temporary directory unless
+// The server is the real binary (built with plain `go build` into a temporary directory unless
 // -agenthost names one), started as a child with an agent.toml of its own: the offline test model, no tools, state in
 // memory, [serve] session_idle_timeout = -idle and max_sessions above -n, and -log-level info. It runs with
 // GODEBUG=gctrace=1 (and -godebug's settings after it, such as scavtrace=1; then the GC lines are shown too), so
@@ -95,7 +95,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if o.agenthost == "" {
 		o.agenthost = filepath.Join(dir, "agenthost")
 		fmt.Fprintln(stderr, "building agenthost")
-		build := exec.CommandContext(ctx, "go", "build", "-tags", "grpcnotrace", "-o", o.agenthost, "github.com/agenthost/agenthost/cmd/agenthost")
+		build := exec.CommandContext(ctx, "go", "build", "-o", o.agenthost, "github.com/agenthost/agenthost/cmd/agenthost")
 		if out, err := build.CombinedOutput(); err != nil {
 			return fmt.Errorf("go build: %w\n%s", err, out)
 		}

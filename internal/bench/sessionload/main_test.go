@@ -15,7 +15,7 @@ import (
 // each point.
 func TestRun(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "agenthost")
-	if out, err := exec.CommandContext(t.Context(), "go", "build", "-tags", "grpcnotrace", "-o", bin, "github.com/agenthost/agenthost/cmd/agenthost").CombinedOutput(); err != nil {
+	if out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "github.com/agenthost/agenthost/cmd/agenthost").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	var stdout, stderr bytes.Buffer
