@@ -189,6 +189,47 @@ func newContext(ctx context.Context, cfg dbos.Config, logger *slog.Logger) (dbos
 	return dbos.NewContext(ctx, cfg)
 }
 
+// Unfinished says whether db, the state database, holds a run that is not over: one running when its process
+// stopped, or waiting in DBOS's queue. Any such run counts, of any executor and version, though an engine resumes
+// only its own: the answer tells whether an engine could have work to do at its start. A database DBOS has never
+// opened holds none. It lets a process that starts no durable run of its own create an engine, which costs a few
+// MiB of resident memory (DBOS's connections, goroutines and code), only when there is a run to resume.
+func Unfinished(ctx context.Context, db *store.DB) (bool, error) {
+	found, err := unfinished(ctx, db)
+	if err != nil {
+		return false, fmt.Errorf("durable: looking for unfinished runs in %s: %w", db.Where(), err)
+	}
+	return found, nil
+}
+
+func unfinished(ctx context.Context, db *store.DB) (bool, error) {
+	var exists string // how to ask whether DBOS created its table
+	table := "workflow_status"
+	switch db.Backend() {
+	case store.SQLite:
+		exists = `SELECT count(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = 'workflow_status'`
+	case store.Postgres:
+		exists = `SELECT to_regclass('dbos.workflow_status') IS NOT NULL`
+		table = "dbos.workflow_status"
+	default:
+		return false, fmt.Errorf("unknown backend %q", db.Backend())
+	}
+	var created bool
+	err := db.SQL().QueryRowContext(ctx, exists).Scan(&created)
+	if err != nil || !created {
+		return false, err
+	}
+	err = db.SQL().QueryRowContext(ctx, `SELECT 1 FROM `+table+` WHERE status IN ($1, $2, $3) LIMIT 1`,
+		string(dbos.WorkflowStatusPending), string(dbos.WorkflowStatusEnqueued), string(dbos.WorkflowStatusDelayed)).Scan(new(int))
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return true, nil
+}
+
 // appName makes name fit DBOS's application names.
 func appName(name string) string {
 	name = strings.Map(func(r rune) rune {

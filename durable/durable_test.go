@@ -104,7 +104,8 @@ func start(t *testing.T, db *store.DB, opts Options, llmURL string, launch bool)
 // TestRunResumesAfterInterruption starts a run whose tool call hangs, stops the engine (as a process stops), and
 // starts another engine on the same database: it resumes the run without asking the model again for the step that
 // finished, calls the tool again (its call had not finished), and saves the conversation once. A front end that
-// registered for the run's tag gets its events.
+// registered for the run's tag gets its events. Unfinished says there is a run to resume only between the
+// interruption and the end of the resumed run.
 func TestRunResumesAfterInterruption(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
@@ -116,8 +117,22 @@ func TestRunResumesAfterInterruption(t *testing.T) {
 			)
 			db, opts := b.open(t)
 			defer db.Close()
+			unfinished := func() bool {
+				t.Helper()
+				found, err := Unfinished(t.Context(), db)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return found
+			}
+			if unfinished() {
+				t.Fatal("Unfinished found a run in a database DBOS never opened")
+			}
 
 			first := start(t, db, opts, llm.URL, true)
+			if unfinished() {
+				t.Fatal("Unfinished found a run before any started")
+			}
 			first.tool.block.Store(true)
 			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
@@ -151,6 +166,9 @@ func TestRunResumesAfterInterruption(t *testing.T) {
 				t.Fatalf("%d model requests before the restart, want 1", llm.RequestCount())
 			}
 			_ = convID
+			if !unfinished() {
+				t.Fatal("Unfinished found no run after the interruption")
+			}
 
 			second := start(t, db, opts, llm.URL, false)
 			ended := make(chan *host.Answer, 1)
@@ -188,6 +206,7 @@ func TestRunResumesAfterInterruption(t *testing.T) {
 			if events.Load() == 0 {
 				t.Error("the front end got no event of the resumed run")
 			}
+			testwait.Until(t, 30*time.Second, "the resumed run is recorded as over", func() bool { return !unfinished() })
 			conv, err := db.Load(t.Context(), "conv-1")
 			if err != nil || len(conv.Messages) != 4 || len(conv.Sources) != 1 {
 				t.Fatalf("conversation after the resumed run: %+v, %v", conv, err)
