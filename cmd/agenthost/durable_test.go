@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -200,5 +203,124 @@ func TestA2AOrphanedTaskAfterKill(t *testing.T) {
 	}
 	if n := llm.RequestCount(); n != 1 {
 		t.Errorf("%d model requests, want 1: nothing resumed the run", n)
+	}
+}
+
+// startStdio starts `agenthost args...` serving MCP over stdio (args must not serve HTTP or A2A) at -log-level info,
+// with its stdin a pipe the test holds open, and waits until it says it serves. Closing the pipe ends it.
+func startStdio(t *testing.T, env []string, args ...string) (*exec.Cmd, io.WriteCloser, *watchedLog) {
+	t.Helper()
+	cmd := exec.Command(binary, append(args, "-log-level", "info")...)
+	cmd.Env = append(testEnv(), env...)
+	stderr := &watchedLog{found: make(chan string, 1), re: regexp.MustCompile(`(serving MCP over stdio)`)}
+	cmd.Stderr = stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stdin.Close()
+		cmd.Process.Kill()
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("agenthost %s stderr:\n%s", args, stderr.String())
+		}
+	})
+	select {
+	case <-stderr.found:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("agenthost %s did not serve within 30s:\n%s", args, stderr.String())
+	}
+	return cmd, stdin, stderr
+}
+
+// sqliteTables returns the names of the tables in the SQLite file at path.
+func sqliteTables(t *testing.T, path string) []string {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.QueryContext(t.Context(), `SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var names []string
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, name)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return names
+}
+
+// TestStdioServeStartsNoIdleEngine: with durable_runs = "tasks" (the default) only A2A tasks are durable, so
+// `agenthost serve` over stdio makes no run durable. On a state file that holds no run to resume it creates no
+// durable run engine, which would only hold DBOS's connections and goroutines (about 5 MiB) for nothing: DBOS's
+// tables, which its engine creates when it starts, are not there, and agenthost's own are.
+func TestStdioServeStartsNoIdleEngine(t *testing.T) {
+	dir := t.TempDir()
+	config := a2aConfig(t, dir, "quiet", "http://127.0.0.1:1/v1", "")
+	cmd, stdin, stderr := startStdio(t, []string{"TEST_KEY=sk-quiet"}, "serve", "--config", config)
+	stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("serve ended with %v:\n%s", err, stderr.String())
+	}
+	tables := sqliteTables(t, filepath.Join(dir, "quiet-state.db"))
+	if !slices.Contains(tables, "agenthost_schema") || slices.Contains(tables, "workflow_status") {
+		t.Errorf("tables %q: want agenthost's and none of DBOS's", tables)
+	}
+}
+
+// TestStdioServeResumesRunLeftBehind kills `agenthost serve --a2a` during a durable task's run, as
+// TestA2ADurableTaskAfterKill does, then starts `agenthost serve` over stdio on the same state. Nothing it serves
+// makes runs durable, but the state file holds a run to resume: it starts the engine all the same, and the run
+// resumes from its last finished step.
+func TestStdioServeResumesRunLeftBehind(t *testing.T) {
+	llm := fakellm.New()
+	t.Cleanup(llm.Close)
+	dir := t.TempDir()
+	notes := filepath.Join(dir, "notes")
+	config := a2aConfig(t, dir, "phoenix", llm.URL, "")
+	env := []string{"TEST_KEY=sk-a2a"}
+	noteArgs, _ := json.Marshal(map[string]string{"file": notes, "text": "first"})
+	llm.Enqueue(
+		fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "c1", Name: "fx_note", Arguments: string(noteArgs)}}},
+		fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "c2", Name: "fx_shout", Arguments: `{"text":"hello"}`}}},
+		fakellm.Turn{HangAfter: fakellm.Immediately}, // the process dies during this call
+	)
+	first, base := startKillable(t, env, regexp.MustCompile(`serving A2A at \S+ \(card (http://[^/\s]+)/`),
+		"serve", "--config", config, "--a2a", "127.0.0.1:0")
+	a2aOK[a2aOut](t, base, "send", map[string]any{"text": "Note it, then shout.", "returnImmediately": true}).task(t)
+	testwait.Until(t, a2aWait, "the third model call", func() bool { return llm.RequestCount() == 3 })
+	if err := first.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	first.Wait()
+
+	llm.Enqueue(fakellm.Turn{Text: "Noted and shouted: HELLO."})
+	startStdio(t, env, "serve", "--config", config)
+	testwait.Until(t, a2aWait, "the resumed model call", func() bool { return llm.RequestCount() == 4 })
+	var results []string
+	for _, m := range llm.Requests()[3].Messages {
+		if m.Role == "tool" {
+			results = append(results, m.ToolOutput())
+		}
+	}
+	if got := strings.Join(results, "|"); got != "noted first|HELLO" {
+		t.Errorf("the resumed model call's tool results: %q, want both finished steps", got)
+	}
+	if b, err := os.ReadFile(notes); err != nil || string(b) != "first\n" {
+		t.Errorf("the note tool's calls: %q (%v), want it called once", b, err)
 	}
 }

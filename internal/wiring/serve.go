@@ -17,6 +17,7 @@ import (
 	"github.com/agenthost/agenthost/durable"
 	"github.com/agenthost/agenthost/internal/httpedge"
 	"github.com/agenthost/agenthost/mcpserver"
+	"github.com/agenthost/agenthost/store"
 )
 
 // ServeOptions say where Serve serves the app.
@@ -102,7 +103,8 @@ func (a *App) Serve(ctx context.Context, o *ServeOptions) error {
 		defer a2aLn.Close()
 	}
 
-	engine, err := a.startEngine(ctx)
+	serveMCP := !serveA2A || serveHTTP
+	engine, err := a.startEngine(ctx, (serveMCP && Durable(a.cfg, "mcp")) || (serveA2A && Durable(a.cfg, "a2a")))
 	if err != nil {
 		return err
 	}
@@ -123,7 +125,7 @@ func (a *App) Serve(ctx context.Context, o *ServeOptions) error {
 	sessions := httpedge.NewSessions(sc.MaxSessions)
 	sessions.Reclaim(ReclaimEnded, reclaimQuiet, reclaimEvery, freeSessionMemory(a.logger))
 	defer sessions.Reclaim(0, 0, 0, nil) // a release still pending when serving stops does nothing
-	if !serveA2A || serveHTTP {
+	if serveMCP {
 		opts := ServerOptions(a.cfg, a.version, sampling(a.cfg, a.provider, a.modelArg), a.logger)
 		opts.Telemetry = a.tel
 		opts.OutputSchema = a.outputSchema
@@ -170,6 +172,7 @@ func (a *App) Serve(ctx context.Context, o *ServeOptions) error {
 				return err
 			}
 			a.logger.Info("serving MCP over stdio", "tool", srv.ToolName())
+			releaseStartupGarbage()
 			err := srv.ServeStdio(ctx, o.Stdin, o.Stdout)
 			closeEngine()
 			return err
@@ -220,6 +223,7 @@ func (a *App) Serve(ctx context.Context, o *ServeOptions) error {
 	if err := launch(engine); err != nil {
 		return err
 	}
+	releaseStartupGarbage()
 	err = serveAll(ctx, serve)
 	closeEngine()
 	return err
@@ -232,10 +236,23 @@ func (o *ServeOptions) announce(e *Endpoint) {
 }
 
 // startEngine creates the durable run engine when [state] makes runs durable, or returns nil. Launch it once the
-// front ends have registered.
-func (a *App) startEngine(ctx context.Context) (*durable.Engine, error) {
+// front ends have registered. needed says whether a front end served here makes its runs durable. When none does,
+// an engine would only resume the runs an earlier process left (of the front end it served, or of one with no
+// Resumer here, whose conversations are finished all the same): on SQLite it is created only when the file holds
+// such a run, since DBOS's connections, goroutines and code cost about 5 MiB of resident memory for nothing
+// otherwise. On Postgres it always is: a replica's engine also takes over the runs of replicas that died.
+func (a *App) startEngine(ctx context.Context, needed bool) (*durable.Engine, error) {
 	if a.state == nil || !(Durable(a.cfg, "mcp") || Durable(a.cfg, "a2a")) {
 		return nil, nil
+	}
+	if !needed && a.state.Backend() == store.SQLite {
+		found, err := durable.Unfinished(ctx, a.state)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", ConfigName(a.cfg), err)
+		}
+		if !found {
+			return nil, nil
+		}
 	}
 	sopts, err := StateOptions(a.cfg, a.getenv, a.logger)
 	if err != nil {
@@ -247,6 +264,11 @@ func (a *App) startEngine(ctx context.Context) (*durable.Engine, error) {
 	}
 	return durable.New(ctx, a.orch, eopts)
 }
+
+// releaseStartupGarbage collects what start-up left behind (configuration, migrations, connections: a few MiB the
+// heap would otherwise hold until its next collection, minutes away for an idle server) and returns the freed
+// memory to the system, once, before serving. It takes about a millisecond.
+func releaseStartupGarbage() { debug.FreeOSMemory() }
 
 // launch launches engine, when there is one: the runs an earlier process left unfinished resume.
 func launch(engine *durable.Engine) error {
