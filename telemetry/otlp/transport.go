@@ -42,7 +42,6 @@ type client struct {
 	http   *http.Client
 	zw     *gzip.Writer
 	zbuf   bytes.Buffer
-	frame  []byte // the gRPC message frame
 }
 
 func newClient(t *target) *client {
@@ -89,21 +88,26 @@ func (c *client) send(ctx context.Context, body []byte) ([]byte, error) {
 	}
 	var resp []byte
 	if c.target.proto == ProtocolGRPC {
-		// Message frame: compressed flag, big-endian length, message.
-		c.frame = append(c.frame[:0], boolByte(c.target.gzip), 0, 0, 0, 0)
-		binary.BigEndian.PutUint32(c.frame[1:], uint32(len(body)))
-		c.frame = append(c.frame, body...)
+		// Message frame: compressed flag, big-endian length, message. A new slice for each export: see below.
+		frame := make([]byte, 5, 5+len(body))
+		frame[0] = boolByte(c.target.gzip)
+		binary.BigEndian.PutUint32(frame[1:], uint32(len(body)))
+		frame = append(frame, body...)
 		if c.target.timeout > 0 {
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithTimeoutCause(ctx, c.target.timeout, errors.New("OTLP export timeout"))
 			defer cancel()
 		}
 		err := retry(ctx, func(ctx context.Context) (err error) {
-			resp, err = c.postGRPC(ctx, c.frame)
+			resp, err = c.postGRPC(ctx, frame)
 			return err
 		})
 		return resp, err
 	}
+	// The body the requests read is a copy of its own, never written again: net/http may go on reading a request's
+	// body after Do returned (a collector that answers before it has read it all), while the next export encodes
+	// into the buffers body comes from. One allocation per export, which batches many spans.
+	body = bytes.Clone(body)
 	err := retry(ctx, func(ctx context.Context) (err error) {
 		resp, err = c.postHTTP(ctx, body)
 		return err
