@@ -46,6 +46,7 @@ const (
 // Options configures a Model.
 type Options struct {
 	// BaseURL is the API's base URL, up to and including the version, e.g. "http://localhost:11434/v1".
+	// Requests go to <BaseURL>/chat/completions; a query in it is kept (Azure OpenAI's ?api-version=...).
 	// "" means DefaultBaseURL. The environment (OPENAI_BASE_URL) is not read.
 	BaseURL string
 	// APIKey is sent as a bearer token. "" sends no Authorization header, which local servers accept. The
@@ -64,6 +65,7 @@ type Options struct {
 	IdleTimeout time.Duration
 	// HTTPClient sends the requests. nil means a client of the Model's own over a clone of
 	// http.DefaultTransport keeping up to 256 idle connections. A client Timeout, if set, bounds each attempt, streaming included.
+	// Its CheckRedirect is not used: redirects are refused whatever the client.
 	HTTPClient *http.Client
 	// Logger receives retries and protocol oddities. nil discards them.
 	Logger *slog.Logger
@@ -149,6 +151,11 @@ func New(opts *Options) (*Model, error) {
 			transport = t
 		}
 		httpClient = &http.Client{Transport: transport, CheckRedirect: refuseRedirect}
+	} else {
+		// A client of the caller's refuses redirects too: the key and the conversation stay with the base URL.
+		c := *httpClient
+		c.CheckRedirect = refuseRedirect
+		httpClient = &c
 	}
 	m.client = httpClient
 	m.endpoint = u.JoinPath("chat/completions").String()

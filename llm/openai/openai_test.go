@@ -589,16 +589,19 @@ func TestRedirectRefused(t *testing.T) {
 	}))
 	defer api.Close()
 
-	m, err := New(&Options{BaseURL: api.URL + "/v1", APIKey: testKey, Model: "test-model", MaxRetries: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = m.Generate(t.Context(), userRequest("the secret plan"), nil)
-	if err == nil {
-		t.Fatal("Generate succeeded through a redirect")
-	}
-	if !strings.Contains(err.Error(), "redirected to "+target.URL) {
-		t.Errorf("the error does not say where the redirect led: %v", err)
+	// The Model's own client, and a client of the caller's that would follow redirects.
+	for _, client := range []*http.Client{nil, {}} {
+		m, err := New(&Options{BaseURL: api.URL + "/v1", APIKey: testKey, Model: "test-model", MaxRetries: -1, HTTPClient: client})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = m.Generate(t.Context(), userRequest("the secret plan"), nil)
+		if err == nil {
+			t.Fatal("Generate succeeded through a redirect")
+		}
+		if !strings.Contains(err.Error(), "redirected to "+target.URL) {
+			t.Errorf("the error does not say where the redirect led: %v", err)
+		}
 	}
 	reached.Lock()
 	defer reached.Unlock()
@@ -742,7 +745,7 @@ func TestNew(t *testing.T) {
 }
 
 // TestRequestLine checks what goes on the wire besides the body: the endpoint under a base URL with a path (with or
-// without a trailing slash), the headers, the Headers hook, and no Authorization without a key.
+// without a trailing slash, with a query), the headers, the Headers hook, and no Authorization without a key.
 func TestRequestLine(t *testing.T) {
 	type seen struct {
 		method, path string
@@ -763,6 +766,7 @@ func TestRequestLine(t *testing.T) {
 		{srv.URL + "/api/v1", testKey, "/api/v1/chat/completions", "Bearer " + testKey},
 		{srv.URL + "/api/v1/", "", "/api/v1/chat/completions", ""},
 		{srv.URL, "", "/chat/completions", ""},
+		{srv.URL + "/openai/deployments/d?api-version=2024-10-21", "", "/openai/deployments/d/chat/completions?api-version=2024-10-21", ""},
 	} {
 		m, err := New(&Options{BaseURL: tt.base, APIKey: tt.key, Model: "m", Headers: func(ctx context.Context, h http.Header) {
 			h.Set("Traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
