@@ -126,7 +126,7 @@ func (cfg *Config) Resolve() (*Resolved, error) {
 	}
 	getenv := cfg.env()
 	r := &Resolved{Protocol: proto, Service: "agenthost"}
-	if s := getenv("OTEL_SERVICE_NAME"); s != "" {
+	if s := strings.TrimSpace(getenv("OTEL_SERVICE_NAME")); s != "" {
 		r.Service = s
 	}
 	if cfg.ServiceName != "" {
@@ -135,7 +135,7 @@ func (cfg *Config) Resolve() (*Resolved, error) {
 	endpoint := cfg.Endpoint
 	for _, v := range []string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"} {
 		if endpoint == "" {
-			endpoint = getenv(v)
+			endpoint = strings.TrimSpace(getenv(v))
 		}
 	}
 	if endpoint == "" {

@@ -192,3 +192,16 @@ func TestSetupDefaultEndpoint(t *testing.T) {
 		t.Errorf("spans at the default endpoint: %+v", spans)
 	}
 }
+
+// TestResolveTrims: variables set to blanks count as unset, as the exporters read them.
+func TestResolveTrims(t *testing.T) {
+	env := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": " ", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "\t", "OTEL_SERVICE_NAME": "  "}
+	cfg := otlp.Config{Exporter: otlp.ExporterOTLP, Getenv: func(k string) string { return env[k] }}
+	r, err := cfg.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Endpoint != "http://localhost:4318" || r.Service != "agenthost" {
+		t.Errorf("Resolve = %+v, want the default endpoint and service", r)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -233,5 +234,19 @@ func TestStateMatrix(t *testing.T) {
 	}
 	if strings.Count(out, "runs:          ") != 5 {
 		t.Errorf("want 5 reports:\n%s", out)
+	}
+}
+
+// TestEnvironWithoutTelemetry: the server measured gets no OTEL_ variable of the shell, which would add exporters
+// to it, and keeps the rest.
+func TestEnvironWithoutTelemetry(t *testing.T) {
+	t.Setenv("OTEL_TRACES_EXPORTER", "otlp")
+	t.Setenv("AGENTHOST_LOADTEST_KEEP", "1")
+	env := environ("EXTRA=1")
+	if slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "OTEL_") }) {
+		t.Errorf("an OTEL_ variable reaches the server: %q", env)
+	}
+	if !slices.Contains(env, "AGENTHOST_LOADTEST_KEEP=1") || env[len(env)-1] != "EXTRA=1" {
+		t.Errorf("the rest of the environment, and the extra variable, are not all there: %q", env)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -135,7 +136,7 @@ func startServer(ctx context.Context, cfg *options, modelURL string, stderr io.W
 			args = append(args, "-durable", cfg.durable)
 		}
 		p.cmd = exec.Command(exe, args...)
-		p.cmd.Env = append(os.Environ(), roleEnv+"="+roleServer)
+		p.cmd.Env = environ(roleEnv + "=" + roleServer)
 		ready = p.parseChildLine
 	} else {
 		dir, err := os.MkdirTemp("", "agenthost-loadtest-")
@@ -153,6 +154,7 @@ func startServer(ctx context.Context, cfg *options, modelURL string, stderr io.W
 		p.cmd = exec.Command(cfg.agenthost, "serve", "-config", path, "-log-level", "warn", "--http")
 		// The binary does not watch its stdin in HTTP mode: make sure it does not outlive us.
 		p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+		p.cmd.Env = environ()
 		ready = p.parseServeLine
 	}
 	stdin, err := p.cmd.StdinPipe()
@@ -266,4 +268,11 @@ func (p *serverProc) cleanup() {
 	if p.tmpDir != "" {
 		os.RemoveAll(p.tmpDir)
 	}
+}
+
+// environ is this process's environment without the OTEL_ variables, and with extra: a shell that exports telemetry
+// settings must not add exporters to the server being measured.
+func environ(extra ...string) []string {
+	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "OTEL_") })
+	return append(env, extra...)
 }
