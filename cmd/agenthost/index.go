@@ -38,7 +38,7 @@ func cmdIndex(ctx context.Context, args []string, io *stdio) error {
 	if len(cfg.Builtin.DocSearch.Roots) == 0 {
 		return fmt.Errorf("%w: %s: builtin.doc_search.roots: no directories to index", errUsage, configName(cfg))
 	}
-	opts := wiring.BuiltinOptions(cfg, version, logger)
+	opts := wiring.BuiltinOptions(cfg, version, os.Getenv, logger)
 	path, err := opts.DocSearchIndex()
 	if err != nil {
 		return err

@@ -189,7 +189,7 @@ func Build(ctx context.Context, cfg *config.Config, opts *Options) (*App, error)
 	if a.provider != config.ProviderOpenAI {
 		hopts.OutputMode = host.OutputTool // only an API can take a response format
 	}
-	if a.builtins, err = builtin.New(cfg.Builtin.Tools, BuiltinOptions(cfg, a.version, logger)); err != nil {
+	if a.builtins, err = builtin.New(cfg.Builtin.Tools, BuiltinOptions(cfg, a.version, a.getenv, logger)); err != nil {
 		a.Close()
 		return nil, fmt.Errorf("%w: %s: builtin.tools: %w", ErrConfig, ConfigName(cfg), err)
 	}

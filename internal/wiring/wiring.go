@@ -208,7 +208,7 @@ const subAgentConversations = 16
 
 // BuiltinOptions returns the options of the built-in tools for cfg. The web search key is read from the variable
 // the configuration names, or the backend's usual one.
-func BuiltinOptions(cfg *config.Config, version string, logger *slog.Logger) *builtin.Options {
+func BuiltinOptions(cfg *config.Config, version string, getenv func(string) string, logger *slog.Logger) *builtin.Options {
 	b := cfg.Builtin
 	keyEnv := b.WebSearch.APIKeyEnv
 	if keyEnv == "" {
@@ -216,7 +216,7 @@ func BuiltinOptions(cfg *config.Config, version string, logger *slog.Logger) *bu
 	}
 	var key string
 	if keyEnv != "" {
-		key = os.Getenv(keyEnv)
+		key = getenv(keyEnv)
 	}
 	return &builtin.Options{
 		Logger:  logger,

@@ -261,8 +261,9 @@ tool_calls = 4
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("BRAVE_API_KEY", "brave-key")
-	got := BuiltinOptions(cfg, "v2", nil)
+	env := map[string]string{"BRAVE_API_KEY": "brave-key"}
+	getenv := func(k string) string { return env[k] }
+	got := BuiltinOptions(cfg, "v2", getenv, nil)
 	want := &builtin.Options{
 		Version: "v2",
 		Agent:   "agenthost",
@@ -280,12 +281,12 @@ tool_calls = 4
 
 	// api_key_env replaces the backend's usual variable.
 	cfg.Builtin.WebSearch.APIKeyEnv = "MY_SEARCH_KEY"
-	t.Setenv("MY_SEARCH_KEY", "mine")
-	if got := BuiltinOptions(cfg, "v2", nil).WebSearch.APIKey; got != "mine" {
+	env["MY_SEARCH_KEY"] = "mine"
+	if got := BuiltinOptions(cfg, "v2", getenv, nil).WebSearch.APIKey; got != "mine" {
 		t.Errorf("key from api_key_env = %q, want mine", got)
 	}
 	cfg.Builtin.DocSearch.RefreshInterval.Duration = time.Minute
-	if got := BuiltinOptions(cfg, "v2", nil).DocSearch.RefreshInterval; got != time.Minute {
+	if got := BuiltinOptions(cfg, "v2", getenv, nil).DocSearch.RefreshInterval; got != time.Minute {
 		t.Errorf("refresh interval = %v, want 1m", got)
 	}
 
