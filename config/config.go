@@ -131,6 +131,11 @@ type Limits struct {
 	ToolCalls int
 }
 
+// BuiltinTools names every built-in tool, in the order package builtin lists them (builtin.Available; a test of
+// the composition root keeps the two lists equal). Parse checks builtin.tools and the tool names of policies and
+// sub-agents against it, so that a misspelt name is reported with the others, with its line.
+var BuiltinTools = []string{"current_time", "calculate", "fetch_url", "web_search", "read_file", "list_dir", "search_files", "doc_search"}
+
 // Builtin is the [builtin] table.
 type Builtin struct {
 	// Tools names the built-in tools to offer; default ["current_time"]. Empty offers none.

@@ -33,8 +33,11 @@ func Load(path string) (*Config, error) {
 // that refers to a variable may stand for a number or a boolean: max_tokens = "${MAX_TOKENS}".
 //
 // Unknown keys, wrong types, unset variables, bad durations and every problem Validate finds are reported
-// together, each with its line (see Error). Parse also resolves provider "auto" against env and then requires
-// model.model when it resolves to "openai".
+// together, each with its line (see Error). Among them: an unknown built-in, and a tool policy ([tools."x"]) or a
+// sub-agent's tool that names no tool but is close to one, each with the name it is likely to mean; a schema_file
+// that cannot be read or is not JSON, and a root of an enabled file tool or doc_search that is not a directory, each
+// with the absolute path tried (a relative path starts from the config file's directory). Parse also resolves
+// provider "auto" against env and then requires model.model when it resolves to "openai".
 func Parse(name string, data []byte, env func(string) (string, bool)) (*Config, error) {
 	if env == nil {
 		env = os.LookupEnv
@@ -59,7 +62,11 @@ func Parse(name string, data []byte, env func(string) (string, bool)) (*Config, 
 	cfg.AgentOrder = fileOrder(md.Keys(), cfg.Agents, "agents")
 
 	all := d.issues
-	for _, is := range cfg.check() {
+	dir := ""
+	if name != "" {
+		dir = filepath.Dir(name)
+	}
+	for _, is := range append(cfg.check(), cfg.checkFiles(dir)...) {
 		if !d.failedAt(is.path) {
 			all = append(all, is)
 		}
@@ -764,16 +771,23 @@ func describe(v any) string {
 
 // suggest returns ` (did you mean "x"?)` for the known key closest to an unknown one, or "".
 func suggest(unknown string, fields map[string]fieldFunc) string {
-	best, bestDist := "", 3 // farther than two edits is not a typo
-	for k := range fields {
-		if dist := editDistance(unknown, k); dist < bestDist || dist == bestDist && k < best {
-			best, bestDist = k, dist
-		}
-	}
+	best, _ := closest(unknown, sortedKeys(fields))
 	if best == "" {
 		return ""
 	}
 	return fmt.Sprintf(" (did you mean %q?)", best)
+}
+
+// closest returns the name of known closest to unknown, the first in alphabetical order among equals, and its edit
+// distance; "" when none is within two edits (farther is not a typo).
+func closest(unknown string, known []string) (string, int) {
+	best, bestDist := "", 3
+	for _, k := range known {
+		if dist := editDistance(unknown, k); dist < bestDist || dist == bestDist && k < best {
+			best, bestDist = k, dist
+		}
+	}
+	return best, bestDist
 }
 
 // editDistance is the Levenshtein distance between a and b, in bytes.

@@ -382,7 +382,8 @@ func TestParseErrors(t *testing.T) {
 		{"builtin name", "[builtin]\ntools = [\"current time\"]\n", nil,
 			`agent.toml:2: builtin.tools[0]: must be a tool name matching ^[a-zA-Z0-9_-]{1,64}$ (got "current time")`},
 		{"builtin twice", "[builtin]\ntools = [\"a\", \"a\"]\n", nil,
-			`agent.toml:2: builtin.tools[1]: "a" is listed twice`},
+			`agent.toml:2: builtin.tools[0]: unknown built-in tool "a"; the built-ins are current_time, calculate, fetch_url, web_search, read_file, list_dir, search_files, doc_search` + "\n" +
+				`agent.toml:2: builtin.tools[1]: "a" is listed twice`},
 		{"tool name", "[tools.\"fs.read\"]\nenabled = false\n", nil,
 			`agent.toml:1: tools."fs.read": tool name must match ^[a-zA-Z0-9_-]{1,64}$`},
 		{"server name", "[mcp.servers.\"my server\"]\ncommand = \"x\"\n", nil,

@@ -1,11 +1,17 @@
 package config
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"net"
 	"net/url"
+	"os"
 	"path"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -17,8 +23,113 @@ import (
 // errors carry no file or line. Parse runs the same checks. A Config built in code must fill in the defaults
 // itself (start from Default, DefaultMCPServer and DefaultA2APeer), and MCP.Order and A2A.Order must list
 // every server and peer once.
+//
+// Validate also checks the files and directories the configuration names (see Parse), a relative path from the
+// current directory.
 func (c *Config) Validate() error {
-	return c.check().join("", nil)
+	return append(c.check(), c.checkFiles("")...).join("", nil)
+}
+
+// checkFiles checks that the files and directories the configuration reads at start are there: the output schema
+// (which must be JSON) and the roots of the enabled file tools and doc_search. A relative path is taken from dir,
+// the config file's directory ("" for the current directory); each message names the absolute path tried.
+func (c *Config) checkFiles(dir string) issues {
+	var is issues
+	if o := c.Agent.Output; o != nil && len(o.Schema) == 0 && o.SchemaFile != "" {
+		checkSchemaFile(&is, []string{"agent", "output", "schema_file"}, o.SchemaFile, dir)
+	}
+	enabled := func(names ...string) bool {
+		return slices.ContainsFunc(names, func(n string) bool { return slices.Contains(c.Builtin.Tools, n) })
+	}
+	roots := func(p []string, list []string) {
+		for i, r := range list {
+			if strings.TrimSpace(r) != "" && !strings.ContainsRune(r, 0) { // checkPaths reports the others
+				checkDir(&is, p, fmt.Sprintf("%s[%d]", formatKey(p), i), r, dir)
+			}
+		}
+	}
+	if enabled("read_file", "list_dir", "search_files") {
+		roots([]string{"builtin", "files", "roots"}, c.Builtin.Files.Roots)
+	}
+	if enabled("doc_search") {
+		roots([]string{"builtin", "doc_search", "roots"}, c.Builtin.DocSearch.Roots)
+	}
+	return is
+}
+
+// resolvePath returns where p is looked for: from dir when it is relative, made absolute for messages.
+func resolvePath(p, dir string) (path, shown string) {
+	path = p
+	if !filepath.IsAbs(p) && dir != "" {
+		path = filepath.Join(dir, p)
+	}
+	shown = path
+	if abs, err := filepath.Abs(path); err == nil {
+		shown = abs
+	}
+	return path, shown
+}
+
+// tried says where a relative path p was looked for.
+func tried(p, shown, dir string) string {
+	if filepath.IsAbs(p) {
+		return ""
+	}
+	from := "the config file's directory"
+	if dir == "" {
+		from = "the current directory"
+	}
+	return fmt.Sprintf(" (looked for %s: a relative path starts from %s)", shown, from)
+}
+
+// checkDir checks that p names an existing directory.
+func checkDir(is *issues, path []string, key, p, dir string) {
+	full, shown := resolvePath(p, dir)
+	fi, err := os.Stat(full)
+	switch {
+	case err != nil:
+		is.addKey(path, key, "cannot read %q: %s%s", p, pathReason(err), tried(p, shown, dir))
+	case !fi.IsDir():
+		is.addKey(path, key, "%q is a file, not a directory%s", p, tried(p, shown, dir))
+	}
+}
+
+// checkSchemaFile checks that the output schema's file can be read and holds JSON; whether the JSON is a usable
+// JSON Schema is checked when the schema is compiled.
+func checkSchemaFile(is *issues, path []string, p, dir string) {
+	full, shown := resolvePath(p, dir)
+	data, err := os.ReadFile(full)
+	if err != nil {
+		is.add(path, "cannot read %q: %s%s", p, pathReason(err), tried(p, shown, dir))
+		return
+	}
+	if err := json.Unmarshal(data, new(json.RawMessage)); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			line, col := position(data, se.Offset)
+			is.add(path, "%s:%d:%d: not JSON: %v", shown, line, col, se)
+			return
+		}
+		is.add(path, "%s: not JSON: %v", shown, err)
+	}
+}
+
+// pathReason is why a path could not be opened, without the path the error repeats.
+func pathReason(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
+
+// position returns the 1-based line and column (in bytes) of the byte before offset, where encoding/json reports a
+// syntax error.
+func position(data []byte, offset int64) (line, col int) {
+	end := min(max(int(offset)-1, 0), len(data))
+	before := data[:end]
+	line = bytes.Count(before, []byte("\n")) + 1
+	return line, end - (bytes.LastIndexByte(before, '\n') + 1) + 1
 }
 
 // Enumerated values, in the order messages list them.
@@ -74,17 +185,23 @@ func (c *Config) check() issues {
 			is.addKey([]string{"builtin", "tools"}, key, "must be a tool name matching %s (got %q)", namePattern, name)
 		case seen[name]:
 			is.addKey([]string{"builtin", "tools"}, key, "%q is listed twice", name)
+		case !slices.Contains(BuiltinTools, name):
+			is.addKey([]string{"builtin", "tools"}, key, "unknown built-in tool %q%s; the built-ins are %s",
+				name, didYouMean(name, BuiltinTools), strings.Join(BuiltinTools, ", "))
 		}
 		seen[name] = true
 	}
 
 	checkBuiltin(&is, &c.Builtin)
 	checkOrder(&is, "agents", "", c.Agents, c.AgentOrder)
-	checkAgents(&is, c.Agents, c.AgentOrder)
+	names := c.toolNames()
+	checkAgents(&is, c.Agents, c.AgentOrder, names)
 
 	for _, name := range sortedKeys(c.Tools) {
 		if !validName(name) {
 			is.add([]string{"tools", name}, "tool name must match %s", namePattern)
+		} else if why := names.typo(name, ""); why != "" {
+			is.add([]string{"tools", name}, "matches no tool%s", why)
 		}
 		checkChecks(&is, []string{"tools", name, "evaluation_checks"}, "tools."+name+".evaluation_checks", c.Tools[name].EvaluationChecks)
 	}
@@ -112,6 +229,73 @@ func (c *Config) check() issues {
 	checkServe(&is, &c.Serve)
 	checkTelemetry(&is, &c.Telemetry)
 	return is
+}
+
+// toolNames is what is known of the tool names before the MCP servers and A2A peers are reached: the built-ins,
+// the sub-agents and the peers by name, and the MCP servers by the prefix of their tools' names.
+//
+// A tool policy or a sub-agent's tool whose name can be none of these but is within two edits of a known one is a
+// typo: it would leave the tool it meant without its policy, or the sub-agent without the tool, in silence. A name
+// like no known one may be an MCP tool, is harmless otherwise (a policy for no tool) and was accepted before: it is
+// checked once the tools are listed, where agenthost check warns about a policy that matches no tool.
+type toolNames struct {
+	known    []string // built-ins, sub-agents and A2A peers
+	prefixes []string // "<prefix>_" of each MCP server's tool names
+	bare     bool     // an MCP server's tools keep their own names: any name may be one of them
+}
+
+func (c *Config) toolNames() toolNames {
+	tn := toolNames{known: slices.Concat(BuiltinTools, sortedKeys(c.Agents), sortedKeys(c.A2A.Peers))}
+	for _, name := range sortedKeys(c.MCP.Servers) {
+		p := c.MCP.Servers[name].PrefixOrName(name)
+		if p == "" {
+			tn.bare = true
+			continue
+		}
+		tn.prefixes = append(tn.prefixes, p+"_")
+	}
+	return tn
+}
+
+// maxToolName is the longest final tool name (host.MaxToolNameLen): a longer one is cut and ends in a hash, so that
+// a name of this length may belong to any MCP server.
+const maxToolName = 64
+
+// typo returns "" when name may be a tool or is like no known one (self, a sub-agent's own name, left out), else
+// the suggestion and why name is no tool.
+func (tn toolNames) typo(name, self string) string {
+	known := slices.DeleteFunc(slices.Clone(tn.known), func(k string) bool { return k == self })
+	if slices.Contains(known, name) || tn.bare || len(tn.prefixes) > 0 && len(name) == maxToolName {
+		return ""
+	}
+	for _, p := range tn.prefixes {
+		if strings.HasPrefix(name, p) && len(name) > len(p) {
+			return ""
+		}
+	}
+	hint := didYouMean(name, known)
+	if hint == "" {
+		return ""
+	}
+	why := hint + ": it is not a built-in, a sub-agent or an A2A peer"
+	if len(tn.prefixes) > 0 {
+		quoted := make([]string, len(tn.prefixes))
+		for i, p := range tn.prefixes {
+			quoted[i] = fmt.Sprintf("%q", p)
+		}
+		why += ", and the MCP servers' tool names begin with " + strings.Join(quoted, " or ")
+	}
+	return why
+}
+
+// didYouMean returns ` (did you mean "x"?)` for the name of known closest to name, or "". A name no longer than the
+// distance is not taken for a typo of it.
+func didYouMean(name string, known []string) string {
+	best, dist := closest(name, known)
+	if best == "" || dist >= len(name) {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %q?)", best)
 }
 
 // checkChecks checks a list of evaluation check names.
@@ -225,7 +409,7 @@ func checkPaths(is *issues, p []string, paths []string) {
 }
 
 // checkAgents checks the sub-agents, and that no sub-agent reaches itself through the sub-agents it may use.
-func checkAgents(is *issues, agents map[string]SubAgent, order []string) {
+func checkAgents(is *issues, agents map[string]SubAgent, order []string, names toolNames) {
 	for _, name := range sortedKeys(agents) {
 		a := agents[name]
 		p := func(key string) []string { return []string{"agents", name, key} }
@@ -252,6 +436,10 @@ func checkAgents(is *issues, agents map[string]SubAgent, order []string) {
 				is.addKey(p("tools"), key, "a sub-agent cannot use itself")
 			case seen[t]:
 				is.addKey(p("tools"), key, "%q is listed twice", t)
+			default:
+				if why := names.typo(t, name); why != "" {
+					is.addKey(p("tools"), key, "%q matches no tool%s", t, why)
+				}
 			}
 			seen[t] = true
 		}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -209,6 +210,14 @@ func TestOutputMapping(t *testing.T) {
 	}
 }
 
+// TestBuiltinNames checks that the configuration knows every built-in tool by the name package builtin gives it, so
+// that a name it reports as unknown is one builtin.New would refuse.
+func TestBuiltinNames(t *testing.T) {
+	if !slices.Equal(config.BuiltinTools, builtin.Available()) {
+		t.Errorf("config.BuiltinTools = %q, builtin.Available() = %q", config.BuiltinTools, builtin.Available())
+	}
+}
+
 func TestBuiltinAndSubAgentMapping(t *testing.T) {
 	const text = `
 [agent]
@@ -257,7 +266,10 @@ max_iterations = 2
 requests = 3
 tool_calls = 4
 `
-	cfg, err := config.Parse("/etc/agenthost/agent.toml", []byte(text), func(string) (string, bool) { return "", false })
+	// The roots of enabled tools must exist: real directories stand for /srv/files and /srv/docs.
+	files, docs := t.TempDir(), t.TempDir()
+	src := strings.NewReplacer("/srv/files", files, "/srv/docs", docs).Replace(text)
+	cfg, err := config.Parse("/etc/agenthost/agent.toml", []byte(src), func(string) (string, bool) { return "", false })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,8 +282,8 @@ tool_calls = 4
 		FetchURL: builtin.FetchURLOptions{Timeout: 9 * time.Second, MaxBytes: 4096, MaxChars: 500, AllowPrivate: true,
 			AllowHosts: []string{"wiki.internal"}, UserAgent: "ua"},
 		WebSearch: builtin.WebSearchOptions{Backend: "brave", APIKey: "brave-key", MaxResults: 3, Timeout: 4 * time.Second},
-		Files:     builtin.FilesOptions{Roots: []string{"/srv/files"}, MaxFileBytes: 100, MaxResults: 10},
-		DocSearch: builtin.DocSearchOptions{Roots: []string{"/srv/docs"}, Extensions: []string{".md"},
+		Files:     builtin.FilesOptions{Roots: []string{files}, MaxFileBytes: 100, MaxResults: 10},
+		DocSearch: builtin.DocSearchOptions{Roots: []string{docs}, Extensions: []string{".md"},
 			Index: "/var/lib/agenthost/docs.db", RefreshInterval: -1, MaxFileBytes: 200, MaxResults: 7},
 		Calculate: builtin.CalculateOptions{Precision: 30},
 	}
