@@ -8,13 +8,16 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
+	"unicode"
 
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/internal/schemacheck"
@@ -194,8 +197,8 @@ Flags:`)
 	return nil
 }
 
-// readDataset reads the cases of a dataset: JSON lines, blank lines and lines starting with "#" skipped. Errors name
-// the line.
+// readDataset reads the cases of a dataset: JSON lines, blank lines and lines starting with "#" skipped. Every
+// problem of every line is reported at once, each as path:line: (path:line:column: where the JSON is at fault).
 func readDataset(path string) ([]*evalCase, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -203,34 +206,48 @@ func readDataset(path string) ([]*evalCase, error) {
 	}
 	defer f.Close()
 	var cases []*evalCase
+	var errs []error
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
 	names := map[string]int{}
 	for line := 1; sc.Scan(); line++ {
-		text := bytes.TrimSpace(sc.Bytes())
+		raw := sc.Bytes()
+		text := bytes.TrimSpace(raw)
 		if len(text) == 0 || text[0] == '#' {
 			continue
 		}
-		ec := &evalCase{line: line}
-		dec := json.NewDecoder(bytes.NewReader(text))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(ec); err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
+		indent := len(raw) - len(bytes.TrimLeftFunc(raw, unicode.IsSpace))
+		ec, col, err := decodeCase(text)
+		if err != nil {
+			if col > 0 {
+				errs = append(errs, fmt.Errorf("%s:%d:%d: %w", path, line, indent+col, err))
+			} else {
+				errs = append(errs, fmt.Errorf("%s:%d: %w", path, line, err))
+			}
+			continue
 		}
-		if err := ec.check(); err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
+		ec.line = line
+		problems := ec.problems()
+		for _, p := range problems {
+			errs = append(errs, fmt.Errorf("%s:%d: %s", path, line, p))
 		}
 		if ec.Name == "" {
 			ec.Name = fmt.Sprintf("line %d", line)
 		}
 		if first, dup := names[ec.Name]; dup {
-			return nil, fmt.Errorf("%s:%d: the name %q is taken by line %d", path, line, ec.Name, first)
+			errs = append(errs, fmt.Errorf("%s:%d: the name %q is taken by line %d", path, line, ec.Name, first))
+			continue
 		}
 		names[ec.Name] = line
-		cases = append(cases, ec)
+		if len(problems) == 0 {
+			cases = append(cases, ec)
+		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		errs = append(errs, fmt.Errorf("%s: %w", path, err))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
 	}
 	if len(cases) == 0 {
 		return nil, fmt.Errorf("%s: no cases", path)
@@ -238,44 +255,104 @@ func readDataset(path string) ([]*evalCase, error) {
 	return cases, nil
 }
 
-// check reports what is wrong with a case as written.
-func (ec *evalCase) check() error {
+// decodeCase decodes one line of a dataset. On error, col is the 1-based column in text where the JSON is at fault
+// (for a value of the wrong type, its last character), or 0 when the error names no place (an unknown field names
+// itself).
+func decodeCase(text []byte) (ec *evalCase, col int, err error) {
+	ec = &evalCase{}
+	dec := json.NewDecoder(bytes.NewReader(text))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(ec); err != nil {
+		var syntax *json.SyntaxError
+		var typ *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &syntax):
+			return nil, int(syntax.Offset), fmt.Errorf("invalid JSON: %v", syntax)
+		case errors.As(err, &typ) && typ.Field == "":
+			return nil, int(typ.Offset), fmt.Errorf("a case is a JSON object (got %s)", jsonKind(typ.Value))
+		case errors.As(err, &typ):
+			return nil, int(typ.Offset), fmt.Errorf("%s must be %s (got %s)", typ.Field, goKind(typ.Type), jsonKind(typ.Value))
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			return nil, len(text), errors.New("invalid JSON: the case ends before its object closes (a case is one JSON object on one line)")
+		}
+		return nil, 0, err
+	}
+	if rest := bytes.TrimSpace(text[dec.InputOffset():]); len(rest) > 0 {
+		return nil, int(dec.InputOffset()) + 1 + bytes.Index(text[dec.InputOffset():], rest[:1]), errors.New("invalid JSON: more after the case's object (one case per line)")
+	}
+	return ec, 0, nil
+}
+
+// jsonKind names a JSON value's kind as encoding/json reports it ("string", "number", "array", ...) for a message.
+func jsonKind(v string) string {
+	switch {
+	case v == "array" || v == "object":
+		return "an " + v
+	case strings.HasPrefix(v, "number"):
+		return "a number"
+	}
+	return "a " + v
+}
+
+// goKind names what a field of a case holds, in JSON's words.
+func goKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Int, reflect.Int64:
+		return "an integer"
+	case reflect.Slice:
+		if t.Elem().Kind() == reflect.String {
+			return "an array of strings"
+		}
+		if t.Elem().Kind() == reflect.Uint8 { // json.RawMessage: a schema
+			return "a JSON Schema"
+		}
+		return "an array of objects"
+	}
+	return "an object"
+}
+
+// problems lists what is wrong with a case as written.
+func (ec *evalCase) problems() []string {
+	var out []string
 	if strings.TrimSpace(ec.Prompt) == "" {
-		return errors.New("prompt is required")
+		out = append(out, "prompt is required")
 	}
 	for i, m := range ec.Conversation {
 		if m.Role != "user" && m.Role != "assistant" {
-			return fmt.Errorf("conversation[%d].role must be \"user\" or \"assistant\" (got %q)", i, m.Role)
+			out = append(out, fmt.Sprintf("conversation[%d].role must be \"user\" or \"assistant\" (got %q)", i, m.Role))
 		}
 	}
 	for _, c := range slices.Concat(ec.Checks, ec.Expect.ChecksPassed) {
 		if !host.ValidCheck(c) {
-			return fmt.Errorf("unknown check %q: the checks are %s", c, strings.Join(host.CheckNames, ", "))
+			out = append(out, fmt.Sprintf("unknown check %q: the checks are %s", c, strings.Join(host.CheckNames, ", ")))
 		}
 	}
-	if s := ec.Expect.StoppedBy; s != "" && !slices.Contains(stopReasons, host.StopReason(s)) {
-		return fmt.Errorf("expect.stopped_by %q is not a reason a run stops", s)
+	if s := ec.Expect.StoppedBy; s != "" && !slices.Contains(host.StopReasons(), host.StopReason(s)) {
+		reasons := make([]string, 0, len(host.StopReasons()))
+		for _, r := range host.StopReasons() {
+			reasons = append(reasons, string(r))
+		}
+		out = append(out, fmt.Sprintf("expect.stopped_by %q is not a reason a run stops: the reasons are %s", s, strings.Join(reasons, ", ")))
 	}
 	if len(ec.OutputSchema) > 0 {
 		if _, err := schemacheck.Compile(ec.OutputSchema); err != nil {
-			return fmt.Errorf("output_schema: %w", err)
+			out = append(out, fmt.Sprintf("output_schema: %v", err))
 		}
 	}
 	if len(ec.Expect.MatchesSchema) > 0 {
 		v, err := schemacheck.Compile(ec.Expect.MatchesSchema)
 		if err != nil {
-			return fmt.Errorf("expect.matches_schema: %w", err)
+			out = append(out, fmt.Sprintf("expect.matches_schema: %v", err))
 		}
 		ec.matches = v
 	}
 	if ec.Expect.MinSources < 0 {
-		return errors.New("expect.min_sources must not be negative")
+		out = append(out, "expect.min_sources must not be negative")
 	}
-	return nil
+	return out
 }
-
-var stopReasons = []host.StopReason{host.StopAnswered, host.StopToolControl, host.StopIterationLimit, host.StopUsageLimit,
-	host.StopCancelled, host.StopNoOutput, host.StopInvalidOutput, host.StopError}
 
 // runCase runs one case and checks its answer.
 func runCase(ctx context.Context, a *wiring.App, ec *evalCase) *evalResult {
