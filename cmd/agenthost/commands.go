@@ -49,7 +49,7 @@ func cmdRun(ctx context.Context, args []string, io *stdio) error {
 		fmt.Fprintln(fs.Output(), "Usage: agenthost run [flags] PROMPT\n\nWith no PROMPT, the prompt is read from stdin.\n\nFlags:")
 		fs.PrintDefaults()
 	}
-	if err := parseFlags(fs, args, io.err); err != nil {
+	if err := parseFlags(fs, args, io); err != nil {
 		return err
 	}
 	prompt := strings.Join(fs.Args(), " ")
@@ -297,8 +297,21 @@ func loadTools(ctx context.Context, name string, args []string, io *stdio) (*wir
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	var c common
 	c.register(fs)
-	if err := parseFlags(fs, args, io.err); err != nil {
+	fs.Usage = func() {
+		what := "Lists the tools the agent offers: their final names, sources, policy flags and descriptions."
+		if name == "check" {
+			what = "Validates the configuration and reports every problem, then connects to every MCP server and A2A peer\n" +
+				"and reports the state of each, of the sub-agents, the built-ins and the state database. Exits with 1\n" +
+				"when one cannot be reached, and with 2 when the configuration is invalid."
+		}
+		fmt.Fprintf(fs.Output(), "Usage: agenthost %s [flags]\n\n%s\n\nFlags:\n", name, what)
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args, io); err != nil {
 		return nil, nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, nil, fmt.Errorf("%w: %s takes no arguments (got %q)", errUsage, name, fs.Args())
 	}
 	mode := wiring.Listing
 	if name == "check" {

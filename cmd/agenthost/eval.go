@@ -113,7 +113,7 @@ when a case fails. A case is one JSON object per line:
 Flags:`)
 		fs.PrintDefaults()
 	}
-	if err := parseFlags(fs, args, io.err); err != nil {
+	if err := parseFlags(fs, args, io); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
