@@ -412,6 +412,10 @@ func printEval(io *stdio, r evalReport, took time.Duration) error {
 			fmt.Fprintf(io.out, "  - %s\n", f)
 		}
 	}
-	fmt.Fprintf(io.out, "\n%d cases: %d passed, %d failed (%.1fs)\n", len(r.Cases), r.Passed, r.Failed, took.Seconds())
+	cases := "cases"
+	if len(r.Cases) == 1 {
+		cases = "case"
+	}
+	fmt.Fprintf(io.out, "\n%d %s: %d passed, %d failed (%.1fs)\n", len(r.Cases), cases, r.Passed, r.Failed, took.Seconds())
 	return nil
 }
