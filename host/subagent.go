@@ -85,10 +85,12 @@ func (a *subAgent) Call(ctx context.Context, args json.RawMessage, call *Call) (
 	}
 	ctx = context.WithValue(ctx, depthKey{}, depth+1)
 
+	// The messages do not name the sub-agent: the events that carry them name the tool call, which is the
+	// sub-agent, and every edge shows that name before the message ("mathematician: calling calculate").
 	progress := 0
 	report := func(msg string) {
 		progress++
-		call.ReportProgress(Progress{Progress: float64(progress), Message: a.name + ": " + msg})
+		call.ReportProgress(Progress{Progress: float64(progress), Message: msg})
 	}
 	var ans *Answer
 	var runErr error

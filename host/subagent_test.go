@@ -180,7 +180,8 @@ func TestSubAgentReferencesProgressAndUsage(t *testing.T) {
 			progress = append(progress, ev.ToolCall.Progress.Message)
 		}
 	}
-	want := []string{"researcher: calling search", "researcher: search: searching"}
+	// The event names the call, researcher: the message does not name it again.
+	want := []string{"calling search", "search: searching"}
 	if !slices.Equal(progress, want) {
 		t.Errorf("progress of the researcher call %q, want %q", progress, want)
 	}

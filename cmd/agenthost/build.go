@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/agenthost/agenthost/config"
@@ -31,10 +32,63 @@ func (c *common) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.model, "model", "", "model name to use instead of the configured one; \"test\" for the offline test model")
 }
 
-// parseFlags parses args into fs, mapping -h and bad flags to errFlagHelp and errUsage.
-func parseFlags(fs *flag.FlagSet, args []string, w io.Writer) error {
-	fs.SetOutput(w)
-	if err := fs.Parse(args); err != nil {
+// parseFlags parses args into fs wherever the flags stand among the arguments, as in "agenthost run PROMPT --json";
+// "--" ends the flags, so that a word that looks like one ("--json") can still be an argument. -h prints the
+// command's usage to stdout (errFlagHelp); a bad flag is errUsage.
+func parseFlags(fs *flag.FlagSet, args []string, io *stdio) error {
+	return parseFlagsUntil(fs, args, io, 0)
+}
+
+// parseFlagsUntil is parseFlags for a command whose arguments end with another command line, as "mcp add NAME
+// COMMAND ARGS...": after the stop'th argument (0: never), every word is an argument, flags of that command included.
+//
+// A flag that takes a value takes the next word unless it is given as -name=value; a bool flag never does. A flag
+// whose value is optional (optionalValue: serve's --http and --a2a) takes the next word when it is not a flag.
+func parseFlagsUntil(fs *flag.FlagSet, args []string, io *stdio, stop int) error {
+	fs.SetOutput(io.err)
+	var flags, positional []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			positional = append(positional, args[i+1:]...)
+			break
+		}
+		if len(a) < 2 || a[0] != '-' { // "-" is an argument: stdin
+			positional = append(positional, a)
+			if stop > 0 && len(positional) == stop {
+				positional = append(positional, args[i+1:]...)
+				break
+			}
+			continue
+		}
+		name, _, hasValue := strings.Cut(strings.TrimPrefix(a[1:], "-"), "=")
+		f := fs.Lookup(name)
+		if f == nil && (name == "h" || name == "help") {
+			fs.SetOutput(io.out)
+			fs.Usage()
+			return errFlagHelp
+		}
+		flags = append(flags, a)
+		if hasValue || f == nil || i+1 == len(args) {
+			continue // the flag package reports an unknown flag, or one without its value
+		}
+		switch v := f.Value.(type) {
+		case optionalValue:
+			if next := args[i+1]; next == "-" || !strings.HasPrefix(next, "-") {
+				flags[len(flags)-1] = a + "=" + next
+				i++
+			}
+		case interface{ IsBoolFlag() bool }:
+			if !v.IsBoolFlag() {
+				flags = append(flags, args[i+1])
+				i++
+			}
+		default:
+			flags = append(flags, args[i+1])
+			i++
+		}
+	}
+	if err := fs.Parse(append(append(flags, "--"), positional...)); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return errFlagHelp
 		}
@@ -42,6 +96,35 @@ func parseFlags(fs *flag.FlagSet, args []string, w io.Writer) error {
 	}
 	return nil
 }
+
+// optionalValue is a flag that works alone and with a value: --http, --http ADDR, --http=ADDR.
+type optionalValue interface {
+	flag.Value
+	optionalValue()
+}
+
+// splitCommand finds the sub-command in the arguments of a command that has them (state, mcp): the first word that
+// is neither a flag nor the value of one of valueFlags, so that flags may come before it. It returns "" when there is
+// none, and the arguments without it.
+func splitCommand(args []string, valueFlags ...string) (string, []string) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			return "", args
+		case len(a) < 2 || a[0] != '-':
+			return a, append(slices.Clip(args[:i]), args[i+1:]...)
+		}
+		name, _, hasValue := strings.Cut(strings.TrimPrefix(a[1:], "-"), "=")
+		if !hasValue && slices.Contains(valueFlags, name) {
+			i++
+		}
+	}
+	return "", args
+}
+
+// commonValueFlags are the flags of common that take a value.
+var commonValueFlags = []string{"config", "log-level", "model"}
 
 // logger returns the stderr logger at the flag's level.
 func (c *common) logger(w io.Writer) (*slog.Logger, error) {

@@ -49,7 +49,7 @@ func cmdRun(ctx context.Context, args []string, io *stdio) error {
 		fmt.Fprintln(fs.Output(), "Usage: agenthost run [flags] PROMPT\n\nWith no PROMPT, the prompt is read from stdin.\n\nFlags:")
 		fs.PrintDefaults()
 	}
-	if err := parseFlags(fs, args, io.err); err != nil {
+	if err := parseFlags(fs, args, io); err != nil {
 		return err
 	}
 	prompt := strings.Join(fs.Args(), " ")
@@ -86,12 +86,15 @@ func cmdRun(ctx context.Context, args []string, io *stdio) error {
 		req.Interactor = &terminal{in: bufio.NewReader(io.in), out: io.err}
 	}
 	progress := isTerminal(io.err)
-	out := &answerWriter{w: io.out}
+	out := &answerWriter{w: io.out, sources: isTerminal(io.out)}
+	var called callArguments
 	ans, err := a.Orchestrator().Ask(ctx, req, func(ev *host.Event) {
 		if progress {
 			printProgress(io.err, ev)
 		}
-		if !*jsonOut {
+		if *jsonOut {
+			called.event(ev)
+		} else {
 			out.event(ev)
 		}
 	})
@@ -104,17 +107,59 @@ func cmdRun(ctx context.Context, args []string, io *stdio) error {
 	if *jsonOut && ans != nil {
 		enc := json.NewEncoder(io.out)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(ans); err != nil {
+		if err := enc.Encode(called.answer(ans)); err != nil {
 			return err
 		}
 	}
 	return err
 }
 
+// callArguments keeps the arguments of a run's tool calls, which --json prints with each call of the answer.
+type callArguments map[callKey]json.RawMessage
+
+type callKey struct {
+	iteration int
+	id        string
+}
+
+func (c *callArguments) event(ev *host.Event) {
+	if ev.Kind != host.EventToolEnd || len(ev.ToolCall.Arguments) == 0 {
+		return
+	}
+	if *c == nil {
+		*c = callArguments{}
+	}
+	(*c)[callKey{ev.Iteration, ev.ToolCall.ID}] = ev.ToolCall.Arguments
+}
+
+// jsonAnswer is the answer as --json prints it: the tool calls with their arguments.
+type jsonAnswer struct {
+	*host.Answer
+	ToolCalls []jsonToolCall `json:"tool_calls"`
+}
+
+type jsonToolCall struct {
+	host.ToolCallInfo
+	// Arguments are the arguments the tool was called with; absent when they were not valid JSON (the call was
+	// then refused).
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+}
+
+func (c callArguments) answer(ans *host.Answer) *jsonAnswer {
+	out := &jsonAnswer{Answer: ans, ToolCalls: make([]jsonToolCall, len(ans.ToolCalls))}
+	for i, info := range ans.ToolCalls {
+		out.ToolCalls[i] = jsonToolCall{ToolCallInfo: info, Arguments: c[callKey{info.Iteration, info.ID}]}
+	}
+	return out
+}
+
 // answerWriter streams the answer's text to stdout: the text of each iteration as it is generated, then whatever the
 // final answer adds to it (its list of sources, or the whole answer when it was not streamed).
 type answerWriter struct {
-	w        io.Writer
+	w io.Writer
+	// sources lists the sources of a structured answer below its value: on a terminal, where a person reads
+	// its [1]. Piped, the value stays a JSON document alone.
+	sources  bool
 	streamed strings.Builder // text written in the current iteration
 	any      bool            // whether anything was written at all
 }
@@ -149,7 +194,29 @@ func (a *answerWriter) event(ev *host.Event) {
 			text += "\n"
 		}
 		fmt.Fprint(a.w, text)
+		if a.sources && ev.Answer.Output != nil && len(ev.Answer.References) > 0 {
+			fmt.Fprint(a.w, sourcesList(ev.Answer.References))
+		}
 	}
+}
+
+// sourcesList is the list of sources a structured answer cites, as a text answer ends with it: "[1] Title — URI".
+func sourcesList(refs []host.NumberedReference) string {
+	var b strings.Builder
+	b.WriteString("\nSources:\n")
+	for _, r := range refs {
+		var what string
+		switch {
+		case r.Title != "" && r.URI != "":
+			what = r.Title + " — " + r.URI
+		case r.Title != "" || r.URI != "":
+			what = r.Title + r.URI
+		default:
+			what = "untitled source"
+		}
+		fmt.Fprintf(&b, "[%d] %s\n", r.Number, what)
+	}
+	return b.String()
 }
 
 // printProgress writes one line per step to the terminal.
@@ -297,8 +364,21 @@ func loadTools(ctx context.Context, name string, args []string, io *stdio) (*wir
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	var c common
 	c.register(fs)
-	if err := parseFlags(fs, args, io.err); err != nil {
+	fs.Usage = func() {
+		what := "Lists the tools the agent offers: their final names, sources, policy flags and descriptions."
+		if name == "check" {
+			what = "Validates the configuration and reports every problem, then connects to every MCP server and A2A peer\n" +
+				"and reports the state of each, of the sub-agents, the built-ins and the state database. Exits with 1\n" +
+				"when one cannot be reached, and with 2 when the configuration is invalid."
+		}
+		fmt.Fprintf(fs.Output(), "Usage: agenthost %s [flags]\n\n%s\n\nFlags:\n", name, what)
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args, io); err != nil {
 		return nil, nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, nil, fmt.Errorf("%w: %s takes no arguments (got %q)", errUsage, name, fs.Args())
 	}
 	mode := wiring.Listing
 	if name == "check" {

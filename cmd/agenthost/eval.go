@@ -116,7 +116,7 @@ when a case fails. A case is one JSON object per line:
 Flags:`)
 		fs.PrintDefaults()
 	}
-	if err := parseFlags(fs, args, io.err); err != nil {
+	if err := parseFlags(fs, args, io); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
@@ -489,6 +489,10 @@ func printEval(io *stdio, r evalReport, took time.Duration) error {
 			fmt.Fprintf(io.out, "  - %s\n", f)
 		}
 	}
-	fmt.Fprintf(io.out, "\n%d cases: %d passed, %d failed (%.1fs)\n", len(r.Cases), r.Passed, r.Failed, took.Seconds())
+	cases := "cases"
+	if len(r.Cases) == 1 {
+		cases = "case"
+	}
+	fmt.Fprintf(io.out, "\n%d %s: %d passed, %d failed (%.1fs)\n", len(r.Cases), cases, r.Passed, r.Failed, took.Seconds())
 	return nil
 }

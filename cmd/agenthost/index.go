@@ -24,7 +24,7 @@ func cmdIndex(ctx context.Context, args []string, io *stdio) error {
 		fmt.Fprint(fs.Output(), "Usage: agenthost index [flags]\n\nBuilds or brings up to date the full-text index of doc_search over [builtin.doc_search] roots.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	if err := parseFlags(fs, args, io.err); err != nil {
+	if err := parseFlags(fs, args, io); err != nil {
 		return err
 	}
 	cfg, err := c.loadConfig(fs)

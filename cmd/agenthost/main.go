@@ -8,10 +8,13 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/agenthost/agenthost/internal/redact"
@@ -24,9 +27,6 @@ const (
 	exitFailed = 1 // the run failed
 	exitUsage  = 2 // bad usage or configuration
 )
-
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -41,56 +41,110 @@ type stdio struct {
 	out, err io.Writer
 }
 
-const usage = `agenthost runs an LLM agent with tools, configured in agent.toml.
+// command is a sub-command of agenthost: its name, the lines of the top-level help that show how it is used, and
+// what runs it. A command prints its own usage for -h.
+type command struct {
+	name  string
+	usage string
+	run   func(context.Context, []string, *stdio) error
+}
 
-Usage:
-  agenthost run [flags] PROMPT   answer PROMPT (or the prompt on stdin), streaming the answer to stdout
-  agenthost tools [flags]        list the tools the agent offers
-  agenthost check [flags]        validate the configuration and report every problem
-  agenthost serve [flags]        serve the agent as an MCP server over stdio, or --http ADDR
-  agenthost eval [flags] FILE    run an eval dataset (JSON lines) through the agent and check each answer
-  agenthost index [flags]        build or bring up to date doc_search's index
-  agenthost state COMMAND        list, show and delete the conversations kept in [state]
-  agenthost mcp COMMAND          log in to and out of the MCP servers that need OAuth, and list their logins
-  agenthost version              print the version
+// commands are agenthost's sub-commands, in the order the help lists them.
+var commands = []command{
+	{"run", `
+  agenthost run [flags] PROMPT          answer PROMPT (or the prompt on stdin), streaming the answer to stdout`, cmdRun},
+	{"tools", `
+  agenthost tools [flags]               list the tools the agent offers`, cmdTools},
+	{"check", `
+  agenthost check [flags]               validate the configuration and report every problem; connect to every MCP
+                                        server and A2A peer and report their state`, cmdCheck},
+	{"serve", `
+  agenthost serve [flags]               serve the agent as an MCP server over stdio
+  agenthost serve --http [ADDR]         ... over streamable HTTP instead (default [serve] http)
+  agenthost serve --a2a [ADDR]          ... as an A2A agent too (with --http), or only (without)`, cmdServe},
+	{"eval", `
+  agenthost eval [flags] DATASET.jsonl  run an eval dataset through the agent and check each answer`, cmdEval},
+	{"index", `
+  agenthost index [flags]               build or bring up to date doc_search's index`, cmdIndex},
+	{"state", `
+  agenthost state [COMMAND] [flags]     inspect the state database:
+      conversations                     list the conversations (the default)
+      tasks                             list the served A2A tasks
+      calls                             list the MCP calls waiting for their callers
+      show ID                           print a conversation or a task
+      delete ID...                      delete conversations or tasks`, cmdState},
+	{"mcp", `
+  agenthost mcp COMMAND [flags]         manage the MCP servers of [mcp.servers]:
+      list                              connect to every server and list them with their state
+      add NAME -- COMMAND [ARGS...]     add a server started by COMMAND (or add NAME -url URL: one at URL)
+      import FILE                       add the servers of Claude Desktop's, Cursor's, VS Code's... configuration
+      login NAME                        log in to a server with OAuth
+      logout NAME                       forget the login to a server
+      auth                              list the servers' OAuth logins`, cmdMCP},
+	{"version", `
+  agenthost version                     print the version`, cmdVersion},
+	{"help", `
+  agenthost help [COMMAND]              print this help, or a command's`, nil}, // run by run: it needs the table
+}
 
+func usage() string {
+	var b strings.Builder
+	b.WriteString("agenthost runs an LLM agent with tools, configured in agent.toml.\n\nUsage:")
+	for _, c := range commands {
+		b.WriteString(c.usage)
+	}
+	b.WriteString(`
+
+Flags may come before or after the arguments; -- ends them ("agenthost run -- --json" asks about "--json").
+The commands that read the configuration take -config FILE (default agent.toml), -model NAME and -log-level LEVEL.
 Run "agenthost COMMAND -h" for the flags of a command.
-`
+`)
+	return b.String()
+}
+
+func cmdVersion(_ context.Context, args []string, io *stdio) error {
+	fs := flag.NewFlagSet("version", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), "Usage: agenthost version\n\nPrints the version: the one the build was given, else its module version or commit.\n")
+	}
+	if err := parseFlags(fs, args, io); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: version takes no arguments", errUsage)
+	}
+	fmt.Fprintln(io.out, "agenthost", version)
+	return nil
+}
 
 // errUsage marks errors that are the user's to fix (flags, configuration): they exit with code 2.
 var errUsage = errors.New("usage")
 
 func run(ctx context.Context, args []string, io *stdio) int {
 	if len(args) == 0 {
-		fmt.Fprint(io.err, usage)
+		fmt.Fprint(io.err, usage())
 		return exitUsage
 	}
-	var err error
-	switch cmd, rest := args[0], args[1:]; cmd {
-	case "run":
-		err = cmdRun(ctx, rest, io)
-	case "tools":
-		err = cmdTools(ctx, rest, io)
-	case "check":
-		err = cmdCheck(ctx, rest, io)
-	case "serve":
-		err = cmdServe(ctx, rest, io)
-	case "eval":
-		err = cmdEval(ctx, rest, io)
-	case "index":
-		err = cmdIndex(ctx, rest, io)
-	case "state":
-		err = cmdState(ctx, rest, io)
-	case "mcp":
-		err = cmdMCP(ctx, rest, io)
-	case "version", "-version", "--version":
-		fmt.Fprintln(io.out, "agenthost", version)
-	case "help", "-h", "-help", "--help":
-		fmt.Fprint(io.out, usage)
-	default:
-		fmt.Fprintf(io.err, "agenthost: unknown command %q\n\n%s", cmd, usage)
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "-version", "--version":
+		cmd = "version"
+	case "-h", "-help", "--help":
+		cmd = "help"
+	}
+	if cmd == "help" && len(rest) > 0 {
+		cmd, rest = rest[0], []string{"-h"} // "help run" is "run -h"
+	}
+	if cmd == "help" {
+		fmt.Fprint(io.out, usage())
+		return exitOK
+	}
+	i := slices.IndexFunc(commands, func(c command) bool { return c.name == cmd && c.run != nil })
+	if i < 0 {
+		fmt.Fprintf(io.err, "agenthost: unknown command %q\n\n%s", cmd, usage())
 		return exitUsage
 	}
+	err := commands[i].run(ctx, rest, io)
 	switch {
 	case err == nil:
 		return exitOK

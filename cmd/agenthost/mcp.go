@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -45,14 +46,14 @@ Every command takes -config FILE and -log-level LEVEL.
 
 // cmdMCP manages the MCP servers and their logins.
 func cmdMCP(ctx context.Context, args []string, io *stdio) error {
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
+	sub, rest := splitCommand(args, append(commonValueFlags, "timeout", "url", "transport", "env", "header", "cwd")...)
+	if sub == "" {
+		if slices.ContainsFunc(args, func(a string) bool { return a == "-h" || a == "-help" || a == "--help" }) {
 			fmt.Fprint(io.out, mcpUsage)
 			return nil
 		}
 		return fmt.Errorf("%w: agenthost mcp needs a command\n\n%s", errUsage, mcpUsage)
 	}
-	sub, rest := args[0], args[1:]
 	switch sub {
 	case "add", "import":
 		return cmdMCPAdd(sub, rest, io)
@@ -79,21 +80,10 @@ func cmdMCP(ctx context.Context, args []string, io *stdio) error {
 	default:
 		return fmt.Errorf("%w: unknown mcp command %q\n\n%s", errUsage, sub, mcpUsage)
 	}
-	// The server's name may come before the flags, as in "mcp login github -timeout 2m".
-	var name string
-	if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
-		name, rest = rest[0], rest[1:]
-	}
-	if err := parseFlags(fs, rest, io.err); err != nil {
+	if err := parseFlags(fs, rest, io); err != nil {
 		return err
 	}
-	if name == "" && fs.NArg() > 0 {
-		name = fs.Arg(0)
-	}
-	extra := fs.NArg()
-	if name != "" && extra > 0 && fs.Arg(0) == name {
-		extra--
-	}
+	name, extra := fs.Arg(0), max(fs.NArg()-1, 0)
 	switch {
 	case (sub == "login" || sub == "logout") && (name == "" || extra > 0):
 		return fmt.Errorf("%w: mcp %s takes the name of one server", errUsage, sub)

@@ -42,17 +42,15 @@ func cmdMCPAdd(sub string, args []string, io *stdio) error {
 		fmt.Fprint(fs.Output(), mcpUsage+"\nFlags of "+sub+":\n")
 		fs.PrintDefaults()
 	}
-	var first string
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		first, args = args[0], args[1:]
+	// The flags of add end at the command that starts the server: what follows it is that command's.
+	stop := 0
+	if sub == "add" {
+		stop = 2
 	}
-	if err := parseFlags(fs, args, io.err); err != nil {
+	if err := parseFlagsUntil(fs, args, io, stop); err != nil {
 		return err
 	}
-	rest := fs.Args()
-	if first == "" && len(rest) > 0 {
-		first, rest = rest[0], rest[1:]
-	}
+	first, rest := fs.Arg(0), fs.Args()[min(1, fs.NArg()):]
 
 	var tables []config.ServerTable
 	var comment string
@@ -327,7 +325,7 @@ func cmdMCPList(ctx context.Context, args []string, io *stdio) error {
 		fmt.Fprint(fs.Output(), mcpUsage+"\nFlags of list:\n")
 		fs.PrintDefaults()
 	}
-	if err := parseFlags(fs, args, io.err); err != nil {
+	if err := parseFlags(fs, args, io); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

@@ -5,39 +5,20 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"slices"
-	"strings"
 
 	"github.com/agenthost/agenthost/internal/wiring"
 )
 
 // addrFlag is --http or --a2a: alone it serves on the configured address, with a value (--http=ADDR or --http ADDR)
-// on that address.
+// on that address (see optionalValue).
 type addrFlag struct {
 	set  bool
 	addr string
 }
 
-// joinAddrFlags turns "--NAME ADDR" into "--NAME=ADDR" for each of names, wherever it stands: the flags also work
-// alone, so the flag package would not take the next argument as the value, and would stop parsing at it.
-func joinAddrFlags(args []string, names ...string) []string {
-	out := make([]string, 0, len(args))
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			return append(out, args[i:]...)
-		}
-		name := strings.TrimLeft(a, "-")
-		if strings.HasPrefix(a, "-") && slices.Contains(names, name) && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
-			out = append(out, a+"="+args[i+1])
-			i++
-			continue
-		}
-		out = append(out, a)
-	}
-	return out
-}
+var _ optionalValue = (*addrFlag)(nil)
 
+func (f *addrFlag) optionalValue()   {}
 func (f *addrFlag) String() string   { return f.addr }
 func (f *addrFlag) IsBoolFlag() bool { return true }
 func (f *addrFlag) Set(s string) error {
@@ -75,7 +56,7 @@ its card at /.well-known/agent-card.json and its JSON-RPC endpoint at /.
 Flags:`)
 		fs.PrintDefaults()
 	}
-	if err := parseFlags(fs, joinAddrFlags(args, "http", "a2a"), io.err); err != nil {
+	if err := parseFlags(fs, args, io); err != nil {
 		return err
 	}
 	if rest := fs.Args(); len(rest) > 0 {

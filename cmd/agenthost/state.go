@@ -39,9 +39,9 @@ Every command takes -config FILE and -log-level LEVEL.
 
 // cmdState inspects the state database.
 func cmdState(ctx context.Context, args []string, io *stdio) error {
-	sub, rest := "conversations", args
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		sub, rest = args[0], args[1:]
+	sub, rest := splitCommand(args, append(commonValueFlags, "n", "context")...)
+	if sub == "" {
+		sub = "conversations"
 	}
 	fs := flag.NewFlagSet("state "+sub, flag.ContinueOnError)
 	var c common
@@ -69,7 +69,7 @@ func cmdState(ctx context.Context, args []string, io *stdio) error {
 	default:
 		return fmt.Errorf("%w: unknown state command %q\n\n%s", errUsage, sub, stateUsage)
 	}
-	if err := parseFlags(fs, rest, io.err); err != nil {
+	if err := parseFlags(fs, rest, io); err != nil {
 		return err
 	}
 	switch {
