@@ -121,6 +121,8 @@ func (a *App) Serve(ctx context.Context, o *ServeOptions) error {
 	}
 
 	var serve []func(context.Context) error
+	// /livez answers 503 once serving stops: a probe sees the shutdown before the listeners close.
+	live := func() bool { return ctx.Err() == nil }
 	// The MCP sessions of HTTP and the unfinished tasks of A2A share one cap.
 	sessions := httpedge.NewSessions(sc.MaxSessions)
 	sessions.Reclaim(ReclaimEnded, reclaimQuiet, reclaimEvery, freeSessionMemory(a.logger))
@@ -179,6 +181,7 @@ func (a *App) Serve(ctx context.Context, o *ServeOptions) error {
 		}
 		hopts := HTTPOptions(sc, access, mcpLn.Addr().String(), func() any { return a.mcp.Status() })
 		hopts.Sessions = sessions
+		hopts.Live = live
 		handler := srv.Handler(hopts)
 		o.announce(&Endpoint{Front: "mcp", Addr: mcpLn.Addr(), URL: "http://" + mcpLn.Addr().String() + orDefault(sc.Path, "/mcp"), Tool: srv.ToolName()})
 		serve = append(serve, func(ctx context.Context) error { return httpedge.Serve(ctx, mcpLn, handler, Timeouts(sc)) })
@@ -214,7 +217,9 @@ func (a *App) Serve(ctx context.Context, o *ServeOptions) error {
 				return &durable.Resumed{Interactor: ia, Event: event, End: end}
 			})
 		}
-		handler := srv.Handler(Edge(sc, access, a2aLn.Addr().String()), func() any {
+		edge := Edge(sc, access, a2aLn.Addr().String())
+		edge.Live = live
+		handler := srv.Handler(edge, func() any {
 			return map[string]any{"servers": a.mcp.Status(), "peers": a.peers.Status()}
 		})
 		o.announce(&Endpoint{Front: "a2a", Addr: a2aLn.Addr(), URL: url, Card: "http://" + a2aLn.Addr().String() + "/.well-known/agent-card.json"})
