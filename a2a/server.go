@@ -590,6 +590,14 @@ func (s *Server) accept(ctx context.Context, subject string, m message, endOnly 
 	contextID := m.ContextID
 	if contextID == "" {
 		contextID = s.opts.newID()
+	} else if st, err := s.waitingTask(ctx, subject, contextID); err != nil || st != nil {
+		if err != nil {
+			return nil, nil, err
+		}
+		// The message answers the task that waits: a new task would wait behind it (they share the conversation)
+		// until the first one gives up, as a client that does not send taskId with its answer (ADK) would find.
+		m.TaskID = st.id
+		return s.answer(ctx, st, m, endOnly)
 	}
 	schema, parts, serr := outputSchemaOf(m)
 	if serr != nil {
@@ -630,6 +638,26 @@ func (s *Server) accept(ctx context.Context, subject string, m message, endOnly 
 		s.run(ctx, st, prompt, schema)
 	})
 	return st, sub, nil
+}
+
+// waitingTask returns the one task of subject in contextID that waits in INPUT_REQUIRED, or nil when none does. With
+// several waiting, which one a message without taskId answers cannot be told: it is refused, naming them.
+func (s *Server) waitingTask(ctx context.Context, subject, contextID string) (*serverTask, *rpcError) {
+	waiting, err := s.store.waitingIn(ctx, subject, contextID)
+	switch {
+	case err != nil:
+		return nil, err
+	case len(waiting) == 0:
+		return nil, nil
+	case len(waiting) == 1:
+		return waiting[0], nil
+	}
+	ids := make([]string, len(waiting))
+	for i, st := range waiting {
+		ids[i] = fmt.Sprintf("%q", st.id)
+	}
+	return nil, newError(codeInvalidParams, "context %q has several tasks waiting for input (%s): set message.taskId to the one this message answers",
+		contextID, strings.Join(ids, ", "))
 }
 
 // answer routes a message on st, the existing task it names: the answer to the question its run waits on. The task
