@@ -1,6 +1,7 @@
 package main
 
 import (
+	"database/sql"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -8,6 +9,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agenthost/agenthost/internal/testkit/fakellm"
+	"github.com/agenthost/agenthost/internal/testkit/testwait"
 )
 
 // loudLine is a log line above DEBUG and INFO: what a graceful stop must not write.
@@ -51,8 +55,8 @@ func TestServeStdioShutdownIsQuiet(t *testing.T) {
 	}
 }
 
-// TestServeStopsQuietlyOnSignal stops `agenthost serve` over stdio (its client still connected) and `agenthost
-// serve --a2a`, both running the durable run engine, with SIGINT and SIGTERM: each exits 0 and logs nothing at WARN
+// TestServeStopsQuietlyOnSignal stops `agenthost serve` over stdio (its client still connected), `agenthost serve
+// --a2a` and `agenthost serve --http --a2a`, all running the durable run engine, with SIGINT and SIGTERM: each exits 0 and logs nothing at WARN
 // or ERROR.
 func TestServeStopsQuietlyOnSignal(t *testing.T) {
 	for _, tc := range []struct {
@@ -65,6 +69,7 @@ func TestServeStopsQuietlyOnSignal(t *testing.T) {
 		{"stdio SIGTERM", nil, regexp.MustCompile(`(serving MCP over stdio)`), syscall.SIGTERM},
 		{"a2a SIGTERM", []string{"--a2a", "127.0.0.1:0"}, regexp.MustCompile(`(serving A2A at)`), syscall.SIGTERM},
 		{"a2a SIGINT", []string{"--a2a", "127.0.0.1:0"}, regexp.MustCompile(`(serving A2A at)`), os.Interrupt},
+		{"http and a2a SIGTERM", []string{"--http", "127.0.0.1:0", "--a2a", "127.0.0.1:0"}, regexp.MustCompile(`(serving A2A at)`), syscall.SIGTERM},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -108,4 +113,54 @@ func TestServeStopsQuietlyOnSignal(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestStdioServeResumingStopsQuietly: `agenthost serve` over stdio on a state file that holds a run left unfinished
+// (killed `agenthost serve --a2a`) starts the durable run engine for it, resumes the run to its end, and stops without
+// a line at WARN or ERROR when its client closes stdin.
+func TestStdioServeResumingStopsQuietly(t *testing.T) {
+	llm := fakellm.New()
+	t.Cleanup(llm.Close)
+	dir := t.TempDir()
+	config := a2aConfig(t, dir, "resumer", llm.URL, "")
+	env := []string{"TEST_KEY=sk-a2a"}
+	llm.Enqueue(
+		fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "c1", Name: "fx_shout", Arguments: `{"text":"hello"}`}}},
+		fakellm.Turn{HangAfter: fakellm.Immediately}, // the process dies during this call
+	)
+	first, base := startKillable(t, env, regexp.MustCompile(`serving A2A at \S+ \(card (http://[^/\s]+)/`),
+		"serve", "--config", config, "--a2a", "127.0.0.1:0")
+	a2aOK[a2aOut](t, base, "send", map[string]any{"text": "Shout.", "returnImmediately": true}).task(t)
+	testwait.Until(t, a2aWait, "the second model call", func() bool { return llm.RequestCount() == 2 })
+	if err := first.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	first.Wait()
+
+	llm.Enqueue(fakellm.Turn{Text: "Shouted: HELLO."})
+	cmd, stdin, stderr := startStdio(t, env, "serve", "--config", config)
+	testwait.Until(t, a2aWait, "the resumed model call", func() bool { return llm.RequestCount() == 3 })
+	testwait.Until(t, a2aWait, "the resumed run to end", func() bool {
+		found, err := unfinishedRuns(filepath.Join(dir, "resumer-state.db"))
+		return err == nil && !found
+	})
+	stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("serve exited with %v:\n%s", err, stderr.String())
+	}
+	if loudLine.MatchString(stderr.String()) {
+		t.Errorf("serve logged at WARN or ERROR:\n%s", stderr.String())
+	}
+}
+
+// unfinishedRuns says whether the SQLite state file at path holds a durable run that is not over.
+func unfinishedRuns(path string) (bool, error) {
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	if err != nil {
+		return false, err
+	}
+	defer db.Close()
+	var n int
+	err = db.QueryRow(`SELECT count(*) FROM workflow_status WHERE status IN ('PENDING', 'ENQUEUED')`).Scan(&n)
+	return n > 0, err
 }
