@@ -215,6 +215,9 @@ func mergeArtifact(arts []artifact, a artifact, appendParts bool) []artifact {
 		if arts[i].ArtifactID == a.ArtifactID {
 			if appendParts {
 				arts[i].Parts = append(arts[i].Parts, a.Parts...)
+				if a.Metadata != nil { // an agenthost's answer details come with the last chunk
+					arts[i].Metadata = a.Metadata
+				}
 			} else {
 				arts[i] = a
 			}
@@ -274,7 +277,7 @@ func (x *exchange) result() *host.Result {
 	t := x.task
 	groups := make([]contentGroup, 0, len(t.Artifacts)+1)
 	for _, a := range t.Artifacts {
-		groups = append(groups, contentGroup{name: a.Name, parts: a.Parts})
+		groups = append(groups, contentGroup{name: a.Name, parts: a.Parts, details: answerDetails(a.Metadata)})
 	}
 	status := statusText(t.Status)
 	var r *host.Result
@@ -321,25 +324,43 @@ func statusText(s taskStatus) string {
 	return strings.TrimSpace(partsText(s.Message.Parts))
 }
 
-// answerMediaType marks the data part of an agenthost answer (see the server): its details (references, usage,
-// tool calls) are kept as structured output rather than shown to the model, which reads the same references from
+// answerMediaType names the details of an agenthost answer (references, usage, tool calls): the key of the answer
+// artifact's metadata that holds them (see the server), and the media type of the data part older agenthosts sent
+// them in. They are kept as structured output rather than shown to the model, which reads the same references from
 // the url parts.
 const answerMediaType = "application/vnd.agenthost.answer+json"
 
-// contentGroup is the parts of one artifact or message.
+// answerDetails returns the answer details an artifact's metadata holds, or nil.
+func answerDetails(metadata json.RawMessage) json.RawMessage {
+	if len(metadata) == 0 {
+		return nil
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(metadata, &m) != nil {
+		return nil
+	}
+	return m[answerMediaType]
+}
+
+// contentGroup is the parts of one artifact or message, and the agenthost answer details of its metadata.
 type contentGroup struct {
-	name  string
-	parts []part
+	name    string
+	parts   []part
+	details json.RawMessage
 }
 
 // content converts parts into a Result: text parts joined within a group (streamed chunks add up), groups as
 // paragraphs; url parts (v0.3 file parts with a uri) as references; raw bytes as media with a placeholder; data parts
-// as JSON text, except an agenthost answer's details, which become the structured output.
+// as JSON text, except an agenthost answer's details (in the group's metadata, or from an older agenthost in a data
+// part), which become the structured output.
 func content(groups []contentGroup) *host.Result {
 	r := &host.Result{}
 	var paras []string
 	var data []json.RawMessage
 	for _, g := range groups {
+		if g.details != nil {
+			data = append(data, g.details)
+		}
 		var text strings.Builder
 		var lines []string
 		for _, p := range g.parts {

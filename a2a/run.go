@@ -126,7 +126,7 @@ func (s *Server) event(st *serverTask, ev *host.Event) {
 }
 
 // finish ends the task with the run's outcome: the answer artifact's last chunk (the rest of its text, a url part
-// per reference, and a data part with the answer's details), then the final state.
+// per reference, and the answer's details in its metadata), then the final state.
 //
 // The task's place is given back first: whoever sees the final state (a blocking send's answer, CancelTask's) may
 // send the next task at once without meeting this one's place.
@@ -145,7 +145,7 @@ func (s *Server) finish(ctx context.Context, st *serverTask, ans *host.Answer, r
 		s.setStatus(st, state, agentText(st, msg))
 		return
 	}
-	tail := referenceParts(ans)
+	tail, meta := referenceParts(ans), answerMetadata(ans)
 	s.store.update(st, func(t *serverTask) *streamResponse {
 		chunk := artifactUpdate{TaskID: t.id, ContextID: t.contextID, LastChunk: true}
 		streamed := t.answerText.String()
@@ -158,8 +158,8 @@ func (s *Server) finish(ctx context.Context, st *serverTask, ans *host.Answer, r
 			chunk.Artifact.Parts = append(chunk.Artifact.Parts, textPart(ans.Text))
 		}
 		chunk.Artifact.Parts = append(chunk.Artifact.Parts, tail...)
-		chunk.Artifact.ArtifactID, chunk.Artifact.Name = answerArtifactID(t), "answer"
-		t.setAnswer(append([]part{textPart(ans.Text)}, tail...))
+		chunk.Artifact.ArtifactID, chunk.Artifact.Name, chunk.Artifact.Metadata = answerArtifactID(t), "answer", meta
+		t.setAnswer(append([]part{textPart(ans.Text)}, tail...), meta)
 		return &streamResponse{ArtifactUpdate: &chunk}
 	})
 	switch ans.StoppedBy {
@@ -197,9 +197,9 @@ func (s *Server) setStatus(st *serverTask, state taskState, msg *message) {
 	})
 }
 
-// setAnswer makes parts the answer artifact of the task, as GetTask shows it.
-func (t *serverTask) setAnswer(parts []part) {
-	a := artifact{ArtifactID: answerArtifactID(t), Name: "answer", Parts: parts}
+// setAnswer makes parts, with metadata, the answer artifact of the task, as GetTask shows it.
+func (t *serverTask) setAnswer(parts []part, metadata json.RawMessage) {
+	a := artifact{ArtifactID: answerArtifactID(t), Name: "answer", Parts: parts, Metadata: metadata}
 	t.t.Artifacts = mergeArtifact(t.t.Artifacts, a, false)
 }
 
@@ -213,7 +213,7 @@ func (t *serverTask) setAnswerText(text string) {
 			return
 		}
 	}
-	t.setAnswer([]part{textPart(text)})
+	t.setAnswer([]part{textPart(text)}, nil)
 }
 
 // streamed reports whether a stream listens to the task's events (a blocking send waits for the end alone).
@@ -234,25 +234,32 @@ func agentText(st *serverTask, text string) *message {
 	return &message{MessageID: newID(), Role: roleAgent, Parts: []part{textPart(text)}, ContextID: st.contextID, TaskID: st.id}
 }
 
-// referenceParts returns the structured answer as a data part of its own (application/json), when there is one, a
-// url part per reference with a URI (its title as the file name), then the data part with the answer's details: its
-// summary, with each tool call's source and error (clipped), which another agenthost reads back as the answer's
-// references and debug summary.
+// referenceParts returns the structured answer as a data part of its own (application/json), when there is one, and
+// a url part per reference with a URI (its title as the file name): what a client shows of the answer besides its
+// text. The answer's details are in the artifact's metadata (answerMetadata), where a client that renders every
+// part (ADK) does not glue them to the text.
 func referenceParts(ans *host.Answer) []part {
 	var out []part
 	if len(ans.Output) > 0 {
 		out = append(out, part{Kind: partData, Data: ans.Output, MediaType: "application/json"})
 	}
-	d := ans.Summary(host.SummaryOptions{ToolDetails: true})
 	for _, ref := range ans.References {
 		if ref.URI != "" {
 			out = append(out, part{Kind: partURL, URL: ref.URI, Filename: ref.Title})
 		}
 	}
+	return out
+}
+
+// answerMetadata returns the answer artifact's metadata: the answer's details under answerMediaType, its summary
+// with each tool call's source and error (clipped), which another agenthost reads back as the answer's references
+// and debug summary.
+func answerMetadata(ans *host.Answer) json.RawMessage {
+	d := ans.Summary(host.SummaryOptions{ToolDetails: true})
 	for i := range d.ToolCalls {
 		d.ToolCalls[i].Error = clip(d.ToolCalls[i].Error, 500)
 	}
-	return append(out, part{Kind: partData, Data: mustJSON(d), MediaType: answerMediaType})
+	return mustJSON(map[string]any{answerMediaType: d})
 }
 
 func clip(s string, n int) string {

@@ -171,8 +171,81 @@ func (s *Server) Handler(edge httpedge.Options, health func() any) http.Handler 
 	edge.Public = func(r *http.Request) bool {
 		return r.Method == http.MethodGet && (r.URL.Path == cardPath || r.URL.Path == "/.well-known/agent.json")
 	}
-	return httpedge.Guard(mux, edge)
+	return rpcRefusals(httpedge.Guard(mux, edge))
 }
+
+// codeRefused is the JSON-RPC error code of a request the HTTP edge refused (401 or 403: no token, a wrong one, a
+// foreign Host or Origin): in the range JSON-RPC leaves to servers, as A2A defines none for it.
+const codeRefused = -32000
+
+// rpcRefusals answers the requests to the JSON-RPC endpoint that next refuses with 401 or 403 with a JSON-RPC error
+// body, which A2A clients read to say why, in place of the edge's plain text; the status and the challenge
+// (WWW-Authenticate) stay.
+func rpcRefusals(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.URL.Path != "/" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		rw := &refusalWriter{ResponseWriter: w}
+		next.ServeHTTP(rw, r)
+		if rw.refused == 0 {
+			return
+		}
+		msg := strings.TrimSpace(rw.text.String())
+		if msg == "" {
+			msg = strings.ToLower(http.StatusText(rw.refused))
+		}
+		// A client that shows only the JSON-RPC error still tells its user the status.
+		msg = fmt.Sprintf("%s (HTTP Status: %d %s)", msg, rw.refused, http.StatusText(rw.refused))
+		w.Header().Del("Content-Length")
+		w.Header().Del("X-Content-Type-Options")
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(rw.refused)
+		_, _ = w.Write(mustJSON(rpcResponse{JSONRPC: "2.0", ID: json.RawMessage("null"), Error: &rpcError{Code: codeRefused, Message: msg}}))
+	})
+}
+
+// refusalWriter holds back a 401 or 403 and its text, for rpcRefusals to answer; any other response passes.
+type refusalWriter struct {
+	http.ResponseWriter
+	refused int
+	text    strings.Builder
+	wrote   bool
+}
+
+func (w *refusalWriter) WriteHeader(code int) {
+	if !w.wrote && (code == http.StatusUnauthorized || code == http.StatusForbidden) {
+		w.refused = code
+	}
+	if w.refused == 0 {
+		w.ResponseWriter.WriteHeader(code)
+	}
+	w.wrote = true
+}
+
+func (w *refusalWriter) Write(b []byte) (int, error) {
+	if !w.wrote {
+		w.WriteHeader(http.StatusOK)
+	}
+	if w.refused != 0 {
+		if w.text.Len() < 1024 {
+			w.text.Write(b)
+		}
+		return len(b), nil
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Flush passes on, for the SSE streams the endpoint answers with.
+func (w *refusalWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok && w.refused == 0 {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection (read deadlines).
+func (w *refusalWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // serveRPC reads one JSON-RPC request, picks the protocol version from A2A-Version (absent: 0.3), and answers.
 func (s *Server) serveRPC(w http.ResponseWriter, r *http.Request) {
@@ -517,6 +590,14 @@ func (s *Server) accept(ctx context.Context, subject string, m message, endOnly 
 	contextID := m.ContextID
 	if contextID == "" {
 		contextID = s.opts.newID()
+	} else if st, err := s.waitingTask(ctx, subject, contextID); err != nil || st != nil {
+		if err != nil {
+			return nil, nil, err
+		}
+		// The message answers the task that waits: a new task would wait behind it (they share the conversation)
+		// until the first one gives up, as a client that does not send taskId with its answer (ADK) would find.
+		m.TaskID = st.id
+		return s.answer(ctx, st, m, endOnly)
 	}
 	schema, parts, serr := outputSchemaOf(m)
 	if serr != nil {
@@ -557,6 +638,26 @@ func (s *Server) accept(ctx context.Context, subject string, m message, endOnly 
 		s.run(ctx, st, prompt, schema)
 	})
 	return st, sub, nil
+}
+
+// waitingTask returns the one task of subject in contextID that waits in INPUT_REQUIRED, or nil when none does. With
+// several waiting, which one a message without taskId answers cannot be told: it is refused, naming them.
+func (s *Server) waitingTask(ctx context.Context, subject, contextID string) (*serverTask, *rpcError) {
+	waiting, err := s.store.waitingIn(ctx, subject, contextID)
+	switch {
+	case err != nil:
+		return nil, err
+	case len(waiting) == 0:
+		return nil, nil
+	case len(waiting) == 1:
+		return waiting[0], nil
+	}
+	ids := make([]string, len(waiting))
+	for i, st := range waiting {
+		ids[i] = fmt.Sprintf("%q", st.id)
+	}
+	return nil, newError(codeInvalidParams, "context %q has several tasks waiting for input (%s): set message.taskId to the one this message answers",
+		contextID, strings.Join(ids, ", "))
 }
 
 // answer routes a message on st, the existing task it names: the answer to the question its run waits on. The task

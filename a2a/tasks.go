@@ -243,6 +243,46 @@ func (s *taskStore) getFor(ctx context.Context, subject, id string) (*serverTask
 	return st, nil
 }
 
+// waitingIn returns the tasks of subject in contextID that wait in INPUT_REQUIRED, this process's and, with a
+// TaskStore, the others' (at most a few: enough to tell one from several).
+func (s *taskStore) waitingIn(ctx context.Context, subject, contextID string) ([]*serverTask, *rpcError) {
+	const enough = 5
+	var waiting []*serverTask
+	s.mu.Lock()
+	for _, st := range s.tasks {
+		if st.contextID == contextID && st.subject == subject && st.t.Status.State == stateInputRequired && len(waiting) < enough {
+			waiting = append(waiting, st)
+		}
+	}
+	s.mu.Unlock()
+	if s.persist == nil {
+		return waiting, nil
+	}
+	recs, _, err := s.persist.ListTasks(ctx, TaskQuery{Subject: subject, ContextID: contextID, State: string(stateInputRequired), Limit: enough})
+	if err != nil {
+		s.logger.Warn("a2a: listing the tasks waiting for input failed", "context", contextID, "err", err)
+		return nil, newError(codeInternal, "the tasks of context %q could not be read from the state database", contextID)
+	}
+	for _, rec := range recs {
+		if slices.ContainsFunc(waiting, func(st *serverTask) bool { return st.id == rec.ID }) {
+			continue // this process's: its state in memory is the newer
+		}
+		s.mu.Lock()
+		_, mine := s.tasks[rec.ID]
+		s.mu.Unlock()
+		if mine {
+			continue // this process's, and no longer waiting
+		}
+		st, perr := fromStored(rec)
+		if perr != nil {
+			return nil, perr
+		}
+		waiting = append(waiting, st)
+	}
+	slices.SortFunc(waiting, func(a, b *serverTask) int { return strings.Compare(a.id, b.id) })
+	return waiting, nil
+}
+
 // fromStored makes a task read back from the TaskStore.
 func fromStored(rec *StoredTask) (*serverTask, *rpcError) {
 	st := &serverTask{id: rec.ID, contextID: rec.ContextID, subject: rec.Subject, updated: rec.Updated, stored: true, done: make(chan struct{}), version: rec.Version}

@@ -21,6 +21,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dbos-inc/dbos-transact-golang/dbos"
@@ -89,6 +90,7 @@ type Engine struct {
 	beatEvery, deadAfter time.Duration
 	stopBeats            context.CancelFunc
 	beating              sync.WaitGroup
+	closing              atomic.Bool // set by Close before it shuts DBOS down
 }
 
 // liveRun is the caller's side of a run it started.
@@ -144,7 +146,7 @@ func New(ctx context.Context, orch *host.Orchestrator, opts Options) (*Engine, e
 		AppName:            appName(opts.AppName),
 		ApplicationVersion: opts.AppVersion,
 		ExecutorID:         opts.ExecutorID,
-		Logger:             quiet(logger),
+		Logger:             quiet(logger, func() bool { return e.closing.Load() || ctx.Err() != nil }),
 	}
 	if cfg.ExecutorID == "" {
 		cfg.ExecutorID = "local"
@@ -247,25 +249,54 @@ func appName(name string) string {
 	return name
 }
 
-// quiet passes on DBOS's warnings and errors only: its informational lines are about its own machinery.
-func quiet(l *slog.Logger) *slog.Logger {
-	return slog.New(levelFilter{l.Handler(), slog.LevelWarn})
+// quiet passes on DBOS's warnings and errors only: its informational lines are about its own machinery. Once
+// stopping says the engine stops, a line whose error is the cancellation of DBOS's context is passed on at DEBUG:
+// DBOS's Shutdown (and the end of the context New was given) cancels that context while its queue runner may be
+// in the middle of a query, which DBOS then reports as an ERROR and WARNs, though nothing went wrong.
+func quiet(l *slog.Logger, stopping func() bool) *slog.Logger {
+	return slog.New(levelFilter{l.Handler(), slog.LevelWarn, stopping})
 }
 
 type levelFilter struct {
 	slog.Handler
-	min slog.Level
+	min      slog.Level
+	stopping func() bool
 }
 
 func (f levelFilter) Enabled(ctx context.Context, l slog.Level) bool {
-	return l >= f.min && f.Handler.Enabled(ctx, l)
+	// A cancellation while stopping is logged at DEBUG: let it reach Handle when DEBUG is enabled.
+	return l >= f.min && (f.Handler.Enabled(ctx, l) || f.Handler.Enabled(ctx, slog.LevelDebug))
+}
+
+func (f levelFilter) Handle(ctx context.Context, r slog.Record) error {
+	if f.stopping() && cancelled(r) {
+		r = r.Clone()
+		r.Level = slog.LevelDebug
+	}
+	if !f.Handler.Enabled(ctx, r.Level) {
+		return nil
+	}
+	return f.Handler.Handle(ctx, r)
+}
+
+// cancelled says whether one of r's attributes is an error that says a context was cancelled. DBOS wraps some
+// errors with %v, which keeps only their text.
+func cancelled(r slog.Record) bool {
+	found := false
+	r.Attrs(func(a slog.Attr) bool {
+		if err, ok := a.Value.Any().(error); ok && a.Value.Kind() == slog.KindAny {
+			found = errors.Is(err, context.Canceled) || strings.HasSuffix(err.Error(), context.Canceled.Error())
+		}
+		return !found
+	})
+	return found
 }
 
 func (f levelFilter) WithAttrs(a []slog.Attr) slog.Handler {
-	return levelFilter{f.Handler.WithAttrs(a), f.min}
+	return levelFilter{f.Handler.WithAttrs(a), f.min, f.stopping}
 }
 func (f levelFilter) WithGroup(g string) slog.Handler {
-	return levelFilter{f.Handler.WithGroup(g), f.min}
+	return levelFilter{f.Handler.WithGroup(g), f.min, f.stopping}
 }
 
 // Handle registers the Resumer of the runs whose Tag starts with prefix and ":". Call it before Launch.
@@ -379,6 +410,7 @@ const shutdownTimeout = 10 * time.Second
 // Close stops the engine. Runs still going are interrupted: they take no further step, and the next Launch of
 // this executor resumes them.
 func (e *Engine) Close() error {
+	e.closing.Store(true)
 	e.stopBeats()
 	e.beating.Wait()
 	return dbos.Shutdown(e.dctx, shutdownTimeout)

@@ -33,8 +33,11 @@ type HTTPOptions struct {
 	AllowedOrigins []string
 	// MaxBodyBytes caps a request body; 0 means 4 MiB.
 	MaxBodyBytes int64
-	// Health, when set, is reported as JSON by GET /healthz; it must hold no secrets.
+	// Health, when set, is reported as JSON by GET /healthz, behind the token; it must hold no secrets.
 	Health func() any
+	// Live says whether the server is serving (true) or shutting down (false), for GET /livez, which answers 200
+	// or 503 without the token and says nothing else (httpedge.LivePath); nil means serving.
+	Live func() bool
 	// Sessions, when set, counts the sessions against its caps (shared with the A2A listener's tasks): past them a
 	// new session gets 503, or 429 past MaxSessionsPerSubject, with Retry-After and a JSON-RPC error saying why.
 	// Without sessions (Stateless) nothing is counted.
@@ -47,7 +50,7 @@ type HTTPOptions struct {
 	SessionIdleTimeout time.Duration
 }
 
-// Handler returns the HTTP handler of the MCP endpoint and /healthz. Every request passes httpedge's checks first:
+// Handler returns the HTTP handler of the MCP endpoint, /healthz and /livez. Every request passes httpedge's checks first:
 // Host and Origin against the allow-lists (DNS-rebinding protection: a foreign one gets 403), then the bearer token
 // (401 without the right one, compared in constant time) or Auth, and the body is capped.
 func (s *Server) Handler(opts *HTTPOptions) http.Handler {
@@ -83,6 +86,6 @@ func (s *Server) Handler(opts *HTTPOptions) http.Handler {
 	})
 	return httpedge.Guard(mux, httpedge.Options{
 		Token: o.Token, Auth: o.Auth, Documents: o.Documents, ListenAddr: o.ListenAddr, AllowedHosts: o.AllowedHosts, AllowedOrigins: o.AllowedOrigins,
-		MaxBodyBytes: o.MaxBodyBytes,
+		MaxBodyBytes: o.MaxBodyBytes, Live: o.Live,
 	})
 }

@@ -237,7 +237,20 @@ func (s *Server) ToolName() string { return s.toolName }
 
 // ServeStdio serves one client over in and out (the process's stdin and stdout) until the client leaves or ctx ends.
 func (s *Server) ServeStdio(ctx context.Context, in io.ReadCloser, out io.WriteCloser) error {
-	err := s.mcp.Run(ctx, &mcp.IOTransport{Reader: in, Writer: out})
+	// Not mcp.Server.Run, which logs an error when it is asked to stop: stopping is how a stdio server ends.
+	ss, err := s.mcp.Connect(ctx, &mcp.IOTransport{Reader: in, Writer: out}, nil)
+	if err != nil {
+		return fmt.Errorf("mcpserver: %w", err)
+	}
+	ended := make(chan error, 1)
+	go func() { ended <- ss.Wait() }()
+	select {
+	case <-ctx.Done():
+		ss.Close()
+		<-ended
+		return nil // we were asked to stop
+	case err = <-ended:
+	}
 	if err == nil || errors.Is(err, io.EOF) || ctx.Err() != nil {
 		return nil // the client closed the connection, or we were asked to stop
 	}

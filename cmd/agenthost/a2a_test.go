@@ -36,7 +36,7 @@ import (
 	"github.com/agenthost/agenthost/internal/testkit/testwait"
 )
 
-// a2aAnswerMediaType is the media type of the data part of agenthost's answer artifact.
+// a2aAnswerMediaType is the key of the answer artifact's metadata that holds agenthost's answer details.
 const a2aAnswerMediaType = "application/vnd.agenthost.answer+json"
 
 // a2aWait bounds the waits of these tests for something that happens soon. It is generous, for a loaded machine.
@@ -103,9 +103,10 @@ type (
 		Filename  string          `json:"filename"`
 	}
 	a2aArtifact struct {
-		ArtifactID string    `json:"artifactId"`
-		Name       string    `json:"name"`
-		Parts      []a2aPart `json:"parts"`
+		ArtifactID string                     `json:"artifactId"`
+		Name       string                     `json:"name"`
+		Parts      []a2aPart                  `json:"parts"`
+		Metadata   map[string]json.RawMessage `json:"metadata"`
 	}
 	a2aEvent struct {
 		Task         *a2aTask    `json:"task"`
@@ -361,24 +362,23 @@ type a2aAnswer struct {
 	} `json:"tool_calls"`
 }
 
-// a2aAnswerOf checks that the task has one artifact, the answer, whose parts are its text, a url part per reference
-// and the data part, and returns the text and the details.
+// a2aAnswerOf checks that the task has one artifact, the answer, whose parts are its text and a url part per
+// reference, with the details in its metadata (no part a client would render), and returns the text and the details.
 func a2aAnswerOf(t *testing.T, tk a2aTask) (string, a2aAnswer) {
 	t.Helper()
 	if len(tk.Artifacts) != 1 || tk.Artifacts[0].Name != "answer" {
 		t.Fatalf("artifacts = %+v, want the answer", tk.Artifacts)
 	}
 	parts := tk.Artifacts[0].Parts
-	if len(parts) < 2 || parts[0].Text == nil {
-		t.Fatalf("answer parts = %+v, want text first, the data part last", parts)
+	if len(parts) < 1 || parts[0].Text == nil {
+		t.Fatalf("answer parts = %+v, want text first", parts)
 	}
-	last := parts[len(parts)-1]
 	var d a2aAnswer
-	if last.MediaType != a2aAnswerMediaType || json.Unmarshal(last.Data, &d) != nil {
-		t.Fatalf("last part of the answer = %+v, want the %s data part", last, a2aAnswerMediaType)
+	if json.Unmarshal(tk.Artifacts[0].Metadata[a2aAnswerMediaType], &d) != nil {
+		t.Fatalf("answer metadata = %s, want the details under %s", tk.Artifacts[0].Metadata, a2aAnswerMediaType)
 	}
 	var urls []host.NumberedReference
-	for _, p := range parts[1 : len(parts)-1] {
+	for _, p := range parts[1:] {
 		if p.URL == "" {
 			t.Errorf("answer part %+v, want only url parts between the text and the data", p)
 		}
@@ -609,10 +609,10 @@ require_approval = true
 		if !strings.HasPrefix(text, "The document says hello") || !slices.Equal(d.References, wantRefs) || len(d.ToolCalls) != 2 || d.Usage.Requests != 2 {
 			t.Errorf("answer %q with details %+v", text, d)
 		}
-		// The last chunk carries the references and the details.
-		lastParts := after[len(after)-1].ArtifactUpdate.Artifact.Parts
-		if n := len(lastParts); n < 2 || lastParts[n-2].URL != fixtureDocURI || lastParts[n-1].MediaType != a2aAnswerMediaType {
-			t.Errorf("last chunk's parts %+v, want the url part and the data part", lastParts)
+		// The last chunk carries the references, and the details in its metadata.
+		lastChunk := after[len(after)-1].ArtifactUpdate.Artifact
+		if n := len(lastChunk.Parts); n < 1 || lastChunk.Parts[n-1].URL != fixtureDocURI || lastChunk.Metadata[a2aAnswerMediaType] == nil {
+			t.Errorf("last chunk %+v, want the url part, and the details in the metadata", lastChunk)
 		}
 	})
 
@@ -803,19 +803,17 @@ require_approval = true
 			} `json:"status"`
 			Artifacts []struct {
 				Parts []struct {
-					Kind     string `json:"kind"`
-					Metadata struct {
-						MediaType string `json:"mediaType"`
-					} `json:"metadata"`
+					Kind string `json:"kind"`
 				} `json:"parts"`
+				Metadata map[string]json.RawMessage `json:"metadata"`
 			} `json:"artifacts"`
 		}
 		if err := json.Unmarshal(sent.Wire, &wire); err != nil || wire.Kind != "task" || wire.Status.State != "completed" ||
 			len(wire.Artifacts) != 1 || len(wire.Artifacts[0].Parts) == 0 || wire.Artifacts[0].Parts[0].Kind != "text" {
 			t.Errorf("v0.3 send on the wire: %s (%v), want a completed task in v0.3's shape", sent.Wire, err)
-		} else if parts := wire.Artifacts[0].Parts; parts[len(parts)-1].Kind != "data" || parts[len(parts)-1].Metadata.MediaType != "application/vnd.agenthost.answer+json" {
-			// v0.3's data parts have no media type: the answer details' travels in their metadata.
-			t.Errorf("v0.3 send on the wire: %s, want the answer details last, their media type in the metadata", sent.Wire)
+		} else if parts := wire.Artifacts[0].Parts; parts[len(parts)-1].Kind == "data" || wire.Artifacts[0].Metadata[a2aAnswerMediaType] == nil {
+			// The details travel in the artifact's metadata, where a client that renders every part does not show them.
+			t.Errorf("v0.3 send on the wire: %s, want no data part and the answer details in the artifact's metadata", sent.Wire)
 		}
 
 		streamed := a2aOK[a2aOut](t, base, "v03-stream", map[string]any{"text": "Stream."})

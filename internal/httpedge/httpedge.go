@@ -1,8 +1,8 @@
 // Package httpedge is the HTTP edge that agenthost's servers share (the MCP endpoint of mcpserver and the A2A
 // endpoint of a2a): the checks every request passes before it reaches a handler (Host and Origin against allow-lists,
-// a bearer token compared in constant time or the caller's authenticator, a cap on the body), serving a listener
-// until shutdown with the requests in flight cancelled and drained and slow or idle connections cut, and the count of
-// sessions the listeners hold open (Sessions).
+// a bearer token compared in constant time or the caller's authenticator, a cap on the body), the liveness path that
+// needs none of them (/livez), serving a listener until shutdown with the requests in flight cancelled and drained
+// and slow or idle connections cut, and the count of sessions the listeners hold open (Sessions).
 //
 // It imports only the standard library.
 package httpedge
@@ -11,6 +11,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -42,9 +43,18 @@ type Options struct {
 	// answers itself those it refuses (an OAuth protected resource checking bearer JWTs).
 	Auth func(next http.Handler) http.Handler
 	// Documents are served by URL path to anyone who passes the Host and Origin checks, before any other handler:
-	// what a client reads to learn how to authenticate (OAuth protected resource metadata).
+	// what a client reads to learn how to authenticate (OAuth protected resource metadata). The OAuth metadata paths
+	// that are not among them answer 404 to anyone, so that a client that tries OAuth discovery learns at once that
+	// there is none, rather than a 401 that would send it on to register itself.
 	Documents map[string]http.Handler
+	// Live says whether the server is serving (true) or shutting down (false), for GET /livez, which answers 200 or
+	// 503 to anyone and says nothing else; nil means serving.
+	Live func() bool
 }
+
+// LivePath is the liveness path every Guard serves: no token is needed, and any Host is accepted (a probe addresses
+// the server by its IP), since the answer says nothing but whether the server is serving.
+const LivePath = "/livez"
 
 // Guard returns a handler that checks every request before next sees it: Host and Origin against the allow-lists
 // (DNS-rebinding protection: a foreign one gets 403), then the bearer token (401 without the right one) or Auth, and
@@ -71,6 +81,10 @@ type guard struct {
 }
 
 func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == LivePath && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+		g.live(w)
+		return
+	}
 	if !g.hostAllowed(r.Host) {
 		http.Error(w, "forbidden: Host not allowed", http.StatusForbidden)
 		return
@@ -83,14 +97,13 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		doc.ServeHTTP(w, r)
 		return
 	}
+	if oauthMetadata(r.URL.Path) {
+		http.NotFound(w, r)
+		return
+	}
 	public := g.opts.Public != nil && g.opts.Public(r)
 	if g.opts.Token != "" && !public && !TokenMatches(r, g.opts.Token) {
-		msg := "unauthorized: a bearer token is required"
-		if r.Header.Get("Authorization") != "" {
-			msg = "unauthorized: the bearer token is not valid"
-		}
-		w.Header().Set("WWW-Authenticate", `Bearer realm="`+g.opts.Realm+`"`)
-		http.Error(w, msg, http.StatusUnauthorized)
+		RefuseToken(w, r, g.opts.Realm)
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, g.opts.MaxBodyBytes)
@@ -99,6 +112,39 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	g.authed.ServeHTTP(w, r)
+}
+
+func (g *guard) live(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	if g.opts.Live != nil && !g.opts.Live() {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = io.WriteString(w, "stopping\n")
+		return
+	}
+	_, _ = io.WriteString(w, "ok\n")
+}
+
+// oauthMetadata says whether path is where OAuth clients look for a server's metadata (RFC 9728 and RFC 8414, with
+// a path suffix or not, and OpenID Connect discovery).
+func oauthMetadata(path string) bool {
+	for _, p := range []string{"/.well-known/oauth-protected-resource", "/.well-known/oauth-authorization-server", "/.well-known/openid-configuration"} {
+		if path == p || strings.HasPrefix(path, p+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// RefuseToken answers r, which lacks the bearer token it needs or carries a wrong one, with 401 and a challenge
+// naming realm; a wrong token's challenge says error="invalid_token" (RFC 6750 section 3).
+func RefuseToken(w http.ResponseWriter, r *http.Request, realm string) {
+	msg, challenge := "unauthorized: a bearer token is required", `Bearer realm="`+realm+`"`
+	if r.Header.Get("Authorization") != "" {
+		msg, challenge = "unauthorized: the bearer token is not valid", challenge+`, error="invalid_token"`
+	}
+	w.Header().Set("WWW-Authenticate", challenge)
+	http.Error(w, msg, http.StatusUnauthorized)
 }
 
 // TokenMatches reports whether r carries "Authorization: Bearer <token>", compared in constant time.

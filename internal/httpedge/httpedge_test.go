@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -40,6 +41,11 @@ func TestGuard(t *testing.T) {
 		{name: "foreign origin", path: "/x", host: "localhost", origin: "https://evil.example.com", auth: "Bearer s3cret", status: 403, text: "Origin not allowed"},
 		{name: "body over the cap", method: "POST", path: "/x", host: "localhost", auth: "Bearer s3cret", body: "123456789", status: 413},
 		{name: "body at the cap", method: "POST", path: "/x", host: "localhost", auth: "Bearer s3cret", body: "12345678", status: 200},
+		{name: "liveness without token", path: "/livez", host: "localhost", status: 200, text: "ok\n"},
+		{name: "liveness from a probe's host", path: "/livez", host: "10.1.2.3:9000", status: 200, text: "ok\n"},
+		{name: "OAuth resource metadata", path: "/.well-known/oauth-protected-resource", host: "localhost", status: 404},
+		{name: "OAuth server metadata", path: "/.well-known/oauth-authorization-server/mcp", host: "localhost", status: 404},
+		{name: "OAuth metadata from a foreign host", path: "/.well-known/oauth-authorization-server", host: "evil.example.com", status: 403},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			method := c.method
@@ -59,8 +65,12 @@ func TestGuard(t *testing.T) {
 			if w.Code != c.status || !strings.Contains(w.Body.String(), c.text) {
 				t.Errorf("status %d, body %q; want %d with %q", w.Code, w.Body.String(), c.status, c.text)
 			}
-			if w.Code == 401 && w.Header().Get("WWW-Authenticate") != `Bearer realm="agenthost"` {
-				t.Errorf("WWW-Authenticate %q", w.Header().Get("WWW-Authenticate"))
+			challenge := `Bearer realm="agenthost"`
+			if c.auth != "" {
+				challenge += `, error="invalid_token"` // RFC 6750 section 3.1: a token was sent, and is not valid
+			}
+			if w.Code == 401 && w.Header().Get("WWW-Authenticate") != challenge {
+				t.Errorf("WWW-Authenticate %q, want %q", w.Header().Get("WWW-Authenticate"), challenge)
 			}
 		})
 	}
@@ -106,5 +116,42 @@ func TestGuardAuth(t *testing.T) {
 				t.Errorf("%d %q, want %d %q", rec.Code, rec.Body.String(), c.status, c.text)
 			}
 		})
+	}
+}
+
+// TestLiveness serves a Guard over real HTTP: /livez answers 200 while Live says the server serves, and 503 once it
+// says it stops, without the token, with nothing but that in its body; the handler behind Guard never sees it.
+func TestLiveness(t *testing.T) {
+	var stopping atomic.Bool
+	srv := httptest.NewServer(Guard(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("the handler got %s %s", r.Method, r.URL.Path)
+	}), Options{Token: "s3cret", Live: func() bool { return !stopping.Load() }}))
+	defer srv.Close()
+	get := func(method string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequestWithContext(t.Context(), method, srv.URL+LivePath, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := get("GET"); code != 200 || body != "ok\n" {
+		t.Errorf("serving: %d %q, want 200 \"ok\\n\"", code, body)
+	}
+	if code, _ := get("HEAD"); code != 200 {
+		t.Errorf("HEAD while serving: %d, want 200", code)
+	}
+	stopping.Store(true)
+	if code, body := get("GET"); code != 503 || body != "stopping\n" {
+		t.Errorf("stopping: %d %q, want 503 \"stopping\\n\"", code, body)
+	}
+	if code, _ := get("POST"); code != 401 {
+		t.Errorf("POST /livez: %d, want 401: only GET and HEAD are the probe's", code)
 	}
 }

@@ -121,6 +121,8 @@ func (a *App) Serve(ctx context.Context, o *ServeOptions) error {
 	}
 
 	var serve []func(context.Context) error
+	// /livez answers 503 once serving stops: a probe sees the shutdown before the listeners close.
+	live := func() bool { return ctx.Err() == nil }
 	// The MCP sessions of HTTP and the unfinished tasks of A2A share one cap.
 	sessions := httpedge.NewSessions(sc.MaxSessions)
 	sessions.Reclaim(ReclaimEnded, reclaimQuiet, reclaimEvery, freeSessionMemory(a.logger))
@@ -168,7 +170,7 @@ func (a *App) Serve(ctx context.Context, o *ServeOptions) error {
 			if o.Stdin == nil || o.Stdout == nil {
 				return errors.New("serve: MCP over stdio needs ServeOptions.Stdin and Stdout")
 			}
-			if err := launch(engine); err != nil {
+			if err := launch(ctx, engine); err != nil {
 				return err
 			}
 			a.logger.Info("serving MCP over stdio", "tool", srv.ToolName())
@@ -179,6 +181,7 @@ func (a *App) Serve(ctx context.Context, o *ServeOptions) error {
 		}
 		hopts := HTTPOptions(sc, access, mcpLn.Addr().String(), func() any { return a.mcp.Status() })
 		hopts.Sessions = sessions
+		hopts.Live = live
 		handler := srv.Handler(hopts)
 		o.announce(&Endpoint{Front: "mcp", Addr: mcpLn.Addr(), URL: "http://" + mcpLn.Addr().String() + orDefault(sc.Path, "/mcp"), Tool: srv.ToolName()})
 		serve = append(serve, func(ctx context.Context) error { return httpedge.Serve(ctx, mcpLn, handler, Timeouts(sc)) })
@@ -214,13 +217,15 @@ func (a *App) Serve(ctx context.Context, o *ServeOptions) error {
 				return &durable.Resumed{Interactor: ia, Event: event, End: end}
 			})
 		}
-		handler := srv.Handler(Edge(sc, access, a2aLn.Addr().String()), func() any {
+		edge := Edge(sc, access, a2aLn.Addr().String())
+		edge.Live = live
+		handler := srv.Handler(edge, func() any {
 			return map[string]any{"servers": a.mcp.Status(), "peers": a.peers.Status()}
 		})
 		o.announce(&Endpoint{Front: "a2a", Addr: a2aLn.Addr(), URL: url, Card: "http://" + a2aLn.Addr().String() + "/.well-known/agent-card.json"})
 		serve = append(serve, func(ctx context.Context) error { return httpedge.Serve(ctx, a2aLn, handler, Timeouts(sc)) })
 	}
-	if err := launch(engine); err != nil {
+	if err := launch(ctx, engine); err != nil {
 		return err
 	}
 	releaseStartupGarbage()
@@ -270,12 +275,16 @@ func (a *App) startEngine(ctx context.Context, needed bool) (*durable.Engine, er
 // memory to the system, once, before serving. It takes about a millisecond.
 func releaseStartupGarbage() { debug.FreeOSMemory() }
 
-// launch launches engine, when there is one: the runs an earlier process left unfinished resume.
-func launch(engine *durable.Engine) error {
+// launch launches engine, when there is one: the runs an earlier process left unfinished resume. A launch that
+// fails because ctx ended (a stop asked for while starting) is no failure: serving stops as it was asked to.
+func launch(ctx context.Context, engine *durable.Engine) error {
 	if engine == nil {
 		return nil
 	}
-	return engine.Launch()
+	if err := engine.Launch(); err != nil && ctx.Err() == nil {
+		return err
+	}
+	return nil
 }
 
 // listen opens a listener for flag on addr, warning when it is beyond loopback and not protected (by a token or

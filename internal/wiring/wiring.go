@@ -330,12 +330,7 @@ func callerTokens(tokens map[string]string) func(http.Handler) http.Handler {
 				}
 			}
 			if !ok {
-				msg := "unauthorized: a bearer token is required"
-				if r.Header.Get("Authorization") != "" {
-					msg = "unauthorized: the bearer token is not valid"
-				}
-				w.Header().Set("WWW-Authenticate", "Bearer")
-				http.Error(w, msg, http.StatusUnauthorized)
+				httpedge.RefuseToken(w, r, "agenthost")
 				return
 			}
 			authed.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerSubjectKey{}, sub)))

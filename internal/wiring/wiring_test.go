@@ -378,5 +378,8 @@ func TestCallerTokens(t *testing.T) {
 		if got := strconv.Itoa(w.Code); got != tt.status || w.Body.String() != tt.body {
 			t.Errorf("%q: HTTP %s %q; want %s %q", tt.header, got, w.Body.String(), tt.status, tt.body)
 		}
+		if wrong := tt.header != "" && tt.status == "401"; wrong != strings.Contains(w.Header().Get("WWW-Authenticate"), `error="invalid_token"`) {
+			t.Errorf("%q: WWW-Authenticate %q", tt.header, w.Header().Get("WWW-Authenticate"))
+		}
 	}
 }
