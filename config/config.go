@@ -73,7 +73,8 @@ type Agent struct {
 	CitationStyle string
 	// MaxConversations bounds the history store: at least 1, default 1000.
 	MaxConversations int
-	// ConversationTTL is the idle time after which a conversation is dropped: positive, default 1h.
+	// ConversationTTL is the idle time after which a conversation is dropped: positive. Its default depends on
+	// State.Backend (see DefaultConversationTTL): Parse sets it when the file leaves the key out.
 	ConversationTTL Duration
 	// Output, from [agent.output], gives the JSON Schema every answer must match; nil for answers in prose.
 	Output *Output
@@ -635,7 +636,7 @@ func Default() *Config {
 			ToolTimeout:      Duration{2 * time.Minute},
 			CitationStyle:    CitationMarkdown,
 			MaxConversations: 1000,
-			ConversationTTL:  Duration{time.Hour},
+			ConversationTTL:  Duration{DefaultConversationTTL(StateSQLite)},
 			OutputRetries:    2,
 		},
 		Model: Model{
@@ -684,6 +685,16 @@ func Default() *Config {
 			MaxTasksPerSubject:    100,
 		},
 	}
+}
+
+// DefaultConversationTTL returns the default Agent.ConversationTTL of the state backend: an hour in memory, where
+// conversations end with the process anyway, and 30 days in a database, which is kept so that a user can come back
+// to a conversation the next day or the next week.
+func DefaultConversationTTL(backend string) time.Duration {
+	if backend == StateMemory {
+		return time.Hour
+	}
+	return 30 * 24 * time.Hour
 }
 
 // DefaultSubAgent returns a SubAgent with every default set.

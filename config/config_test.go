@@ -32,7 +32,7 @@ func TestDefault(t *testing.T) {
 		{"Agent.Temperature", c.Agent.Temperature, (*float64)(nil)},
 		{"Agent.CitationStyle", c.Agent.CitationStyle, "markdown"},
 		{"Agent.MaxConversations", c.Agent.MaxConversations, 1000},
-		{"Agent.ConversationTTL", c.Agent.ConversationTTL.Duration, time.Hour},
+		{"Agent.ConversationTTL", c.Agent.ConversationTTL.Duration, 30 * 24 * time.Hour}, // the default backend is sqlite
 		{"State", c.State, State{Backend: "sqlite", DSNEnv: "DATABASE_URL", DurableRuns: "tasks"}},
 		{"Model.Provider", c.Model.Provider, "auto"},
 		{"Model.Model", c.Model.Model, ""},
@@ -258,5 +258,37 @@ func TestErrorFormat(t *testing.T) {
 		if got := tc.e.Error(); got != tc.want {
 			t.Errorf("%#v.Error() = %q, want %q", tc.e, got, tc.want)
 		}
+	}
+}
+
+// TestConversationTTLDefaultPerBackend: a conversation in a database outlives the hour that fits memory, unless the
+// file says otherwise.
+func TestConversationTTLDefaultPerBackend(t *testing.T) {
+	const month = 30 * 24 * time.Hour
+	for _, tc := range []struct {
+		name, src string
+		want      time.Duration
+	}{
+		{"no file's key, default backend", "", month},
+		{"sqlite", "[state]\nbackend = \"sqlite\"\n", month},
+		{"postgres", "[state]\nbackend = \"postgres\"\n", month},
+		{"memory", "[state]\nbackend = \"memory\"\n", time.Hour},
+		{"backend from a variable", "[state]\nbackend = \"${BACKEND}\"\n", time.Hour},
+		{"set, sqlite", "[agent]\nconversation_ttl = \"2h\"\n", 2 * time.Hour},
+		{"set, memory", "[agent]\nconversation_ttl = \"72h\"\n[state]\nbackend = \"memory\"\n", 72 * time.Hour},
+		{"set to the memory default, sqlite", "[agent]\nconversation_ttl = \"1h\"\n", time.Hour},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Parse("agent.toml", []byte(tc.src), envOf(map[string]string{"BACKEND": "memory"}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.Agent.ConversationTTL.Duration; got != tc.want {
+				t.Errorf("conversation_ttl = %s, want %s", got, tc.want)
+			}
+		})
+	}
+	if DefaultConversationTTL(StateMemory) != time.Hour || DefaultConversationTTL(StatePostgres) != month {
+		t.Errorf("DefaultConversationTTL: memory %s, postgres %s", DefaultConversationTTL(StateMemory), DefaultConversationTTL(StatePostgres))
 	}
 }

@@ -37,7 +37,8 @@ func Load(path string) (*Config, error) {
 // sub-agent's tool that names no tool but is close to one, each with the name it is likely to mean; a schema_file
 // that cannot be read or is not JSON, and a root of an enabled file tool or doc_search that is not a directory, each
 // with the absolute path tried (a relative path starts from the config file's directory). Parse also resolves
-// provider "auto" against env and then requires model.model when it resolves to "openai".
+// provider "auto" against env and then requires model.model when it resolves to "openai", and gives
+// agent.conversation_ttl, when the file leaves it out, the default of the state backend (DefaultConversationTTL).
 func Parse(name string, data []byte, env func(string) (string, bool)) (*Config, error) {
 	if env == nil {
 		env = os.LookupEnv
@@ -60,6 +61,9 @@ func Parse(name string, data []byte, env func(string) (string, bool)) (*Config, 
 	cfg.MCP.Order = fileOrder(md.Keys(), cfg.MCP.Servers, "mcp", "servers")
 	cfg.A2A.Order = fileOrder(md.Keys(), cfg.A2A.Peers, "a2a", "peers")
 	cfg.AgentOrder = fileOrder(md.Keys(), cfg.Agents, "agents")
+	if !md.IsDefined("agent", "conversation_ttl") {
+		cfg.Agent.ConversationTTL = Duration{DefaultConversationTTL(cfg.State.Backend)}
+	}
 
 	all := d.issues
 	dir := ""

@@ -20,8 +20,10 @@ import (
 // A run costs one write transaction: a new conversation under a new id gets its row with its first messages, in
 // Append, and the bound is enforced in batches (see sweep), so that no run pays for sorting the table.
 
-// sweepEvery is the longest time between two sweeps of expired conversations.
-const sweepEvery = time.Minute
+// sweepEvery is the time between two sweeps of expired conversations: a process sweeps at most this often, and of
+// the processes sharing a database (replicas, or one `agenthost run` after another) one sweeps in each such time.
+// Sweeps for the count bound do not wait for it.
+const sweepEvery = 5 * time.Minute
 
 // Create implements host.ConversationStore. A new id is only drawn: the conversation's row is written with its
 // first messages. A chosen id (an A2A context) is written at once, so that a second Create of it fails.
@@ -32,7 +34,7 @@ func (s *DB) Create(ctx context.Context, id string) (string, error) {
 	now := millis(s.now())
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		// A kept id whose conversation expired is free again: its rows go first.
-		if err := deleteConversations(ctx, tx, `id = $1 AND updated_ms < $2`, id, s.cutoff()); err != nil {
+		if _, err := deleteConversations(ctx, tx, `id = $1 AND updated_ms < $2`, id, s.cutoff()); err != nil {
 			return err
 		}
 		res, err := tx.ExecContext(ctx, `INSERT INTO conversations (id, created_ms, updated_ms) VALUES ($1, $2, $2)
@@ -55,90 +57,101 @@ func (s *DB) Create(ctx context.Context, id string) (string, error) {
 	return id, nil
 }
 
-// created counts a new conversation, and sweeps when the bound may have been passed by a tenth.
+// created counts a new conversation, and sweeps when the bound may have been passed by a tenth, or when it is time.
 func (s *DB) created(ctx context.Context) {
 	if s.sinceSweep.Add(1) >= int64(s.slack()) {
 		s.sweep(ctx)
+		return
 	}
+	s.maybeSweep(ctx)
 }
 
 // slack is how far the bound may be passed before a sweep brings the count back to it.
 func (s *DB) slack() int { return max(s.max/10, 1) }
 
-// deleteConversations deletes the conversations matching where (over the conversations table) and their logs.
-func deleteConversations(ctx context.Context, tx *sql.Tx, where string, args ...any) error {
+// deleteConversations deletes the conversations matching where (over the conversations table) and their logs, and
+// returns how many conversations it deleted.
+func deleteConversations(ctx context.Context, tx *sql.Tx, where string, args ...any) (int, error) {
 	for _, table := range []string{"conversation_messages", "conversation_sources"} {
 		q := `DELETE FROM ` + table + ` WHERE conversation_id IN (SELECT id FROM conversations WHERE ` + where + `)`
 		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
-			return err
+			return 0, err
 		}
 	}
-	_, err := tx.ExecContext(ctx, `DELETE FROM conversations WHERE `+where, args...)
-	return err
+	res, err := tx.ExecContext(ctx, `DELETE FROM conversations WHERE `+where, args...)
+	if err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
 }
 
 // cutoff is the update time before which a conversation has expired.
 func (s *DB) cutoff() int64 { return millis(s.now().Add(-s.ttl)) }
 
-// maybeSweep sweeps when the last sweep is sweepEvery old.
+// maybeSweep sweeps when this process last did sweepEvery ago and no other process sharing the database did since.
 func (s *DB) maybeSweep(ctx context.Context) {
 	s.sweepMu.Lock()
-	due := s.now().Sub(s.lastSweep) >= sweepEvery
-	s.sweepMu.Unlock()
+	now := s.now()
+	due := now.Sub(s.lastSweep) >= sweepEvery
 	if due {
+		s.lastSweep = now
+	}
+	s.sweepMu.Unlock()
+	if due && s.takeSweepTurn(ctx, now) {
 		s.sweep(ctx)
 	}
 }
 
-// sweep deletes the expired conversations, then the least recently used beyond the bound. A failure is logged:
-// expired conversations are invisible anyway, and the next sweep drops the others.
+// takeSweepTurn records in the database that this process sweeps at now, unless another did less than sweepEvery
+// before. A time recorded ahead of now is from a clock that differs, and does not hold the turn.
+func (s *DB) takeSweepTurn(ctx context.Context, now time.Time) bool {
+	res, err := s.db.ExecContext(ctx, `INSERT INTO agenthost_sweeps (name, swept_ms) VALUES ('conversations', $1)
+		ON CONFLICT (name) DO UPDATE SET swept_ms = excluded.swept_ms
+		WHERE agenthost_sweeps.swept_ms <= $2 OR agenthost_sweeps.swept_ms > $1`, millis(now), millis(now.Add(-sweepEvery)))
+	var n int64
+	if err == nil {
+		n, err = res.RowsAffected()
+	}
+	if err != nil {
+		s.logger.Warn("store: taking the turn to delete expired conversations failed", "db", s.where, "err", err)
+		return false
+	}
+	return n > 0
+}
+
+// The sweep's conditions over the conversations table, which the index conversations_used answers.
+const (
+	// whereIdle selects the conversations last used before $1.
+	whereIdle = `updated_ms < $1`
+	// qPastBound returns the first conversation past the bound $1, the most recently used first: it and all used
+	// before it go.
+	qPastBound = `SELECT updated_ms, id FROM conversations ORDER BY updated_ms DESC, id DESC LIMIT 1 OFFSET $1`
+)
+
+// sweep deletes the expired conversations, then the least recently used beyond the bound. Both are found in the
+// index of the last use: a sweep reads the rows it deletes and at most the bound's worth of index entries, never the
+// whole table. A failure is logged: expired conversations are invisible anyway, and the next sweep drops the others.
 func (s *DB) sweep(ctx context.Context) {
 	s.sweepMu.Lock()
 	defer s.sweepMu.Unlock()
 	s.lastSweep = s.now()
 	s.sinceSweep.Store(0)
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		// Newest first: past the bound, or past the cutoff, a row goes. LIMIT with the largest BIGINT: SQLite needs
-		// a LIMIT before OFFSET, and Postgres takes no negative one.
-		rows, err := tx.QueryContext(ctx, `SELECT id, updated_ms FROM conversations ORDER BY updated_ms DESC, id`)
+		if _, err := deleteConversations(ctx, tx, whereIdle, s.cutoff()); err != nil {
+			return err
+		}
+		var updated int64
+		var id string
+		err := tx.QueryRowContext(ctx, qPastBound, s.max).Scan(&updated, &id)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
 		if err != nil {
 			return err
 		}
-		var doomed []any
-		cutoff := s.cutoff()
-		for n := 0; rows.Next(); n++ {
-			var id string
-			var updated int64
-			if err := rows.Scan(&id, &updated); err != nil {
-				rows.Close()
-				return err
-			}
-			if n >= s.max || updated < cutoff {
-				doomed = append(doomed, id)
-			}
-		}
-		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-			return err
-		}
-		for len(doomed) > 0 {
-			batch := doomed[:min(len(doomed), 500)]
-			doomed = doomed[len(batch):]
-			marks := make([]string, len(batch))
-			for i := range batch {
-				marks[i] = fmt.Sprintf("$%d", i+1)
-			}
-			in := strings.Join(marks, ",")
-			for _, q := range []string{
-				`DELETE FROM conversation_messages WHERE conversation_id IN (` + in + `)`,
-				`DELETE FROM conversation_sources WHERE conversation_id IN (` + in + `)`,
-				`DELETE FROM conversations WHERE id IN (` + in + `)`,
-			} {
-				if _, err := tx.ExecContext(ctx, q, batch...); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
+		_, err = deleteConversations(ctx, tx, `updated_ms < $1 OR (updated_ms = $1 AND id <= $2)`, updated, id)
+		return err
 	})
 	if err != nil {
 		s.logger.Warn("store: deleting expired and surplus conversations failed", "db", s.where, "err", err)
@@ -356,11 +369,54 @@ func (s *DB) Conversations(ctx context.Context, limit int) ([]ConversationSummar
 	if limit <= 0 {
 		limit = s.max
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT c.id, c.created_ms, c.updated_ms, c.messages, c.sources, COALESCE(m.message, '')
-		FROM conversations c LEFT JOIN conversation_messages m ON m.conversation_id = c.id AND m.seq = 0
-		WHERE c.updated_ms >= $1 ORDER BY c.updated_ms DESC, c.id LIMIT $2`, s.cutoff(), limit)
+	list, err := s.summaries(ctx, `c.updated_ms >= $1 ORDER BY c.updated_ms DESC, c.id LIMIT $2`, s.cutoff(), limit)
 	if err != nil {
 		return nil, fmt.Errorf("store: listing conversations: %w", err)
+	}
+	return list, nil
+}
+
+// ConversationTTL returns how long an unused conversation is kept (Options.IdleTTL).
+func (s *DB) ConversationTTL() time.Duration { return s.ttl }
+
+// IdleConversations lists the conversations unused for longer than idle, the expired ones not swept yet included,
+// least recently used first: those PruneConversations(ctx, idle) would delete now.
+func (s *DB) IdleConversations(ctx context.Context, idle time.Duration) ([]ConversationSummary, error) {
+	if idle <= 0 {
+		return nil, fmt.Errorf("store: listing idle conversations: the idle time must be positive (got %s)", idle)
+	}
+	list, err := s.summaries(ctx, `c.updated_ms < $1 ORDER BY c.updated_ms, c.id`, millis(s.now().Add(-idle)))
+	if err != nil {
+		return nil, fmt.Errorf("store: listing idle conversations: %w", err)
+	}
+	return list, nil
+}
+
+// PruneConversations deletes the conversations unused for longer than idle, the expired ones not swept yet included,
+// and returns how many it deleted.
+func (s *DB) PruneConversations(ctx context.Context, idle time.Duration) (int, error) {
+	if idle <= 0 {
+		return 0, fmt.Errorf("store: pruning conversations: the idle time must be positive (got %s)", idle)
+	}
+	var n int
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		n, err = deleteConversations(ctx, tx, whereIdle, millis(s.now().Add(-idle)))
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("store: pruning conversations: %w", err)
+	}
+	return n, nil
+}
+
+// summaries returns the conversations the query's tail selects (WHERE, ORDER BY, LIMIT over the conversations c).
+func (s *DB) summaries(ctx context.Context, tail string, args ...any) ([]ConversationSummary, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT c.id, c.created_ms, c.updated_ms, c.messages, c.sources, COALESCE(m.message, '')
+		FROM conversations c LEFT JOIN conversation_messages m ON m.conversation_id = c.id AND m.seq = 0
+		WHERE `+tail, args...)
+	if err != nil {
+		return nil, err
 	}
 	defer rows.Close()
 	var out []ConversationSummary
@@ -369,7 +425,7 @@ func (s *DB) Conversations(ctx context.Context, limit int) ([]ConversationSummar
 		var created, updated int64
 		var first string
 		if err := rows.Scan(&c.ID, &created, &updated, &c.Messages, &c.Sources, &first); err != nil {
-			return nil, fmt.Errorf("store: listing conversations: %w", err)
+			return nil, err
 		}
 		c.Created, c.Updated = fromMillis(created), fromMillis(updated)
 		var m llm.Message
@@ -379,7 +435,7 @@ func (s *DB) Conversations(ctx context.Context, limit int) ([]ConversationSummar
 		out = append(out, c)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: listing conversations: %w", err)
+		return nil, err
 	}
 	return out, nil
 }
@@ -393,7 +449,8 @@ func (s *DB) DeleteConversation(ctx context.Context, id string) error {
 		} else if err != nil {
 			return err
 		}
-		return deleteConversations(ctx, tx, `id = $1`, id)
+		_, err := deleteConversations(ctx, tx, `id = $1`, id)
+		return err
 	})
 	if err != nil && !errors.Is(err, host.ErrUnknownConversation) {
 		return fmt.Errorf("store: deleting conversation %q: %w", id, err)

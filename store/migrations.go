@@ -97,6 +97,15 @@ var migrations = [][]string{
 		`ALTER TABLE a2a_tasks ADD COLUMN subject TEXT NOT NULL DEFAULT ''`,
 		`CREATE INDEX a2a_tasks_subject ON a2a_tasks (subject, updated_ms)`,
 	},
+	{ // 9: conversations are swept in the order of their last use, read from the index alone, and the sweeps of every
+		// process sharing the database take turns (agenthost_sweeps), so that short-lived processes do not each sweep
+		`CREATE INDEX conversations_used ON conversations (updated_ms, id)`,
+		`DROP INDEX conversations_updated`,
+		`CREATE TABLE agenthost_sweeps (
+			name     TEXT PRIMARY KEY,
+			swept_ms BIGINT NOT NULL
+		)`,
+	},
 }
 
 // SchemaVersion is the version of the schema this agenthost writes.

@@ -44,7 +44,8 @@ type Options struct {
 	// MaxConversations bounds the conversations kept; the least recently used go first. 0 means
 	// host.DefaultMaxConversations.
 	MaxConversations int
-	// IdleTTL is how long an unused conversation is kept. 0 means host.DefaultConversationTTL.
+	// IdleTTL is how long an unused conversation is kept: past it, the conversation can no longer be loaded or
+	// continued, and a sweep deletes it. 0 means DefaultConversationTTL.
 	IdleTTL time.Duration
 	// MaxTasks bounds the served A2A tasks kept; the least recently updated finished ones go first. 0 means
 	// DefaultMaxTasks.
@@ -54,6 +55,10 @@ type Options struct {
 	// Logger receives the sweeps' failures; nil discards them.
 	Logger *slog.Logger
 }
+
+// DefaultConversationTTL is the default Options.IdleTTL: a month, where memory keeps a conversation an hour
+// (host.DefaultConversationTTL), since a database outlives the process and its user comes back later.
+const DefaultConversationTTL = 30 * 24 * time.Hour
 
 // DB is an open state database. It is safe for concurrent use.
 type DB struct {
@@ -96,7 +101,7 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 		s.maxTasks = DefaultMaxTasks
 	}
 	if s.ttl <= 0 {
-		s.ttl = host.DefaultConversationTTL
+		s.ttl = DefaultConversationTTL
 	}
 	if s.now == nil {
 		s.now = time.Now

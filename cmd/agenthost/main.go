@@ -72,7 +72,8 @@ var commands = []command{
       tasks                             list the served A2A tasks
       calls                             list the MCP calls waiting for their callers
       show ID                           print a conversation or a task
-      delete ID...                      delete conversations or tasks`, cmdState},
+      delete ID...                      delete conversations or tasks
+      prune [-older-than DURATION]      delete the conversations idle for longer than that, or than the TTL`, cmdState},
 	{"mcp", `
   agenthost mcp COMMAND [flags]         manage the MCP servers of [mcp.servers]:
       list                              connect to every server and list them with their state

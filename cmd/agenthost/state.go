@@ -33,13 +33,16 @@ Commands:
                            replica can continue
   show [-json] ID          print a conversation (its messages and numbered sources), or a task (as A2A JSON)
   delete ID...             delete conversations or tasks
+  prune [-older-than DURATION] [-dry-run]
+                           delete the conversations idle for longer than DURATION (default: agent.conversation_ttl);
+                           -dry-run lists them and deletes nothing
 
 Every command takes -config FILE and -log-level LEVEL.
 `
 
 // cmdState inspects the state database.
 func cmdState(ctx context.Context, args []string, io *stdio) error {
-	sub, rest := splitCommand(args, append(commonValueFlags, "n", "context")...)
+	sub, rest := splitCommand(args, append(commonValueFlags, "n", "context", "older-than")...)
 	if sub == "" {
 		sub = "conversations"
 	}
@@ -53,6 +56,8 @@ func cmdState(ctx context.Context, args []string, io *stdio) error {
 	limit := 0
 	jsonOut := false
 	contextID := ""
+	var olderThan time.Duration
+	dryRun := false
 	switch sub {
 	case "conversations":
 		fs.IntVar(&limit, "n", 50, "list at most `N` conversations; 0 lists all")
@@ -63,6 +68,10 @@ func cmdState(ctx context.Context, args []string, io *stdio) error {
 	case "show":
 		fs.BoolVar(&jsonOut, "json", false, "print the conversation as JSON")
 	case "delete":
+	case "prune":
+		fs.DurationVar(&olderThan, "older-than", 0, "delete the conversations idle for longer than `DURATION` (\"720h\", say); "+
+			"default: agent.conversation_ttl")
+		fs.BoolVar(&dryRun, "dry-run", false, "list the conversations that would go, and delete nothing")
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(io.out, stateUsage)
 		return nil
@@ -73,12 +82,14 @@ func cmdState(ctx context.Context, args []string, io *stdio) error {
 		return err
 	}
 	switch {
-	case (sub == "conversations" || sub == "tasks" || sub == "calls") && fs.NArg() > 0:
+	case (sub == "conversations" || sub == "tasks" || sub == "calls" || sub == "prune") && fs.NArg() > 0:
 		return fmt.Errorf("%w: state %s takes no arguments (got %q)", errUsage, sub, fs.Args())
 	case sub == "show" && fs.NArg() != 1:
 		return fmt.Errorf("%w: state show takes one conversation id", errUsage)
 	case sub == "delete" && fs.NArg() == 0:
 		return fmt.Errorf("%w: state delete takes the ids of the conversations to delete", errUsage)
+	case sub == "prune" && olderThan < 0, sub == "prune" && olderThan == 0 && flagSet(fs, "older-than"):
+		return fmt.Errorf("%w: state prune: -older-than must be positive (got %s)", errUsage, olderThan)
 	}
 	db, err := c.openState(ctx, fs, io.err)
 	if err != nil {
@@ -105,6 +116,8 @@ func cmdState(ctx context.Context, args []string, io *stdio) error {
 			return err
 		}
 		return printCalls(io.out, calls)
+	case "prune":
+		return pruneConversations(ctx, io.out, db, olderThan, dryRun)
 	case "show":
 		conv, err := db.Peek(ctx, fs.Arg(0))
 		if errors.Is(err, host.ErrUnknownConversation) {
@@ -148,6 +161,46 @@ func cmdState(ctx context.Context, args []string, io *stdio) error {
 		}
 		return errors.Join(errs...)
 	}
+}
+
+// pruneConversations deletes the conversations idle for longer than idle (0: the TTL), or lists them with dryRun.
+func pruneConversations(ctx context.Context, w io.Writer, db *store.DB, idle time.Duration, dryRun bool) error {
+	if idle == 0 {
+		idle = db.ConversationTTL()
+	}
+	if dryRun {
+		list, err := db.IdleConversations(ctx, idle)
+		if err != nil {
+			return err
+		}
+		if len(list) == 0 {
+			fmt.Fprintf(w, "No conversations idle for longer than %s.\n", idle)
+			return nil
+		}
+		fmt.Fprintf(w, "Would delete %s idle for longer than %s:\n", countConversations(len(list)), idle)
+		return printConversations(w, list)
+	}
+	n, err := db.PruneConversations(ctx, idle)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "Deleted %s idle for longer than %s.\n", countConversations(n), idle)
+	return nil
+}
+
+// countConversations returns "1 conversation", "2 conversations".
+func countConversations(n int) string {
+	if n == 1 {
+		return "1 conversation"
+	}
+	return fmt.Sprintf("%d conversations", n)
+}
+
+// flagSet reports whether the flag name was given on the command line.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 // openState opens the database of the configuration's [state].

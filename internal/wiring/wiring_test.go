@@ -2,6 +2,7 @@ package wiring
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -380,6 +381,29 @@ func TestCallerTokens(t *testing.T) {
 		}
 		if wrong := tt.header != "" && tt.status == "401"; wrong != strings.Contains(w.Header().Get("WWW-Authenticate"), `error="invalid_token"`) {
 			t.Errorf("%q: WWW-Authenticate %q", tt.header, w.Header().Get("WWW-Authenticate"))
+		}
+	}
+}
+
+// TestConversationTTLPerBackend: the conversations of a file that leaves conversation_ttl out last a month idle in a
+// database, an hour in memory.
+func TestConversationTTLPerBackend(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	noEnv := func(string) string { return "" }
+	for _, tc := range []struct{ backend, idle string }{{"sqlite", "720h0m0s idle"}, {"memory", "1h0m0s idle"}} {
+		cfg, err := config.Parse("agent.toml", []byte("[state]\nbackend = \""+tc.backend+"\"\n"), func(string) (string, bool) { return "", false })
+		if err != nil {
+			t.Fatal(err)
+		}
+		conversations, db, err := OpenState(t.Context(), cfg, noEnv, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if db != nil {
+			defer db.Close()
+		}
+		if _, err := conversations.Load(t.Context(), "gone"); !errors.Is(err, host.ErrUnknownConversation) || !strings.Contains(err.Error(), tc.idle) {
+			t.Errorf("%s: Load of an unknown conversation: %v, want it to say %q", tc.backend, err, tc.idle)
 		}
 	}
 }
