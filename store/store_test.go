@@ -549,6 +549,23 @@ func TestSQLiteFilesPrivate(t *testing.T) {
 	}
 }
 
+// The state connection's page cache is bounded (see sqliteCacheKiB): SQLite's default would hold up to 2,000 KiB of
+// pages, about 4 MiB resident.
+func TestSQLitePageCacheBounded(t *testing.T) {
+	db, err := Open(t.Context(), Options{Backend: SQLite, Path: filepath.Join(t.TempDir(), "agent.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var kib int
+	if err := db.SQL().QueryRowContext(t.Context(), `PRAGMA cache_size`).Scan(&kib); err != nil {
+		t.Fatal(err)
+	}
+	if kib != -256 {
+		t.Errorf("cache_size %d, want -256 (256 KiB)", kib)
+	}
+}
+
 func TestSQLiteFileTightened(t *testing.T) {
 	withUmask(t, 0o022)
 	path := filepath.Join(t.TempDir(), "agent.db")
