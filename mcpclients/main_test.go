@@ -37,6 +37,8 @@ func TestMain(m *testing.M) {
 		os.Exit(serveCrashy())
 	case "env":
 		os.Exit(serveEnv())
+	case "dies":
+		os.Exit(serveDies())
 	default:
 		fmt.Fprintln(os.Stderr, "unknown test server", os.Getenv(serverEnv))
 		os.Exit(2)
@@ -180,4 +182,15 @@ func checkNoServerGoroutines() int {
 	}
 	fmt.Fprintf(os.Stderr, "%d goroutines of MCP servers outlived the tests (a test did not close its Client, or Close left them):\n\n%s\n", len(leaked), strings.Join(leaked, "\n\n"))
 	return 1
+}
+
+// serveDies is a server that cannot start: it says why on stderr, the last line unfinished, and exits before it
+// answers, as `docker run` does without its daemon.
+func serveDies() int {
+	for i := 1; i <= 7; i++ {
+		fmt.Fprintf(os.Stderr, "starting, step %d\n", i)
+	}
+	fmt.Fprintf(os.Stderr, "see https://user:hunter2@example.com/help?token=abc\n")
+	fmt.Fprint(os.Stderr, "docker: Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?")
+	return 125
 }

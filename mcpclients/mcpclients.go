@@ -129,14 +129,14 @@ func Connect(ctx context.Context, configs []ServerConfig, opts *Options) (*Clien
 		switch {
 		case errs[i] == nil:
 		case s.cfg.Required:
-			required = append(required, fmt.Errorf("mcpclients: required server %q: %w", s.cfg.Name, errs[i]))
+			required = append(required, fmt.Errorf("mcpclients: required server %q: %w%s", s.cfg.Name, errs[i], s.explain()))
 		case opts.RetryFailed:
-			s.logger.Warn("MCP server not reached at start-up; retrying in the background", "err", errs[i])
+			s.logger.Warn("MCP server not reached at start-up; retrying in the background", s.why(errs[i])...)
 			retry = append(retry, s)
 		case errors.Is(errs[i], mcpauth.ErrNeedsLogin):
 			s.logger.Warn("MCP server skipped: it needs a login", "err", errs[i])
 		default:
-			s.logger.Warn("MCP server skipped: it could not be reached at start-up", "err", errs[i])
+			s.logger.Warn("MCP server skipped: it could not be reached at start-up", s.why(errs[i])...)
 		}
 	}
 	if len(required) > 0 {
@@ -209,4 +209,10 @@ type Status struct {
 	ProtocolVersion string `json:"protocol_version,omitempty"`
 	Tools           int    `json:"tools"`
 	Error           string `json:"error,omitempty"`
+	// Cause is, when the server is not connected, the root cause of Error and what to do about it, as a sentence
+	// (see Cause); "" when nothing more is known than Error says.
+	Cause string `json:"-"`
+	// Stderr is, when a stdio server is not connected, the last lines its last child wrote to stderr (redacted),
+	// oldest first: a server that fails at start says why there.
+	Stderr []string `json:"-"`
 }

@@ -53,6 +53,7 @@ type Server struct {
 	session          *mcp.ClientSession // nil while down
 	stop             context.CancelFunc // ends the session's connection context
 	cmd              *exec.Cmd          // the current child, for stdio
+	stderr           *lineLogger        // the stderr of the last child started, for stdio
 	state            State
 	lastErr          error // stored redacted (redact.Error): it is shown as it is
 	retrying         bool  // failed at start-up and tried again in the background (Options.RetryFailed)
@@ -175,6 +176,10 @@ func (s *Server) Status() Status {
 	st := Status{Name: s.cfg.Name, Transport: s.cfg.Transport, State: s.state, ProtocolVersion: s.protocol, Tools: len(s.tools)}
 	if s.lastErr != nil && s.state != StateConnected {
 		st.Error = s.lastErr.Error()
+		if s.stderr != nil {
+			st.Stderr = s.stderr.Tail()
+		}
+		st.Cause = Cause(s.cfg, s.lastErr, st.Stderr)
 	}
 	return st
 }

@@ -8,14 +8,17 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agenthost/agenthost/internal/origin"
+	"github.com/agenthost/agenthost/internal/redact"
 	"github.com/agenthost/agenthost/mcpauth"
 )
 
@@ -33,7 +36,11 @@ func (s *Server) transport(ctx context.Context) (mcp.Transport, *exec.Cmd, error
 		cmd.Env = childEnv(os.Environ(), c.EnvPassthrough, c.Env)
 		// The child's stderr is its log: it goes to ours, line by line and tagged, never to stdout (which may be
 		// agenthost's own MCP channel).
-		cmd.Stderr = newLineLogger(s.logger, "stderr") // s.logger is tagged with the server's name
+		stderr := newLineLogger(s.logger, "stderr") // s.logger is tagged with the server's name
+		cmd.Stderr = stderr
+		s.mu.Lock()
+		s.stderr = stderr // its last lines say why the child failed, when it does
+		s.mu.Unlock()
 		ownProcessGroup(cmd)
 		return &mcp.CommandTransport{Command: cmd, TerminateDuration: terminateDuration}, cmd, nil
 	case TransportHTTP, TransportSSE:
@@ -82,12 +89,49 @@ func (s *Server) httpClient() *http.Client {
 	return &http.Client{Transport: &progressStreams{base: rt, relay: s.relayers()}, CheckRedirect: origin.CheckRedirect(o)}
 }
 
-// lineLogger is an io.Writer that logs each complete line it is given.
+// lineLogger is an io.Writer that logs each complete line it is given, and keeps the last few: a server that
+// fails at start says why there, and the last lines are shown with its status.
 type lineLogger struct {
 	mu     sync.Mutex
 	logger *slog.Logger
 	stream string
 	buf    []byte
+	tail   []string // the last tailLines lines, each at most tailLineBytes
+}
+
+// The child's last stderr lines kept for its status: a few, each cut to a line of a screen's width or two.
+const (
+	tailLines     = 5
+	tailLineBytes = 300
+)
+
+// Tail returns the last lines written, the unfinished one included, redacted (redact.Text), oldest first.
+func (l *lineLogger) Tail() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	lines := slices.Clone(l.tail)
+	if text := strings.TrimSpace(string(l.buf)); text != "" {
+		lines = append(lines, clipLine(text))
+		if len(lines) > tailLines {
+			lines = lines[1:]
+		}
+	}
+	for i, line := range lines {
+		lines[i] = redact.Text(line)
+	}
+	return lines
+}
+
+// clipLine cuts s to tailLineBytes, on a rune boundary.
+func clipLine(s string) string {
+	if len(s) <= tailLineBytes {
+		return s
+	}
+	cut := tailLineBytes
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 func newLineLogger(logger *slog.Logger, stream string) *lineLogger {
@@ -117,6 +161,12 @@ func (l *lineLogger) Write(p []byte) (int, error) {
 func (l *lineLogger) emit(line []byte) {
 	if text := strings.TrimRight(string(line), "\r"); text != "" {
 		l.logger.Info(text, "stream", l.stream)
+		if strings.TrimSpace(text) != "" {
+			l.tail = append(l.tail, clipLine(strings.TrimSpace(text)))
+			if len(l.tail) > tailLines {
+				l.tail = slices.Delete(l.tail, 0, len(l.tail)-tailLines)
+			}
+		}
 	}
 }
 

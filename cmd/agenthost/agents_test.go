@@ -27,6 +27,7 @@ func TestSubAgents(t *testing.T) {
 			{Text: "It is evening in Tokyo."},
 		},
 	}
+	srv.SetModels("main-model", "clock-model") // check lists them
 	srv.SetResponder(func(req *fakellm.Request) fakellm.Turn {
 		mu.Lock()
 		defer mu.Unlock()

@@ -37,6 +37,7 @@ func TestBuiltinTools(t *testing.T) {
 	writeFile(t, dir, "handbook/leave.md", "# Leave policy\n\nEvery employee has 30 days of paid leave a year.\n")
 	srv := fakellm.New()
 	defer srv.Close()
+	srv.SetModels("m") // check lists it
 	srv.Enqueue(
 		fakellm.Turn{ToolCalls: []fakellm.ToolCall{
 			{ID: "1", Name: "fetch_url", Arguments: fmt.Sprintf(`{"url":%q}`, page.URL+"/guide")},

@@ -418,12 +418,32 @@ func cmdCheck(ctx context.Context, args []string, io *stdio) error {
 		fmt.Fprintf(io.err, "agenthost: warning: %s: [tools.%q] matches no tool\n", configName(a.Config()), name)
 	}
 	warnWebAndWrites(io.err, a.Config(), tools)
+	var modelErrs []error
+	tw := tabwriter.NewWriter(io.out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "MODEL\tPROVIDER\tENDPOINT\tSTATUS")
+	for _, m := range a.CheckModel(ctx) {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.Model, a.Provider(), m.Endpoint, m.Status)
+		var details []string
+		if m.Detail != "" {
+			details = append(details, m.Detail)
+		}
+		if m.Err != nil {
+			details = append(details, m.Err.Error())
+			modelErrs = append(modelErrs, fmt.Errorf("model %s: %s", m.Model, m.Status))
+		}
+		writeDetails(tw, 4, details)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
 	var failed []string
 	if servers := a.MCP().Status(); len(servers) > 0 {
 		tw := tabwriter.NewWriter(io.out, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "SERVER\tTRANSPORT\tSTATUS\tPROTOCOL\tTOOLS\tERROR")
 		for _, st := range servers {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", st.Name, st.Transport, st.State, orDefault(st.ProtocolVersion, "-"), st.Tools, orDefault(truncate(st.Error, 100), "-"))
+			cell, details := serverProblem(st, 100)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", st.Name, st.Transport, st.State, orDefault(st.ProtocolVersion, "-"), st.Tools, cell)
+			writeDetails(tw, 6, details)
 			if st.State != mcpclients.StateConnected {
 				failed = append(failed, st.Name)
 			}
@@ -463,14 +483,13 @@ func cmdCheck(ctx context.Context, args []string, io *stdio) error {
 	oauthErr := checkServeOAuth(ctx, io, a)
 	telErr := checkTelemetry(ctx, io, a.Config())
 	st := checkState(ctx, a.Config(), a.Logger())
-	tw := tabwriter.NewWriter(io.out, 0, 4, 2, ' ', 0)
+	tw = tabwriter.NewWriter(io.out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "STATE\tWHERE\tSTATUS\tCONVERSATIONS")
 	fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", a.Config().State.Backend, st.where, st.status, st.conversations)
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(io.out, "%s: ok (model provider %s, %d tools)\n", configName(a.Config()), a.Provider(), len(tools))
-	var errs []error
+	errs := modelErrs
 	if st.err != nil {
 		errs = append(errs, st.err)
 	}
@@ -486,7 +505,43 @@ func cmdCheck(ctx context.Context, args []string, io *stdio) error {
 	if len(down) > 0 {
 		errs = append(errs, fmt.Errorf("A2A peers not reachable: %s", strings.Join(down, ", ")))
 	}
-	return errors.Join(errs...)
+	if len(errs) > 0 {
+		problems := "problems"
+		if len(errs) == 1 {
+			problems = "problem"
+		}
+		fmt.Fprintf(io.out, "%s: %d %s (model provider %s, %d tools)\n", configName(a.Config()), len(errs), problems, a.Provider(), len(tools))
+		return errors.Join(errs...)
+	}
+	fmt.Fprintf(io.out, "%s: ok (model provider %s, %d tools)\n", configName(a.Config()), a.Provider(), len(tools))
+	return nil
+}
+
+// serverProblem is what a table shows of a server's failure: the error, cut to width, in its row, and below it,
+// on lines of their own, the root cause with what to do, the child's last stderr lines, and the whole error when
+// the row could not hold it and no cause says more.
+func serverProblem(st mcpclients.Status, width int) (cell string, details []string) {
+	cell = orDefault(truncate(st.Error, width), "-")
+	if st.State == mcpclients.StateConnected {
+		return cell, nil
+	}
+	if st.Cause != "" {
+		details = append(details, st.Cause)
+	} else if len(st.Error) > width {
+		details = append(details, st.Error)
+	}
+	for _, line := range st.Stderr {
+		details = append(details, "  "+line)
+	}
+	return cell, details
+}
+
+// writeDetails writes lines below a table's row, indented in its last column (of cols): the last cell of a line
+// does not widen its column, so long lines leave the table as it is.
+func writeDetails(tw io.Writer, cols int, lines []string) {
+	for _, line := range lines {
+		fmt.Fprintf(tw, "%s  %s\n", strings.Repeat("\t", cols-1), line)
+	}
 }
 
 // checkServeOAuth reads the metadata and the keys of [serve.oauth]'s issuer, as `serve` will, and prints what it

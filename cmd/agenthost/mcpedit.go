@@ -355,10 +355,22 @@ func cmdMCPList(ctx context.Context, args []string, io *stdio) error {
 	defer client.Close()
 	tw := tabwriter.NewWriter(io.out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SERVER\tTRANSPORT\tTARGET\tSTATE\tTOOLS\tERROR")
+	var failed []string
 	for _, st := range client.Status() {
 		s := cfg.MCP.Servers[st.Name]
 		target := serverTarget(config.ServerTable{Command: s.Command, Args: s.Args, URL: s.URL})
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", st.Name, st.Transport, target, st.State, st.Tools, orDefault(truncate(st.Error, 80), "-"))
+		cell, details := serverProblem(st, 80)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", st.Name, st.Transport, target, st.State, st.Tools, cell)
+		writeDetails(tw, 6, details)
+		if st.State != mcpclients.StateConnected {
+			failed = append(failed, st.Name)
+		}
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("MCP servers not reachable: %s", strings.Join(failed, ", "))
+	}
+	return nil
 }

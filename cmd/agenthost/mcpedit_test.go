@@ -104,7 +104,7 @@ http = "127.0.0.1:8765"
 	}
 
 	r = agenthost(t, dir, "", []string{"API_TOKEN=t"}, "mcp", "list")
-	if r.code != 0 {
+	if r.code != 1 || !strings.Contains(r.stderr, "MCP servers not reachable: broken, remote") { // the two that cannot connect
 		t.Fatalf("list: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	for _, row := range []string{
@@ -134,7 +134,7 @@ func TestMCPAddCreatesConfig(t *testing.T) {
 	if want := "[mcp.servers.web]\nurl = \"http://127.0.0.1:9/mcp\"\nheaders = { X-Team = \"core\" }\n"; string(data) != want {
 		t.Errorf("agent.toml:\n%s\nwant:\n%s", data, want)
 	}
-	if r := agenthost(t, dir, "", nil, "mcp", "list"); r.code != 0 || !strings.Contains(r.stdout, "web") {
+	if r := agenthost(t, dir, "", nil, "mcp", "list"); r.code != 1 || !strings.Contains(r.stdout, "web") || !strings.Contains(r.stderr, "MCP servers not reachable: web") { // nothing listens at port 9
 		t.Errorf("list: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }

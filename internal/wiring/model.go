@@ -5,15 +5,21 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/internal/redact"
 	"github.com/agenthost/agenthost/llm"
 	"github.com/agenthost/agenthost/llm/openai"
 	"github.com/agenthost/agenthost/llm/testmodel"
+	"github.com/agenthost/agenthost/mcpclients"
 	"github.com/agenthost/agenthost/mcpserver"
 )
 
@@ -151,4 +157,105 @@ func ReadOnlyTool(spec host.ToolSpec, policy config.ToolPolicy) bool {
 	}
 	a := spec.Annotations
 	return a != nil && a.ReadOnlyHint != nil && *a.ReadOnlyHint
+}
+
+// ModelProbeTimeout bounds CheckModel's one attempt.
+const ModelProbeTimeout = 10 * time.Second
+
+// ModelCheck is what CheckModel found of the model API.
+type ModelCheck struct {
+	// Model is the model name; Endpoint the API's base URL, redacted; both "-" when there is nothing to contact.
+	Model, Endpoint string
+	// Status says what was found, in a few words: "ok", "not listed", "unreachable", "key refused" ...
+	Status string
+	// Detail says why and what to do, "" when all is well.
+	Detail string
+	// Err is non-nil when the model cannot be used as configured.
+	Err error
+}
+
+// CheckModel contacts the model API once, without retries, under ModelProbeTimeout: it lists the models (or, on a
+// server without a list, asks for one token) and reports whether the API is reachable, takes the key and serves the
+// model, and, when it lists its models, the sub-agents' and the grader's. The providers that have no API to contact
+// (test, scripted, sampling) are reported as such.
+func (a *App) CheckModel(ctx context.Context) []ModelCheck {
+	if a.provider != config.ProviderOpenAI {
+		return []ModelCheck{{Model: "-", Endpoint: "-", Status: "nothing to contact (provider " + a.provider + ")"}}
+	}
+	m := a.cfg.Model
+	if a.modelArg != "" && a.modelArg != "test" {
+		m.Model = a.modelArg
+	}
+	var key string
+	if m.APIKeyEnv != "" {
+		key = a.getenv(m.APIKeyEnv)
+	}
+	opts := a.openAIOptions(m, key)
+	opts.MaxRetries = -1
+	model, err := openai.New(opts)
+	endpoint := redact.URL(orDefault(m.BaseURL, openai.DefaultBaseURL))
+	if err != nil {
+		return []ModelCheck{{Model: m.Model, Endpoint: endpoint, Status: "misconfigured", Err: err}}
+	}
+	ctx, cancel := context.WithTimeout(ctx, ModelProbeTimeout)
+	defer cancel()
+	probed, err := model.Probe(ctx)
+	if err != nil {
+		c := ModelCheck{Model: m.Model, Endpoint: endpoint, Err: redact.Error(err)}
+		host := endpoint
+		if u, perr := url.Parse(orDefault(m.BaseURL, openai.DefaultBaseURL)); perr == nil {
+			host = u.Host
+		}
+		switch code := openai.StatusCode(err); {
+		case code == http.StatusUnauthorized || code == http.StatusForbidden:
+			c.Status = "key refused"
+			if m.APIKeyEnv != "" && key == "" {
+				c.Detail = fmt.Sprintf("the API wants a key and %s is not set: set it, or [model] api_key_env", m.APIKeyEnv)
+			} else {
+				c.Detail = fmt.Sprintf("the API answered %d to the key of %s: set a valid key", code, orDefault(m.APIKeyEnv, "api_key_env (none set)"))
+			}
+		case code == http.StatusNotFound:
+			c.Status = "model not found"
+			c.Detail = fmt.Sprintf("the API does not serve %q: correct [model] model", m.Model)
+		case code != 0:
+			c.Status = fmt.Sprintf("error %d", code)
+			c.Detail = "the API answered with an error; see below"
+		case errors.Is(err, context.DeadlineExceeded):
+			c.Status = "unreachable"
+			c.Detail = fmt.Sprintf("timed out: %s did not answer within %s; check [model] base_url and that the server runs", host, ModelProbeTimeout)
+		default:
+			c.Status = "unreachable"
+			c.Detail = mcpclients.NetCause(err, host)
+		}
+		c.Detail = strings.ReplaceAll(c.Detail, "correct url", "correct [model] base_url")
+		return []ModelCheck{c}
+	}
+	names := []string{m.Model}
+	for _, name := range a.cfg.AgentOrder {
+		if sa := a.cfg.Agents[name]; sa.Model != "" && !slices.Contains(names, sa.Model) {
+			names = append(names, sa.Model)
+		}
+	}
+	if e := a.cfg.Eval.Model; e != "" && !slices.Contains(names, e) {
+		names = append(names, e)
+	}
+	var out []ModelCheck
+	for i, name := range names {
+		c := ModelCheck{Model: name, Endpoint: endpoint, Status: "ok"}
+		switch {
+		case !probed.Listed && i > 0:
+			c.Status = "not checked"
+			c.Detail = "the API lists no models; only the agent's model was tried"
+		case probed.Has(name) && probed.Listed:
+			c.Status = fmt.Sprintf("ok (listed among %d models)", len(probed.Models))
+		case probed.Has(name):
+			c.Status = "ok (answered)"
+		default:
+			c.Status = "not listed"
+			c.Detail = fmt.Sprintf("the API lists %d models and not %q: correct the model name", len(probed.Models), name)
+			c.Err = fmt.Errorf("model %q is not among the models %s lists", name, endpoint)
+		}
+		out = append(out, c)
+	}
+	return out
 }

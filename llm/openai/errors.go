@@ -47,21 +47,36 @@ func (e *statusError) Error() string {
 // a server uses, and rejects a non-streamed answer. It closes the body of a response it rejects.
 func (m *Model) checkResponse(res *http.Response) (*http.Response, error) {
 	if res.StatusCode >= 400 {
-		body, _ := io.ReadAll(io.LimitReader(res.Body, maxErrorBody))
-		_ = res.Body.Close()
-		e := &statusError{code: res.StatusCode, message: providerMessage(body)}
-		if m.apiKey != "" {
-			e.message = strings.ReplaceAll(e.message, m.apiKey, "[redacted]")
-		}
-		e.retryAfter, e.hasRetry = parseRetryAfter(res.Header, time.Now())
-		e.noRetry = strings.EqualFold(res.Header.Get("X-Should-Retry"), "false")
-		return nil, e
+		return nil, m.statusError(res)
 	}
 	if mt, _, _ := mime.ParseMediaType(res.Header.Get("Content-Type")); mt == "application/json" {
 		_ = res.Body.Close()
 		return nil, errors.New("the server answered with a JSON body instead of an event stream")
 	}
 	return res, nil
+}
+
+// statusError reads res's error body, closes it, and returns the error of its status.
+func (m *Model) statusError(res *http.Response) *statusError {
+	body, _ := io.ReadAll(io.LimitReader(res.Body, maxErrorBody))
+	_ = res.Body.Close()
+	e := &statusError{code: res.StatusCode, message: providerMessage(body)}
+	if m.apiKey != "" {
+		e.message = strings.ReplaceAll(e.message, m.apiKey, "[redacted]")
+	}
+	e.retryAfter, e.hasRetry = parseRetryAfter(res.Header, time.Now())
+	e.noRetry = strings.EqualFold(res.Header.Get("X-Should-Retry"), "false")
+	return e
+}
+
+// StatusCode is the HTTP status of the API's answer that err reports, or 0 when err is no such answer (the
+// server could not be reached, say).
+func StatusCode(err error) int {
+	var se *statusError
+	if errors.As(err, &se) {
+		return se.code
+	}
+	return 0
 }
 
 // providerMessage extracts the human-readable message from an error body. Servers disagree on its shape:

@@ -80,6 +80,7 @@ type Model struct {
 	// client sends the requests to endpoint, the chat completions URL under the base URL.
 	client   *http.Client
 	endpoint string
+	models   string // the models list's URL, for Probe
 	headers  func(ctx context.Context, h http.Header)
 	logger   *slog.Logger
 
@@ -159,6 +160,7 @@ func New(opts *Options) (*Model, error) {
 	}
 	m.client = httpClient
 	m.endpoint = u.JoinPath("chat/completions").String()
+	m.models = u.JoinPath("models").String()
 	m.headers = opts.Headers
 	return m, nil
 }

@@ -108,6 +108,8 @@ type Server struct {
 	responder  func(*Request) Turn
 	requests   []*Request
 	unscripted int
+	models     []string // listed by GET /models when listModels
+	listModels bool
 	served     int // responses started, for completion ids
 	callSeq    int // generated tool-call ids
 }
@@ -118,6 +120,8 @@ func New() *Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", s.handleCompletions)
 	mux.HandleFunc("POST /chat/completions", s.handleCompletions)
+	mux.HandleFunc("GET /v1/models", s.handleModels)
+	mux.HandleFunc("GET /models", s.handleModels)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("fakellm: no route for %s %s", r.Method, r.URL.Path), 0)
 	})
@@ -150,6 +154,38 @@ func (s *Server) SetResponder(f func(*Request) Turn) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.responder = f
+}
+
+// SetModels makes GET /models (and /v1/models) list ids, as OpenAI's API does; until it is called, the fake has no
+// such endpoint (404), like a server that serves only chat completions. Listing is not recorded as a request.
+func (s *Server) SetModels(ids ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.models, s.listModels = append([]string(nil), ids...), true
+}
+
+func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	ids, listed := s.models, s.listModels
+	s.mu.Unlock()
+	if !listed {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("fakellm: no route for %s %s", r.Method, r.URL.Path), 0)
+		return
+	}
+	type model struct {
+		ID      string `json:"id"`
+		Object  string `json:"object"`
+		OwnedBy string `json:"owned_by"`
+	}
+	list := struct {
+		Object string  `json:"object"`
+		Data   []model `json:"data"`
+	}{Object: "list", Data: []model{}}
+	for _, id := range ids {
+		list.Data = append(list.Data, model{ID: id, Object: "model", OwnedBy: "fakellm"})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(list)
 }
 
 // Requests returns every chat-completion request received so far, in arrival order. The requests must not be

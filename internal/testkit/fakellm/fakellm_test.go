@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -589,4 +590,28 @@ func Example() {
 	}
 	fmt.Println(res.Choices[0].Message.Content, s.RequestCount())
 	// Output: Hello! 1
+}
+
+func TestModelsList(t *testing.T) {
+	s := fakellm.New()
+	t.Cleanup(s.Close)
+	get := func() (int, string) {
+		res, err := http.Get(s.URL + "/models")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	if code, _ := get(); code != http.StatusNotFound {
+		t.Errorf("GET /models before SetModels = %d, want 404", code)
+	}
+	s.SetModels("a", "b")
+	if code, body := get(); code != http.StatusOK || !strings.Contains(body, `"data":[{"id":"a","object":"model","owned_by":"fakellm"},{"id":"b"`) {
+		t.Errorf("GET /models = %d %s", code, body)
+	}
+	if s.RequestCount() != 0 {
+		t.Errorf("listing was recorded as %d requests", s.RequestCount())
+	}
 }
