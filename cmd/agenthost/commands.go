@@ -506,14 +506,11 @@ func cmdCheck(ctx context.Context, args []string, io *stdio) error {
 		errs = append(errs, fmt.Errorf("A2A peers not reachable: %s", strings.Join(down, ", ")))
 	}
 	if len(errs) > 0 {
-		problems := "problems"
-		if len(errs) == 1 {
-			problems = "problem"
-		}
-		fmt.Fprintf(io.out, "%s: %d %s (model provider %s, %d tools)\n", configName(a.Config()), len(errs), problems, a.Provider(), len(tools))
+		fmt.Fprintf(io.out, "%s: %s (model provider %s, %s)\n", configName(a.Config()), count(len(errs), "problem", "problems"), a.Provider(),
+			count(len(tools), "tool", "tools"))
 		return errors.Join(errs...)
 	}
-	fmt.Fprintf(io.out, "%s: ok (model provider %s, %d tools)\n", configName(a.Config()), a.Provider(), len(tools))
+	fmt.Fprintf(io.out, "%s: ok (model provider %s, %s)\n", configName(a.Config()), a.Provider(), count(len(tools), "tool", "tools"))
 	return nil
 }
 
@@ -633,4 +630,12 @@ func printAgents(io *stdio, a *wiring.App, tools []*host.ManagedTool) error {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", name, model, sa.MaxIterations, orDefault(truncate(strings.Join(sa.Tools, ", "), 80), "-"))
 	}
 	return tw.Flush()
+}
+
+// count writes n with the singular or the plural of its noun: "1 tool", "3 tools".
+func count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }

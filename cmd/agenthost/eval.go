@@ -489,10 +489,6 @@ func printEval(io *stdio, r evalReport, took time.Duration) error {
 			fmt.Fprintf(io.out, "  - %s\n", f)
 		}
 	}
-	cases := "cases"
-	if len(r.Cases) == 1 {
-		cases = "case"
-	}
-	fmt.Fprintf(io.out, "\n%d %s: %d passed, %d failed (%.1fs)\n", len(r.Cases), cases, r.Passed, r.Failed, took.Seconds())
+	fmt.Fprintf(io.out, "\n%s: %d passed, %d failed (%.1fs)\n", count(len(r.Cases), "case", "cases"), r.Passed, r.Failed, took.Seconds())
 	return nil
 }

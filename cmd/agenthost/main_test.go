@@ -201,7 +201,7 @@ enabled = false
 		t.Errorf("tools: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	r = agenthost(t, dir, "", nil, "check", "--config", cfg)
-	if r.code != 0 || !strings.Contains(r.stdout, "agent.toml: ok (model provider test, 1 tools)") || !strings.Contains(r.stderr, `[tools."not_a_tool"] matches no tool`) {
+	if r.code != 0 || !strings.Contains(r.stdout, "agent.toml: ok (model provider test, 1 tool)") || !strings.Contains(r.stderr, `[tools."not_a_tool"] matches no tool`) {
 		t.Errorf("check: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	r = agenthost(t, dir, "", nil, "version")
