@@ -42,6 +42,7 @@ func TestNoSecretPrinted(t *testing.T) {
 	}
 	live := brokenOnCall(t)
 	llm := fakellm.New()
+	llm.SetModels("fake-model") // check lists the models: it sends no request of the script's
 	t.Cleanup(llm.Close)
 
 	dir := t.TempDir()
