@@ -167,7 +167,8 @@ func (o *output) offer(off *offer) *offer {
 		return off
 	}
 	withTool := &offer{tools: append(off.tools[:len(off.tools):len(off.tools)], o.tool), forced: off.forced,
-		specs:  append(off.specs[:len(off.specs):len(off.specs)], llm.ToolSpec{Name: o.tool.Spec.Name, Description: o.tool.Spec.Description, Parameters: o.tool.Spec.InputSchema}),
+		specs: append(off.specs[:len(off.specs):len(off.specs)], llm.ToolSpec{Name: o.tool.Spec.Name,
+			Description: o.tool.Spec.Description, Parameters: o.tool.Spec.InputSchema, Final: true}),
 		byName: make(map[string]*ManagedTool, len(off.byName)+1)}
 	for k, v := range off.byName {
 		withTool.byName[k] = v

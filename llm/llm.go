@@ -46,6 +46,9 @@ type ToolSpec struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description,omitempty"`
 	Parameters  json.RawMessage `json:"parameters,omitempty"` // a JSON Schema object; nil means {"type":"object"}
+	// Final marks the tool whose call gives the run's answer: it is called alone, once the other calls are done.
+	// A model adapter sends it as any other tool; a stand-in model that calls tools by rule needs to know.
+	Final bool `json:"final,omitempty"`
 }
 
 // ToolChoiceMode says whether and how the model may call tools.

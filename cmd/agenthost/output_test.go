@@ -215,3 +215,26 @@ func TestServeChecksTS(t *testing.T) {
 		t.Errorf("check progress: %q", notes)
 	}
 }
+
+// TestRunOutputSchemaOfflineModel: the offline test model gives a structured answer too. It calls the other tools,
+// then final_answer alone with a value made from the schema, and the run ends answered (it used to call final_answer
+// beside the others, which is refused, and end with invalid_output).
+func TestRunOutputSchemaOfflineModel(t *testing.T) {
+	dir := t.TempDir()
+	schema := writeFile(t, dir, "answer.json", `{"type":"object","required":["city","certainty"],
+		"properties":{"city":{"type":"string"},"certainty":{"type":"number","minimum":0,"maximum":1}}}`)
+	r := agenthost(t, dir, "", nil, "run", "--model", "test", "--json", "--output-schema", schema, "Where is Lyon?")
+	if r.code != 0 {
+		t.Fatalf("exit %d:\n%s", r.code, r.stderr)
+	}
+	var out struct {
+		Output    map[string]any `json:"output"`
+		StoppedBy string         `json:"stopped_by"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
+		t.Fatalf("%v:\n%s", err, r.stdout)
+	}
+	if out.StoppedBy != "answered" || out.Output["city"] == nil || out.Output["certainty"] == nil {
+		t.Errorf("stopped by %q with output %v, want answered with the schema's properties", out.StoppedBy, out.Output)
+	}
+}

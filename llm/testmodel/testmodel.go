@@ -24,6 +24,8 @@ import (
 // not "none", it calls every offered tool once (only the named one with a function tool choice), with arguments
 // generated from the tool's input schema: a value for each required property, taken from const, enum, examples or
 // default, or else a simple value of the property's type. Call ids are "call_1", "call_2", ... in offer order.
+// The tool that gives the answer (llm.ToolSpec.Final) is left out of that round, and called alone, with arguments
+// made the same way, on the next request, or on this one when it is the only tool the model may call.
 //
 // Otherwise it answers with text: one line per tool result after the last user message ("- name: first line"),
 // citing as "[source N]" every source number the result shows (a JSON "source": N field, as the orchestrator
@@ -86,8 +88,14 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request, onDelta func(llm
 		}
 	}
 
-	if len(results) == 0 && len(req.Tools) > 0 && req.ToolChoice.Mode != llm.ToolChoiceNone {
-		calls, err := m.toolCalls(ctx, req)
+	if len(req.Tools) > 0 && req.ToolChoice.Mode != llm.ToolChoiceNone {
+		var calls []llm.ToolCall
+		var err error
+		if len(results) == 0 {
+			calls, err = m.toolCalls(ctx, req)
+		} else {
+			calls = finalCall(req, len(results))
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -146,6 +154,9 @@ func (m *Model) toolCalls(ctx context.Context, req *llm.Request) ([]llm.ToolCall
 		callable = m.opts.Callable(ctx)
 	}
 	for _, t := range tools {
+		if t.Final && len(tools) > 1 {
+			continue // called alone, once the others are done
+		}
 		if !callable(t.Name) {
 			skipped = append(skipped, t.Name)
 			continue
@@ -159,7 +170,21 @@ func (m *Model) toolCalls(ctx context.Context, req *llm.Request) ([]llm.ToolCall
 	if len(skipped) > 0 && m.opts.Skipped != nil {
 		m.opts.Skipped(skipped)
 	}
+	if len(calls) == 0 {
+		return finalCall(req, 0), nil // nothing else it may call: the answer at once
+	}
 	return calls, nil
+}
+
+// finalCall calls the tool that gives the answer, alone, when one is offered (and the tool choice names no other).
+// Its id follows those of the done calls, whose results there are.
+func finalCall(req *llm.Request, done int) []llm.ToolCall {
+	for _, t := range req.Tools {
+		if t.Final && (req.ToolChoice.Mode != llm.ToolChoiceFunction || req.ToolChoice.Name == t.Name) {
+			return []llm.ToolCall{{ID: "call_" + strconv.Itoa(done+1), Name: t.Name, Arguments: string(exampleArguments(t.Parameters))}}
+		}
+	}
+	return nil
 }
 
 // sourceField finds the source numbers the orchestrator writes into referenced results.

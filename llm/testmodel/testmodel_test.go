@@ -231,3 +231,36 @@ func TestModelCancelled(t *testing.T) {
 		t.Errorf("err = %v after %d deltas, want context.Canceled after 1", err, deltas)
 	}
 }
+
+// TestModelCallsFinalToolAlone: the tool that gives the answer is left out of the round that calls the others, and
+// called alone on the next request, with arguments made from its schema; alone at once when nothing else may be
+// called; and not called when the tool choice names another tool.
+func TestModelCallsFinalToolAlone(t *testing.T) {
+	final := llm.ToolSpec{Name: "final_answer", Final: true, Parameters: json.RawMessage(
+		`{"type":"object","required":["city"],"properties":{"city":{"type":"string","enum":["Lyon"]}}}`)}
+	m := New()
+	first := generate(t, m, &llm.Request{Messages: []llm.Message{user("where?")}, Tools: []llm.ToolSpec{timeTool, final}})
+	if got := first.Message.ToolCalls; len(got) != 1 || got[0].Name != "current_time" {
+		t.Fatalf("first round: %+v, want current_time alone", got)
+	}
+	msgs := []llm.Message{user("where?"), first.Message, {Role: llm.RoleTool, ToolCallID: "call_1", Content: "noon"}}
+	second := generate(t, m, &llm.Request{Messages: msgs, Tools: []llm.ToolSpec{timeTool, final}})
+	want := []llm.ToolCall{{ID: "call_2", Name: "final_answer", Arguments: `{"city":"Lyon"}`}}
+	if !reflect.DeepEqual(second.Message.ToolCalls, want) || second.FinishReason != llm.FinishToolCalls {
+		t.Errorf("second round: %+v (%s), want %+v", second.Message.ToolCalls, second.FinishReason, want)
+	}
+
+	guarded := NewWith(&Options{Callable: func(context.Context) func(string) bool {
+		return func(name string) bool { return name == "final_answer" }
+	}})
+	at := generate(t, guarded, &llm.Request{Messages: []llm.Message{user("where?")}, Tools: []llm.ToolSpec{timeTool, final}})
+	if got := at.Message.ToolCalls; len(got) != 1 || got[0].Name != "final_answer" {
+		t.Errorf("with only the answer callable: %+v, want final_answer alone", got)
+	}
+
+	named := generate(t, m, &llm.Request{Messages: msgs, Tools: []llm.ToolSpec{timeTool, final},
+		ToolChoice: llm.ToolChoice{Mode: llm.ToolChoiceFunction, Name: "current_time"}})
+	if len(named.Message.ToolCalls) != 0 {
+		t.Errorf("a tool choice naming another tool: %+v, want no call of final_answer", named.Message.ToolCalls)
+	}
+}
