@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/agenthost/agenthost/config"
@@ -68,6 +69,10 @@ func parseFlagsUntil(fs *flag.FlagSet, args []string, io *stdio, stop int) error
 			fs.Usage()
 			return errFlagHelp
 		}
+		if f == nil && len(positional) > 0 && isNumber(a) {
+			positional = append(positional, a) // "what is 3 -2": a negative number, never a flag
+			continue
+		}
 		flags = append(flags, a)
 		if hasValue || f == nil || i+1 == len(args) {
 			continue // the flag package reports an unknown flag, or one without its value
@@ -88,13 +93,27 @@ func parseFlagsUntil(fs *flag.FlagSet, args []string, io *stdio, stop int) error
 			i++
 		}
 	}
-	if err := fs.Parse(append(append(flags, "--"), positional...)); err != nil {
+	// The flags alone first, so that a flag that needs a value and ends them is reported as such, rather than
+	// taking the "--" before the arguments as its value.
+	if err := fs.Parse(flags); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return errFlagHelp
 		}
+		if strings.Contains(err.Error(), "flag provided but not defined") {
+			return fmt.Errorf("%w: %v (an argument that begins with - goes after --, as in: agenthost %s -- ARG)", errUsage, err, fs.Name())
+		}
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if err := fs.Parse(append([]string{"--"}, positional...)); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
 	return nil
+}
+
+// isNumber reports whether s, a word beginning with "-", is a negative number ("-2", "-0.5") rather than a flag.
+func isNumber(s string) bool {
+	_, err := strconv.ParseFloat(s, 64)
+	return err == nil
 }
 
 // optionalValue is a flag that works alone and with a value: --http, --http ADDR, --http=ADDR.

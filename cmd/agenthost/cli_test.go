@@ -284,3 +284,33 @@ func TestVersionEverywhere(t *testing.T) {
 		t.Errorf("card: status %d, version %q (%v), want %q", resp.StatusCode, card.Version, err, v)
 	}
 }
+
+// TestFlagEdges: a flag that needs a value and ends the line says so (it used to take the "--" placed before the
+// arguments as its value); a negative number among the prompt's words is a word of the prompt; an unknown flag says
+// where an argument that begins with - goes.
+func TestFlagEdges(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	t.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"run", "hi", "-model"}, 2, "flag needs an argument: -model"},
+		{[]string{"run", "hi", "--config"}, 2, "flag needs an argument: -config"},
+		{[]string{"state", "prune", "-older-than"}, 2, "flag needs an argument: -older-than"},
+		{[]string{"run", "hi", "--nope"}, 2, "an argument that begins with - goes after --"},
+	} {
+		if r := runInProcess(t, tc.args...); r.code != tc.code || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("agenthost %q: exit %d, want %d with %q:\n%s", tc.args, r.code, tc.code, tc.want, r.stderr)
+		}
+	}
+	if err := os.WriteFile("agent.toml", []byte("[builtin]\ntools = []\n\n[state]\nbackend = \"memory\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := runInProcess(t, "run", "--model", "test", "what", "is", "3", "-2")
+	if r.code != 0 || !strings.Contains(r.stdout, `You asked: "what is 3 -2"`) {
+		t.Errorf("a negative number in the prompt: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
