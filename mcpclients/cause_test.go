@@ -99,3 +99,28 @@ func TestStderrTailIsBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestStderrTailKeepsNoPassword: a password in a URL stays out of the tail when the line is cut inside the URL's
+// userinfo, and when the line is not finished yet (the "@" may still come).
+func TestStderrTailKeepsNoPassword(t *testing.T) {
+	l := newLineLogger(slog.New(slog.DiscardHandler), "stderr")
+	pad := strings.Repeat("x", tailLineBytes-30)
+	if _, err := l.Write([]byte(pad + " postgres://admin:SuperSecretPassword@db/app\n")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Write([]byte("connecting to postgres://admin:SuperSec")); err != nil {
+		t.Fatal(err)
+	}
+	tail := l.Tail()
+	if len(tail) != 2 {
+		t.Fatalf("tail %q, want 2 lines", tail)
+	}
+	for _, line := range tail {
+		if strings.Contains(line, "SuperSec") || strings.Contains(line, "Super") {
+			t.Errorf("a password reaches the tail: %q", line)
+		}
+	}
+	if !strings.HasPrefix(tail[1], "connecting to ") {
+		t.Errorf("the unfinished line lost more than its URL: %q", tail[1])
+	}
+}

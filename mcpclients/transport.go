@@ -111,15 +111,22 @@ func (l *lineLogger) Tail() []string {
 	defer l.mu.Unlock()
 	lines := slices.Clone(l.tail)
 	if text := strings.TrimSpace(string(l.buf)); text != "" {
-		lines = append(lines, clipLine(text))
+		lines = append(lines, clipLine(redact.Text(withoutOpenURL(text))))
 		if len(lines) > tailLines {
 			lines = lines[1:]
 		}
 	}
-	for i, line := range lines {
-		lines[i] = redact.Text(line)
-	}
 	return lines
+}
+
+// withoutOpenURL drops the last word of an unfinished line when it is a URL: its userinfo may still be coming, and
+// redaction cannot tell a password from a host before the "@".
+func withoutOpenURL(s string) string {
+	i := strings.LastIndexAny(s, " \t") + 1
+	if strings.Contains(s[i:], "://") {
+		return s[:i] + "…"
+	}
+	return s
 }
 
 // clipLine cuts s to tailLineBytes, on a rune boundary.
@@ -162,7 +169,8 @@ func (l *lineLogger) emit(line []byte) {
 	if text := strings.TrimRight(string(line), "\r"); text != "" {
 		l.logger.Info(text, "stream", l.stream)
 		if strings.TrimSpace(text) != "" {
-			l.tail = append(l.tail, clipLine(strings.TrimSpace(text)))
+			// Redacted whole, then cut: a cut inside a URL's userinfo would hide the "@" redaction looks for.
+			l.tail = append(l.tail, clipLine(redact.Text(strings.TrimSpace(text))))
 			if len(l.tail) > tailLines {
 				l.tail = slices.Delete(l.tail, 0, len(l.tail)-tailLines)
 			}
