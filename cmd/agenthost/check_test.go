@@ -38,6 +38,24 @@ func TestCheckModel(t *testing.T) {
 	}))
 	t.Cleanup(unauthorized.Close)
 	closed := "http://" + closedAddr(t) + "/v1"
+	// A web page where the API was expected, and a server that has nothing at the paths (base_url without /v1).
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, "<!doctype html><title>Open WebUI</title>")
+	}))
+	t.Cleanup(page.Close)
+	nothing := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(nothing.Close)
+	// A server that lists other names than the one it answers to, as Azure's deployments.
+	deployment := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if strings.HasSuffix(r.URL.Path, "/models") {
+			fmt.Fprint(w, `{"object":"list","data":[{"id":"gpt-4o"}]}`)
+			return
+		}
+		fmt.Fprint(w, `{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"p"},"finish_reason":"length"}]}`)
+	}))
+	t.Cleanup(deployment.Close)
 
 	for _, tc := range []struct {
 		name, baseURL, model, provider string
@@ -45,7 +63,10 @@ func TestCheckModel(t *testing.T) {
 		want                           []string
 	}{
 		{"listed", listed.URL, "m", "openai", 0, []string{"m      openai    " + listed.URL + "  ok (listed among 2 models)", ": ok (model provider openai"}},
-		{"not listed", listed.URL, "gpt-typo", "openai", 1, []string{"not listed", `the API lists 2 models and not "gpt-typo": correct the model name`, ": 1 problem"}},
+		{"not listed", listed.URL, "gpt-typo", "openai", 1, []string{"not listed", `the API lists 2 models and not "gpt-typo", nor does it answer to it: correct the model name`, ": 1 problem"}},
+		{"answers unlisted", deployment.URL + "/v1", "my-deployment", "openai", 0, []string{"ok (answered; not in the API's list)", ": ok (model provider openai"}},
+		{"web page", page.URL, "m", "openai", 1, []string{"not an OpenAI API", "base_url usually ends in the API's version", ": 1 problem"}},
+		{"no API", nothing.URL, "m", "openai", 1, []string{"not an OpenAI API", ": 1 problem"}},
 		{"no list", unlisted.URL, "m", "openai", 0, []string{"ok (answered)", ": ok (model provider openai"}},
 		{"closed port", closed, "m", "openai", 1, []string{"unreachable", "connection refused: nothing listens at " + strings.TrimSuffix(strings.TrimPrefix(closed, "http://"), "/v1") + "; start the server, or correct [model] base_url", ": 1 problem"}},
 		{"401", unauthorized.URL + "/v1", "m", "openai", 1, []string{"key refused", "the API answered 401 to the key of TEST_KEY: set a valid key", "Incorrect API key provided: [redacted]", ": 1 problem"}},

@@ -207,6 +207,9 @@ func (a *App) CheckModel(ctx context.Context) []ModelCheck {
 			host = u.Host
 		}
 		switch code := openai.StatusCode(err); {
+		case errors.Is(err, openai.ErrNotAPI):
+			c.Status = "not an OpenAI API"
+			c.Detail = "what answers at [model] base_url is not an OpenAI-compatible API: base_url usually ends in the API's version, as in http://localhost:11434/v1"
 		case code == http.StatusUnauthorized || code == http.StatusForbidden:
 			c.Status = "key refused"
 			if m.APIKeyEnv != "" && key == "" {
@@ -251,8 +254,17 @@ func (a *App) CheckModel(ctx context.Context) []ModelCheck {
 		case probed.Has(name):
 			c.Status = "ok (answered)"
 		default:
+			// Some servers list other names than those they answer to (Azure's deployments): ask the model itself.
+			nm := m
+			nm.Model = name
+			o := a.openAIOptions(nm, key)
+			o.MaxRetries = -1
+			if other, err := openai.New(o); err == nil && other.Answer(ctx) == nil {
+				c.Status = "ok (answered; not in the API's list)"
+				break
+			}
 			c.Status = "not listed"
-			c.Detail = fmt.Sprintf("the API lists %d models and not %q: correct the model name", len(probed.Models), name)
+			c.Detail = fmt.Sprintf("the API lists %d models and not %q, nor does it answer to it: correct the model name", len(probed.Models), name)
 			c.Err = fmt.Errorf("model %q is not among the models %s lists", name, endpoint)
 		}
 		out = append(out, c)

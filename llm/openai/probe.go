@@ -4,10 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 )
+
+// ErrNotAPI is Probe's error when what answers at the base URL is not an OpenAI-compatible API: a models list that is
+// not JSON (a web page), or 404 both for the list and for a chat completion whose error does not name the model.
+var ErrNotAPI = errors.New("not an OpenAI-compatible API")
 
 // Probed is what Probe learned of the API.
 type Probed struct {
@@ -61,7 +67,7 @@ func (m *Model) Probe(ctx context.Context) (*Probed, error) {
 			return nil, fmt.Errorf("openai: list models: %w", err)
 		}
 		if err := json.Unmarshal(body, &list); err != nil {
-			return nil, fmt.Errorf("openai: list models: the answer is not a list of models: %w", err)
+			return nil, fmt.Errorf("openai: list models: %w: the answer is not a list of models (%v)", ErrNotAPI, err)
 		}
 		p := &Probed{Listed: true}
 		for _, d := range list.Data {
@@ -70,6 +76,20 @@ func (m *Model) Probe(ctx context.Context) (*Probed, error) {
 		return p, nil
 	}
 
+	if err := m.Answer(ctx); err != nil {
+		var se *statusError
+		if errors.As(err, &se) && se.code == http.StatusNotFound && !strings.Contains(se.message, m.name) &&
+			!strings.Contains(strings.ToLower(se.message), "model") {
+			return nil, fmt.Errorf("openai: %w: %s and %s both answered 404 Not Found", ErrNotAPI, m.models, m.endpoint)
+		}
+		return nil, err
+	}
+	return &Probed{}, nil
+}
+
+// Answer sends the smallest chat completion the model can answer (one token, not streamed), once: it proves the
+// key and the model name. An error status is reported as by Probe.
+func (m *Model) Answer(ctx context.Context) error {
 	body := map[string]any{"model": m.name, "messages": []map[string]string{{"role": "user", "content": "ping"}}}
 	if m.maxCompletionTokens {
 		body["max_completion_tokens"] = 1
@@ -78,18 +98,18 @@ func (m *Model) Probe(ctx context.Context) (*Probed, error) {
 	}
 	b, err := json.Marshal(body)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	res, err = m.send(ctx, http.MethodPost, m.endpoint, b)
+	res, err := m.send(ctx, http.MethodPost, m.endpoint, b)
 	if err != nil {
-		return nil, fmt.Errorf("openai: model %q: %w", m.name, err)
+		return fmt.Errorf("openai: model %q: %w", m.name, err)
 	}
 	if res.StatusCode >= 400 {
-		return nil, fmt.Errorf("openai: model %q: %w", m.name, m.statusError(res))
+		return fmt.Errorf("openai: model %q: %w", m.name, m.statusError(res))
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, maxErrorBody))
 	_ = res.Body.Close()
-	return &Probed{}, nil
+	return nil
 }
 
 // send makes one request of the probe, with the key and the context's headers.
