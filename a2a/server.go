@@ -199,8 +199,8 @@ func rpcRefusals(next http.Handler) http.Handler {
 		// A client that shows only the JSON-RPC error still tells its user the status.
 		msg = fmt.Sprintf("%s (HTTP Status: %d %s)", msg, rw.refused, http.StatusText(rw.refused))
 		w.Header().Del("Content-Length")
-		w.Header().Del("X-Content-Type-Options")
 		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
 		w.WriteHeader(rw.refused)
 		_, _ = w.Write(mustJSON(rpcResponse{JSONRPC: "2.0", ID: json.RawMessage("null"), Error: &rpcError{Code: codeRefused, Message: msg}}))
 	})

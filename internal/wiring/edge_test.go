@@ -135,8 +135,8 @@ auth_token_env = "EDGE_TOKEN"
 			!strings.Contains(rpc.Error.Message, "unauthorized") || string(rpc.ID) != "null" {
 			t.Errorf("A2A request with token %q: %d %q (%v); want 401 with a JSON-RPC error", token, resp.StatusCode, body, err)
 		}
-		if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
-			t.Errorf("A2A 401's Content-Type %q, want application/json", ct)
+		if ct := resp.Header.Get("Content-Type"); ct != "application/json" || resp.Header.Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("A2A 401's Content-Type %q (nosniff %q), want application/json, nosniff", ct, resp.Header.Get("X-Content-Type-Options"))
 		}
 		if resp.Header.Get("WWW-Authenticate") == "" {
 			t.Errorf("A2A 401 without its challenge")
