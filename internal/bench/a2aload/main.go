@@ -36,26 +36,18 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
+
+	"github.com/agenthost/agenthost/internal/bench/benchcli"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	var err error
-	if os.Getenv(roleEnv) == roleServer {
-		err = serveChild(ctx, os.Args[1:], os.Stdin, os.Stderr)
-	} else {
-		err = run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	}
-	stop()
-	if err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "a2aload:", err)
+	benchcli.Main("a2aload", func(ctx context.Context) error {
+		if os.Getenv(roleEnv) == roleServer {
+			return serveChild(ctx, os.Args[1:], os.Stdin, os.Stderr)
 		}
-		os.Exit(1)
-	}
+		return run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	})
 }
 
 // options is what the flags set.

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agenthost/agenthost/internal/bench/benchcli"
 	"github.com/agenthost/agenthost/internal/bench/procstat"
 )
 
@@ -226,12 +227,7 @@ func buildAgenthost(ctx context.Context, root, dir string) (string, error) {
 	out := filepath.Join(dir, "agenthost")
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./cmd/agenthost")
-	cmd.Dir = root
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/agenthost: %w\n%s", err, b)
-	}
-	return out, nil
+	return out, benchcli.BuildAgenthost(ctx, root, out)
 }
 
 // lookNode returns the node to run the JS peers with: path, or node on PATH.

@@ -26,18 +26,17 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/internal/bench/benchcli"
 	"github.com/agenthost/agenthost/internal/bench/faultproxy"
 	"github.com/agenthost/agenthost/internal/testkit/fakellm"
 	"github.com/agenthost/agenthost/internal/wiring"
@@ -45,15 +44,7 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	if err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "faultload:", err)
-		}
-		os.Exit(1)
-	}
+	benchcli.Main("faultload", func(ctx context.Context) error { return run(ctx, os.Args[1:], os.Stdout, os.Stderr) })
 }
 
 type options struct {

@@ -29,7 +29,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -37,19 +36,12 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/agenthost/agenthost/internal/bench/benchcli"
 	"github.com/agenthost/agenthost/internal/bench/procstat"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	if err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "footprint:", err)
-		}
-		os.Exit(1)
-	}
+	benchcli.Main("footprint", func(ctx context.Context) error { return run(ctx, os.Args[1:], os.Stdout, os.Stderr) })
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -73,9 +65,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *bin == "" {
 		*bin = filepath.Join(dir, "agenthost")
 		fmt.Fprintln(stderr, "building agenthost")
-		build := exec.CommandContext(ctx, "go", "build", "-o", *bin, "github.com/agenthost/agenthost/cmd/agenthost")
-		if out, err := build.CombinedOutput(); err != nil {
-			return fmt.Errorf("go build: %w\n%s", err, out)
+		if err := benchcli.BuildAgenthost(ctx, "", *bin); err != nil {
+			return err
 		}
 	}
 	if *config != "" {

@@ -4,18 +4,19 @@ package main
 
 import (
 	"bytes"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"testing"
+
+	"github.com/agenthost/agenthost/internal/bench/benchcli"
 )
 
 // TestRun runs the tool on the binary built as the README says, for two rounds, and checks what the report rests on,
 // not the figures: the binary's description, a row of memory per round and the median, and a resident .text.
 func TestRun(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "agenthost")
-	if out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "github.com/agenthost/agenthost/cmd/agenthost").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	if err := benchcli.BuildAgenthost(t.Context(), "", bin); err != nil {
+		t.Fatal(err)
 	}
 	var stdout, stderr bytes.Buffer
 	if err := run(t.Context(), []string{"-rounds", "2", "-settle", "0s", "-agenthost", bin}, &stdout, &stderr); err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"regexp"
@@ -14,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agenthost/agenthost/internal/bench/benchcli"
 	"github.com/agenthost/agenthost/internal/bench/procstat"
 )
 
@@ -39,8 +39,8 @@ func TestMeasure(t *testing.T) {
 		t.Skip("starts processes and runs a load for a few seconds")
 	}
 	agenthost := filepath.Join(t.TempDir(), "agenthost")
-	if out, err := exec.CommandContext(t.Context(), "go", "build", "-o", agenthost, "github.com/agenthost/agenthost/cmd/agenthost").CombinedOutput(); err != nil {
-		t.Fatalf("go build agenthost: %v\n%s", err, out)
+	if err := benchcli.BuildAgenthost(t.Context(), "", agenthost); err != nil {
+		t.Fatal(err)
 	}
 	tests := []struct {
 		name      string

@@ -34,31 +34,22 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/agenthost/agenthost/config"
+	"github.com/agenthost/agenthost/internal/bench/benchcli"
 	"github.com/agenthost/agenthost/internal/testkit/pgtest"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	var err error
-	if os.Getenv(roleEnv) == roleServer {
-		err = serveChild(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
-	} else {
-		err = run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	}
-	stop()
-	if err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "loadtest:", err)
+	benchcli.Main("loadtest", func(ctx context.Context) error {
+		if os.Getenv(roleEnv) == roleServer {
+			return serveChild(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 		}
-		os.Exit(1)
-	}
+		return run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	})
 }
 
 // The MCP clients the load tool can drive the server with.

@@ -38,7 +38,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -49,19 +48,12 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/agenthost/agenthost/internal/bench/benchcli"
 	"github.com/agenthost/agenthost/internal/bench/procstat"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	if err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "sessionload:", err)
-		}
-		os.Exit(1)
-	}
+	benchcli.Main("sessionload", func(ctx context.Context) error { return run(ctx, os.Args[1:], os.Stdout, os.Stderr) })
 }
 
 type options struct {
@@ -95,9 +87,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if o.agenthost == "" {
 		o.agenthost = filepath.Join(dir, "agenthost")
 		fmt.Fprintln(stderr, "building agenthost")
-		build := exec.CommandContext(ctx, "go", "build", "-o", o.agenthost, "github.com/agenthost/agenthost/cmd/agenthost")
-		if out, err := build.CombinedOutput(); err != nil {
-			return fmt.Errorf("go build: %w\n%s", err, out)
+		if err := benchcli.BuildAgenthost(ctx, "", o.agenthost); err != nil {
+			return err
 		}
 	}
 	config := filepath.Join(dir, "agent.toml")

@@ -4,10 +4,11 @@ package main
 
 import (
 	"bytes"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"testing"
+
+	"github.com/agenthost/agenthost/internal/bench/benchcli"
 )
 
 // TestRun runs the tool on the built binary with a few short-lived sessions, and checks what its report rests on,
@@ -15,8 +16,8 @@ import (
 // each point.
 func TestRun(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "agenthost")
-	if out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "github.com/agenthost/agenthost/cmd/agenthost").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	if err := benchcli.BuildAgenthost(t.Context(), "", bin); err != nil {
+		t.Fatal(err)
 	}
 	var stdout, stderr bytes.Buffer
 	if err := run(t.Context(), []string{"-n", "50", "-c", "4", "-rounds", "1", "-idle", "300ms", "-settle", "0s", "-agenthost", bin}, &stdout, &stderr); err != nil {
