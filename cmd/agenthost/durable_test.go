@@ -46,6 +46,23 @@ func startKillable(t *testing.T, env []string, serving *regexp.Regexp, args ...s
 	return nil, ""
 }
 
+// killDuringRun starts `agenthost serve --a2a` on config, sends it a task whose run makes the model calls of turns,
+// and kills it (SIGKILL: no chance to save anything) during the next model call, which hangs. The state then holds
+// the task's durable run, left unfinished after its last finished step. It returns the task.
+func killDuringRun(t *testing.T, llm *fakellm.Server, config string, env []string, text string, turns ...fakellm.Turn) a2aTask {
+	t.Helper()
+	llm.Enqueue(append(turns, fakellm.Turn{HangAfter: fakellm.Immediately})...)
+	first, base := startKillable(t, env, regexp.MustCompile(`serving A2A at \S+ \(card (http://[^/\s]+)/`),
+		"serve", "--config", config, "--a2a", "127.0.0.1:0")
+	tk := a2aOK[a2aOut](t, base, "send", map[string]any{"text": text, "returnImmediately": true}).task(t)
+	testwait.Until(t, a2aWait, "the model call the process dies in", func() bool { return llm.RequestCount() == len(turns)+1 })
+	if err := first.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	first.Wait()
+	return tk
+}
+
 // TestA2ADurableTaskAfterKill kills `agenthost serve --a2a` with SIGKILL while a task's run waits for its third
 // model call, after two model calls and a tool call finished, and starts it again on the same state: the task's
 // run resumes from its last finished step. The model is asked only the call that had not finished, the MCP
@@ -58,20 +75,7 @@ func TestA2ADurableTaskAfterKill(t *testing.T) {
 	config := a2aConfig(t, dir, "phoenix", llm.URL, "")
 	args := []string{"serve", "--config", config, "--a2a", "127.0.0.1:0"}
 	env := []string{"TEST_KEY=sk-a2a"}
-	noteArgs, _ := json.Marshal(map[string]string{"file": notes, "text": "first"})
-	llm.Enqueue(
-		fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "c1", Name: "fx_note", Arguments: string(noteArgs)}}},
-		fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "c2", Name: "fx_shout", Arguments: `{"text":"hello"}`}}},
-		fakellm.Turn{HangAfter: fakellm.Immediately}, // the process dies during this call
-	)
-
-	first, base := startKillable(t, env, regexp.MustCompile(`serving A2A at \S+ \(card (http://[^/\s]+)/`), args...)
-	tk := a2aOK[a2aOut](t, base, "send", map[string]any{"text": "Note it, then shout.", "returnImmediately": true}).task(t)
-	testwait.Until(t, a2aWait, "the third model call", func() bool { return llm.RequestCount() == 3 })
-	if err := first.Process.Kill(); err != nil { // SIGKILL: no chance to save anything
-		t.Fatal(err)
-	}
-	first.Wait()
+	tk := killDuringRun(t, llm, config, env, "Note it, then shout.", noteThenShout(notes)...)
 
 	llm.Enqueue(fakellm.Turn{Text: "Noted and shouted: HELLO."})
 	srv := startServeA2A(t, env, args...)
@@ -206,6 +210,16 @@ func TestA2AOrphanedTaskAfterKill(t *testing.T) {
 	}
 }
 
+// noteThenShout are the model's first two turns of a run that notes "first" in the file notes, then shouts "hello",
+// with the fixture's tools.
+func noteThenShout(notes string) []fakellm.Turn {
+	noteArgs, _ := json.Marshal(map[string]string{"file": notes, "text": "first"})
+	return []fakellm.Turn{
+		{ToolCalls: []fakellm.ToolCall{{ID: "c1", Name: "fx_note", Arguments: string(noteArgs)}}},
+		{ToolCalls: []fakellm.ToolCall{{ID: "c2", Name: "fx_shout", Arguments: `{"text":"hello"}`}}},
+	}
+}
+
 // startStdio starts `agenthost args...` serving MCP over stdio (args must not serve HTTP or A2A) at -log-level info,
 // with its stdin a pipe the test holds open, and waits until it says it serves. Closing the pipe ends it.
 func startStdio(t *testing.T, env []string, args ...string) (*exec.Cmd, io.WriteCloser, *watchedLog) {
@@ -293,20 +307,7 @@ func TestStdioServeResumesRunLeftBehind(t *testing.T) {
 	notes := filepath.Join(dir, "notes")
 	config := a2aConfig(t, dir, "phoenix", llm.URL, "")
 	env := []string{"TEST_KEY=sk-a2a"}
-	noteArgs, _ := json.Marshal(map[string]string{"file": notes, "text": "first"})
-	llm.Enqueue(
-		fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "c1", Name: "fx_note", Arguments: string(noteArgs)}}},
-		fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "c2", Name: "fx_shout", Arguments: `{"text":"hello"}`}}},
-		fakellm.Turn{HangAfter: fakellm.Immediately}, // the process dies during this call
-	)
-	first, base := startKillable(t, env, regexp.MustCompile(`serving A2A at \S+ \(card (http://[^/\s]+)/`),
-		"serve", "--config", config, "--a2a", "127.0.0.1:0")
-	a2aOK[a2aOut](t, base, "send", map[string]any{"text": "Note it, then shout.", "returnImmediately": true}).task(t)
-	testwait.Until(t, a2aWait, "the third model call", func() bool { return llm.RequestCount() == 3 })
-	if err := first.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	first.Wait()
+	killDuringRun(t, llm, config, env, "Note it, then shout.", noteThenShout(notes)...)
 
 	llm.Enqueue(fakellm.Turn{Text: "Noted and shouted: HELLO."})
 	startStdio(t, env, "serve", "--config", config)

@@ -124,18 +124,8 @@ func TestStdioServeResumingStopsQuietly(t *testing.T) {
 	dir := t.TempDir()
 	config := a2aConfig(t, dir, "resumer", llm.URL, "")
 	env := []string{"TEST_KEY=sk-a2a"}
-	llm.Enqueue(
-		fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "c1", Name: "fx_shout", Arguments: `{"text":"hello"}`}}},
-		fakellm.Turn{HangAfter: fakellm.Immediately}, // the process dies during this call
-	)
-	first, base := startKillable(t, env, regexp.MustCompile(`serving A2A at \S+ \(card (http://[^/\s]+)/`),
-		"serve", "--config", config, "--a2a", "127.0.0.1:0")
-	a2aOK[a2aOut](t, base, "send", map[string]any{"text": "Shout.", "returnImmediately": true}).task(t)
-	testwait.Until(t, a2aWait, "the second model call", func() bool { return llm.RequestCount() == 2 })
-	if err := first.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	first.Wait()
+	killDuringRun(t, llm, config, env, "Shout.",
+		fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "c1", Name: "fx_shout", Arguments: `{"text":"hello"}`}}})
 
 	llm.Enqueue(fakellm.Turn{Text: "Shouted: HELLO."})
 	cmd, stdin, stderr := startStdio(t, env, "serve", "--config", config)
