@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agenthost/agenthost/builtin/docsearch"
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/internal/statedir"
 )
@@ -144,6 +145,19 @@ func (o *Options) DocSearchIndex() (string, error) {
 		name = o.Agent + ".docsearch.db"
 	}
 	return filepath.Join(dir, name), nil
+}
+
+// OpenDocIndex opens doc_search's index as the tool does: the file DocSearchIndex names, over DocSearch's roots,
+// extensions and size bound. `agenthost index` builds it the same way.
+func (o *Options) OpenDocIndex(logger *slog.Logger) (*docsearch.Index, error) {
+	path, err := o.DocSearchIndex()
+	if err != nil {
+		return nil, err
+	}
+	d := o.DocSearch
+	return docsearch.Open(&docsearch.Options{
+		Path: path, Roots: d.Roots, Extensions: d.Extensions, MaxFileBytes: d.MaxFileBytes, Logger: logger,
+	})
 }
 
 // env is what a tool constructor gets: Options with the defaults filled in, and the Toolset's hooks.

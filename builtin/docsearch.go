@@ -56,13 +56,7 @@ func newDocSearch(e *env) (host.Tool, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	path, err := e.opts.DocSearchIndex()
-	if err != nil {
-		return nil, err
-	}
-	ix, err := docsearch.Open(&docsearch.Options{
-		Path: path, Roots: o.Roots, Extensions: o.Extensions, MaxFileBytes: o.MaxFileBytes, Logger: e.logger,
-	})
+	ix, err := e.opts.OpenDocIndex(e.logger)
 	if err != nil {
 		return nil, err
 	}

@@ -43,13 +43,7 @@ func cmdIndex(ctx context.Context, args []string, io *stdio) error {
 	if err != nil {
 		return err
 	}
-	ix, err := docsearch.Open(&docsearch.Options{
-		Path:         path,
-		Roots:        opts.DocSearch.Roots,
-		Extensions:   opts.DocSearch.Extensions,
-		MaxFileBytes: opts.DocSearch.MaxFileBytes,
-		Logger:       logger,
-	})
+	ix, err := opts.OpenDocIndex(logger)
 	if err != nil {
 		return err
 	}
@@ -78,12 +72,8 @@ func cmdIndex(ctx context.Context, args []string, io *stdio) error {
 	if fi, err := os.Stat(path); err == nil {
 		size = fmt.Sprintf(", %.1f MiB", float64(fi.Size())/(1<<20))
 	}
-	docs := "documents"
-	if n == 1 {
-		docs = "document"
-	}
-	fmt.Fprintf(io.out, "%s: %d %s (%d read, %d removed, %d skipped) in %s%s\n", path, n, docs, stats.Indexed,
-		stats.Removed, stats.Skipped, elapsed.Round(time.Millisecond), size)
+	fmt.Fprintf(io.out, "%s: %s (%d read, %d removed, %d skipped) in %s%s\n", path, count(n, "document", "documents"),
+		stats.Indexed, stats.Removed, stats.Skipped, elapsed.Round(time.Millisecond), size)
 	return nil
 }
 

@@ -177,23 +177,15 @@ func pruneConversations(ctx context.Context, w io.Writer, db *store.DB, idle tim
 			fmt.Fprintf(w, "No conversations idle for longer than %s.\n", idle)
 			return nil
 		}
-		fmt.Fprintf(w, "Would delete %s idle for longer than %s:\n", countConversations(len(list)), idle)
+		fmt.Fprintf(w, "Would delete %s idle for longer than %s:\n", count(len(list), "conversation", "conversations"), idle)
 		return printConversations(w, list)
 	}
 	n, err := db.PruneConversations(ctx, idle)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "Deleted %s idle for longer than %s.\n", countConversations(n), idle)
+	fmt.Fprintf(w, "Deleted %s idle for longer than %s.\n", count(n, "conversation", "conversations"), idle)
 	return nil
-}
-
-// countConversations returns "1 conversation", "2 conversations".
-func countConversations(n int) string {
-	if n == 1 {
-		return "1 conversation"
-	}
-	return fmt.Sprintf("%d conversations", n)
 }
 
 // flagSet reports whether the flag name was given on the command line.
