@@ -62,6 +62,8 @@ type Options struct {
 	// ContextTokens is the model's context budget in tokens, estimated from text length; 0 means
 	// DefaultContextTokens.
 	ContextTokens int
+	// ToolSearch is when runs offer search_tools in place of many tools, and how.
+	ToolSearch ToolSearchOptions
 	// Conversations keeps conversations; nil means a new MemoryStore with default bounds.
 	Conversations ConversationStore
 	// Logger receives the run's log lines; nil discards them.

@@ -35,6 +35,9 @@ type ToolPolicy struct {
 	// EvaluationChecks are the checks (CheckCitations, ...) that every answer of a run in which the tool ran must
 	// pass, besides those the tool names itself (EvaluationChecker).
 	EvaluationChecks []string
+	// Pinned says whether the tool is offered from the first request when tool search is on: true always, false
+	// only once a search loaded it, nil by default (pinned when forced or takes_control, or a sub-agent).
+	Pinned *bool
 }
 
 // EvaluationChecker is a Tool that names the checks an answer must pass when it ran: a search tool asks for
@@ -66,6 +69,11 @@ type ToolManagerOptions struct {
 	Logger *slog.Logger
 	// Observer watches each tool call; nil watches nothing.
 	Observer Observer
+	// Embedder, when set, ranks tool searches by meaning as well as by words (see Search); nil ranks by words.
+	Embedder llm.Embedder
+	// EmbeddingCache keeps the tools' vectors by content, so that a restart does not embed them again; nil keeps
+	// them in memory only.
+	EmbeddingCache EmbeddingCache
 }
 
 // ToolManager merges the tools of several sources under the admin's policy and runs them safely.

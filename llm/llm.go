@@ -51,6 +51,15 @@ type ToolSpec struct {
 	Final bool `json:"final,omitempty"`
 }
 
+// Embedder turns texts into vectors, as an OpenAI-compatible /v1/embeddings endpoint does. Tool search uses one to
+// rank by meaning beside words.
+type Embedder interface {
+	// Model names the embedding model: vectors of different models are not comparable, and caches key by it.
+	Model() string
+	// Embed returns one vector per text, in order.
+	Embed(ctx context.Context, texts []string) ([][]float32, error)
+}
+
 // ToolChoiceMode says whether and how the model may call tools.
 type ToolChoiceMode string
 
