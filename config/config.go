@@ -81,6 +81,25 @@ type Agent struct {
 	// OutputRetries is how many answers that do not match the output schema go back to the model before the run
 	// stops: 0..10, default 2.
 	OutputRetries int
+	// ToolSearch, from [agent.tool_search] or the short form `tool_search = "MODE"`, is when runs offer
+	// search_tools in place of many tools, and how they rank.
+	ToolSearch ToolSearch
+}
+
+// ToolSearch is the [agent.tool_search] table. `[agent] tool_search = "always"` is short for its mode alone.
+type ToolSearch struct {
+	// Mode is "auto" (default: on when the offered tools' definitions pass Threshold), "always" or "never".
+	Mode string
+	// Threshold is the estimated tokens of the offered tools' definitions above which "auto" turns search on;
+	// 0 means 5% of [model] context_tokens.
+	Threshold int
+	// EmbeddingsModel, when set, ranks searches by meaning too, with vectors from an OpenAI-compatible
+	// /v1/embeddings endpoint.
+	EmbeddingsModel string
+	// BaseURL is the embeddings API's URL; empty means [model]'s.
+	BaseURL string
+	// APIKeyEnv names the environment variable holding its API key; empty means [model]'s.
+	APIKeyEnv string
 }
 
 // Output is the [agent.output] table: the shape of the agent's answers.

@@ -342,6 +342,7 @@ func (d *decoder) agent(path []string, v any, a *Agent) {
 		"max_conversations": d.integer(&a.MaxConversations),
 		"conversation_ttl":  d.duration(&a.ConversationTTL),
 		"output_retries":    d.integer(&a.OutputRetries),
+		"tool_search":       func(p []string, v any) { d.toolSearch(p, v, &a.ToolSearch) },
 		"output": func(p []string, v any) {
 			o := &Output{}
 			d.table(p, v, map[string]fieldFunc{
@@ -350,6 +351,21 @@ func (d *decoder) agent(path []string, v any, a *Agent) {
 			})
 			a.Output = o
 		},
+	})
+}
+
+// toolSearch decodes [agent.tool_search], or its short form: the mode as a string.
+func (d *decoder) toolSearch(path []string, v any, ts *ToolSearch) {
+	if mode, ok := v.(string); ok {
+		d.str(&ts.Mode)(path, mode)
+		return
+	}
+	d.table(path, v, map[string]fieldFunc{
+		"mode":             d.str(&ts.Mode),
+		"threshold":        d.integer(&ts.Threshold),
+		"embeddings_model": d.str(&ts.EmbeddingsModel),
+		"base_url":         d.str(&ts.BaseURL),
+		"api_key_env":      d.str(&ts.APIKeyEnv),
 	})
 }
 
