@@ -397,7 +397,7 @@ func (r *run) save(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), saveTimeout)
 	defer cancel()
 	_, err := stepJSON(ctx, r.steps, "save conversation", func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, r.o.conversations.Append(ctx, r.convID, len(r.past), r.messages, r.sources[r.loaded:])
+		return struct{}{}, r.o.conversations.Append(ctx, r.convID, len(r.past), r.messages, r.sources[r.loaded:], nil)
 	})
 	if err != nil {
 		r.o.logger.Error("the run's messages were not saved in its conversation", "conversation", r.convID, "err", err)
