@@ -19,6 +19,9 @@ import (
 // not loaded yet loads follows from the model's recorded response, so the loop derives the loaded set from the
 // round's outcomes and a resumed run gets the same set.
 
+// SearchToolSource is the Source of a run's search_tools, in debug info and to an Observer.
+const SearchToolSource = "search"
+
 // MaxSearchResults bounds search_tools' max_results.
 const MaxSearchResults = 20
 
@@ -88,7 +91,7 @@ func (r *run) offer(tools []*ManagedTool) *offer {
 	}
 	tool := &ManagedTool{Spec: ToolSpec{Name: SearchToolName, Description: "Search the tools that are not offered yet, " +
 		"by what you need them for (query) or by exact name (names). The tools found are loaded: you can call them from your next turn.",
-		InputSchema: searchInput}, Source: "search"}
+		InputSchema: searchInput}, Source: SearchToolSource}
 	offered = append(offered, tool)
 	if r.output != nil && r.output.tool != nil {
 		offered = append(offered, r.output.tool)

@@ -26,6 +26,10 @@ const (
 	AttrStopReason = attribute.Key("agenthost.stop_reason")
 	// AttrIteration is the loop iteration of a model call.
 	AttrIteration = attribute.Key("agenthost.iteration")
+	// AttrToolSearchQuery is the query of a search_tools call (recorded only with CaptureContent, like the
+	// arguments it is part of), and AttrToolSearchLoaded the names of the tools it loaded.
+	AttrToolSearchQuery  = attribute.Key("agenthost.tool_search.query")
+	AttrToolSearchLoaded = attribute.Key("agenthost.tool_search.loaded")
 
 	// EventEvaluation is the span event of an evaluation check of the answer, on its run's span.
 	EventEvaluation = "gen_ai.evaluation.result"
@@ -216,6 +220,9 @@ func (t *Telemetry) StartToolCall(ctx context.Context, call *host.ToolCallStart)
 		if t.capture && res != nil {
 			span.SetAttributes(semconv.GenAIToolCallResultKey.String(res.Text))
 		}
+		if call.Tool == host.SearchToolName && call.Source == host.SearchToolSource {
+			span.SetAttributes(searchAttrs(call.Arguments, res, t.capture)...)
+		}
 		mattrs := []attribute.KeyValue{semconv.GenAIToolName(call.Tool), AttrToolSource.String(call.Source)}
 		if et != "" {
 			mattrs = append(mattrs, semconv.ErrorTypeKey.String(et))
@@ -363,4 +370,24 @@ func toolsJSON(tools []llm.ToolSpec) string {
 	}
 	b, _ := json.Marshal(out)
 	return string(b)
+}
+
+// searchAttrs are the attributes of a search_tools call: the names it loaded, and its query when content is captured.
+func searchAttrs(args json.RawMessage, res *host.Result, capture bool) []attribute.KeyValue {
+	var out []attribute.KeyValue
+	var in struct {
+		Query string `json:"query"`
+	}
+	if capture && json.Unmarshal(args, &in) == nil && in.Query != "" {
+		out = append(out, AttrToolSearchQuery.String(in.Query))
+	}
+	if res != nil && !res.IsError {
+		var loaded struct {
+			Loaded []string `json:"loaded"`
+		}
+		if json.Unmarshal(res.Structured, &loaded) == nil {
+			out = append(out, AttrToolSearchLoaded.StringSlice(loaded.Loaded))
+		}
+	}
+	return out
 }

@@ -210,3 +210,38 @@ func TestObserverChecks(t *testing.T) {
 		t.Errorf("span events %q, want %q", events, want)
 	}
 }
+
+// The execute_tool span of search_tools carries the names it loaded, and its query when content is captured.
+func TestSearchToolsSpan(t *testing.T) {
+	for _, capture := range []bool{false, true} {
+		tp, sr, mp, _ := oteltest.Providers(t)
+		tel := telemetry.New(tp, mp, &telemetry.Options{CaptureContent: capture})
+		var seen trace.SpanContext
+		set := toolset{tool{name: "weather", seen: &seen}, tool{name: "mail", seen: &seen}}
+		model := &oteltest.Scripted{Turns: []llm.Message{
+			{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "s1", Name: host.SearchToolName, Arguments: `{"query":"weather test"}`}}},
+			{Role: llm.RoleAssistant, Content: "The answer."},
+		}}
+		tm := host.NewToolManager([]host.Toolset{set}, &host.ToolManagerOptions{Observer: tel.Observer()})
+		orch := host.New(model, tm, &host.Options{Observer: tel.Observer(), ToolSearch: host.ToolSearchOptions{Mode: host.ToolSearchAlways}})
+		if _, err := orch.Ask(context.Background(), &host.Request{Prompt: "x"}, nil); err != nil {
+			t.Fatal(err)
+		}
+		var span sdktrace.ReadOnlySpan
+		for _, s := range sr.Ended() {
+			if s.Name() == "execute_tool "+host.SearchToolName {
+				span = s
+			}
+		}
+		if span == nil {
+			t.Fatalf("no execute_tool span of %s", host.SearchToolName)
+		}
+		a := oteltest.Attrs(span.Attributes())
+		if got := a["agenthost.tool_search.loaded"].AsStringSlice(); !slices.Equal(got, []string{"weather", "mail"}) && !slices.Equal(got, []string{"weather"}) {
+			t.Errorf("capture %v: loaded = %q", capture, got)
+		}
+		if q, ok := a["agenthost.tool_search.query"]; ok != capture || (capture && q.AsString() != "weather test") {
+			t.Errorf("capture %v: query attribute %v (present %v)", capture, q, ok)
+		}
+	}
+}
