@@ -271,3 +271,22 @@ func TestParamSummary(t *testing.T) {
 		}
 	}
 }
+
+// With an output tool, final_answer comes after search_tools and before the loaded tools.
+func TestToolSearchWithOutputTool(t *testing.T) {
+	_, tools := newCatalogue()
+	h := newHarness(t, harnessConfig{tools: tools, opts: Options{ToolSearch: ToolSearchOptions{Mode: ToolSearchAlways},
+		OutputSchema: json.RawMessage(citySchema), CompileSchema: compileKeys}})
+	h.srv.Enqueue(
+		fakellm.Turn{ToolCalls: []fakellm.ToolCall{call("s", SearchToolName, `{"names":["weather_get"]}`)}},
+		fakellm.Turn{ToolCalls: []fakellm.ToolCall{call("f", OutputToolName, `{"city":"Paris","why":"sunny"}`)}},
+	)
+	h.mustAsk(t, &Request{Prompt: "x"})
+	reqs := h.srv.Requests()
+	if got := reqs[0].ToolNames(); !slices.Equal(got, []string{SearchToolName, OutputToolName}) {
+		t.Errorf("first request offers %v", got)
+	}
+	if got := reqs[1].ToolNames(); !slices.Equal(got, []string{SearchToolName, OutputToolName, "weather_get"}) {
+		t.Errorf("second request offers %v", got)
+	}
+}
