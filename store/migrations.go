@@ -106,6 +106,17 @@ var migrations = [][]string{
 			swept_ms BIGINT NOT NULL
 		)`,
 	},
+	{ // 10: tool search's vectors of the tools, by embedding model and content hash, as little-endian float32s; a sweep
+		// drops those unused for EmbeddingTTL (BYTEA is a blob to SQLite too)
+		`CREATE TABLE tool_embeddings (
+			model   TEXT NOT NULL,
+			hash    TEXT NOT NULL,
+			vector  BYTEA NOT NULL,
+			used_ms BIGINT NOT NULL,
+			PRIMARY KEY (model, hash)
+		)`,
+		`CREATE INDEX tool_embeddings_used ON tool_embeddings (used_ms)`,
+	},
 }
 
 // SchemaVersion is the version of the schema this agenthost writes.
