@@ -98,7 +98,8 @@ type ToolSearch struct {
 	EmbeddingsModel string
 	// BaseURL is the embeddings API's URL; empty means [model]'s.
 	BaseURL string
-	// APIKeyEnv names the environment variable holding its API key; empty means [model]'s.
+	// APIKeyEnv names the environment variable holding its API key; empty means [model]'s, which is sent only to
+	// [model]'s base URL: an embeddings API elsewhere gets no key unless this names one.
 	APIKeyEnv string
 }
 

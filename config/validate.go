@@ -167,6 +167,7 @@ func (c *Config) check() issues {
 	var is issues
 	checkAgent(&is, &c.Agent)
 	checkModel(&is, &c.Model)
+	checkToolSearchEmbeddings(&is, &c.Agent.ToolSearch)
 
 	for _, f := range []struct {
 		key string
@@ -540,6 +541,26 @@ func checkModel(is *issues, m *Model) {
 		is.add(p("script"), "required when provider is %q", ProviderScripted)
 	case m.Provider != ProviderScripted && m.Script != "" && slices.Contains(providers, m.Provider):
 		is.add(p("script"), "only used with provider %q (provider is %q)", ProviderScripted, m.Provider)
+	}
+}
+
+// checkToolSearchEmbeddings checks the embeddings API of [agent.tool_search] as checkModel checks [model]'s; its
+// base_url and api_key_env mean nothing without embeddings_model.
+func checkToolSearchEmbeddings(is *issues, ts *ToolSearch) {
+	p := func(key string) []string { return []string{"agent", "tool_search", key} }
+	if ts.BaseURL != "" {
+		checkURL(is, p("base_url"), ts.BaseURL)
+	}
+	if ts.APIKeyEnv != "" && !validEnvName(ts.APIKeyEnv) {
+		is.add(p("api_key_env"), "must be the name of an environment variable (got %q)", ts.APIKeyEnv)
+	}
+	if ts.EmbeddingsModel == "" {
+		if ts.BaseURL != "" {
+			is.add(p("base_url"), "only used with embeddings_model, which is not set")
+		}
+		if ts.APIKeyEnv != "" {
+			is.add(p("api_key_env"), "only used with embeddings_model, which is not set")
+		}
 	}
 }
 

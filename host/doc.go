@@ -2,6 +2,7 @@
 // policy (ToolManager), the tool-calling loop (Orchestrator), conversation history, references and citations, debug
 // info, usage limits and the event stream every front-end consumes.
 //
-// host imports package llm and the standard library only. It must not import the edges (mcpclients, mcpserver,
-// a2a, builtin, config), any MCP or A2A SDK, or openai-go: edges convert their types into these at their border.
+// host imports package llm, the standard library and, for tool search's index, the Snowball stemmer only. It must
+// not import the edges (mcpclients, mcpserver, a2a, builtin, config), any MCP or A2A SDK, or openai-go: edges
+// convert their types into these at their border.
 package host

@@ -90,6 +90,8 @@ type ToolManager struct {
 
 	schemas schemaCache
 
+	search toolSearch
+
 	listMu   sync.Mutex
 	lastSets [][]Tool       // what each source returned last time
 	last     []*ManagedTool // the merged list built from lastSets
@@ -119,13 +121,15 @@ func NewToolManager(sets []Toolset, opts *ToolManagerOptions) *ToolManager {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &ToolManager{sets: slices.Clone(sets), policies: opts.Policies, logger: logger, observer: opts.Observer, warned: map[string]bool{}}
+	return &ToolManager{sets: slices.Clone(sets), policies: opts.Policies, logger: logger, observer: opts.Observer, warned: map[string]bool{},
+		search: toolSearch{embedder: opts.Embedder, vectors: newVectorCache(opts.EmbeddingCache)}}
 }
 
 // Restrict returns a ToolManager offering only the tools of m named in names, under m's policies, in m's order: the
 // tools a sub-agent may use. Names that match no tool are ignored, so a source that comes later adds its tools then.
 func (m *ToolManager) Restrict(names []string) *ToolManager {
-	return &ToolManager{sets: m.sets, policies: m.policies, logger: m.logger, observer: m.observer, warned: map[string]bool{}, parent: m, only: slices.Clone(names)}
+	return &ToolManager{sets: m.sets, policies: m.policies, logger: m.logger, observer: m.observer, warned: map[string]bool{}, parent: m, only: slices.Clone(names),
+		search: toolSearch{embedder: m.search.embedder, vectors: m.search.vectors}}
 }
 
 // Toolsets returns the sources, in order.

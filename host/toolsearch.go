@@ -2,7 +2,6 @@ package host
 
 import (
 	"context"
-	"strings"
 )
 
 // This file is tool search's API: the ToolManager ranks its tools for a query, and a run that offers too many tools
@@ -72,44 +71,4 @@ type EmbeddingCache interface {
 	Embeddings(ctx context.Context, model string, hashes []string) (map[string][]float32, error)
 	// PutEmbeddings keeps vectors by hash.
 	PutEmbeddings(ctx context.Context, model string, vectors map[string][]float32) error
-}
-
-// Search ranks the enabled tools for query, best first. Disabled tools are never found.
-//
-// TODO(toolsearch): this is a placeholder that matches words in names and descriptions; the index replaces it.
-func (m *ToolManager) Search(ctx context.Context, query string, opts *SearchOptions) ([]SearchHit, error) {
-	if opts == nil {
-		opts = &SearchOptions{}
-	}
-	max := opts.MaxResults
-	if max <= 0 {
-		max = DefaultSearchResults
-	}
-	tools, _ := m.Tools(ctx)
-	words := strings.Fields(strings.ToLower(query))
-	var hits []SearchHit
-	for _, t := range tools {
-		if t.Policy.Disabled || (opts.Allow != nil && !opts.Allow(t)) {
-			continue
-		}
-		text := strings.ToLower(t.Spec.Name + " " + t.Spec.Description)
-		score := 0.0
-		for _, w := range words {
-			if strings.Contains(text, w) {
-				score++
-			}
-		}
-		if score > 0 {
-			hits = append(hits, SearchHit{Tool: t, Score: score})
-		}
-	}
-	for i := 1; i < len(hits); i++ {
-		for j := i; j > 0 && hits[j].Score > hits[j-1].Score; j-- {
-			hits[j], hits[j-1] = hits[j-1], hits[j]
-		}
-	}
-	if len(hits) > max {
-		hits = hits[:max]
-	}
-	return hits, nil
 }

@@ -156,6 +156,7 @@ func (s *DB) sweep(ctx context.Context) {
 	if err != nil {
 		s.logger.Warn("store: deleting expired and surplus conversations failed", "db", s.where, "err", err)
 	}
+	s.sweepEmbeddings(ctx)
 }
 
 // Load implements host.ConversationStore.

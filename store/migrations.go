@@ -109,6 +109,17 @@ var migrations = [][]string{
 	{ // 10: the tools that a conversation's searches loaded, in load order, each name followed by a newline
 		`ALTER TABLE conversations ADD COLUMN tools TEXT NOT NULL DEFAULT ''`,
 	},
+	{ // 11: tool search's vectors of the tools, by embedding model and content hash, as little-endian float32s; a sweep
+		// drops those unused for EmbeddingTTL (BYTEA is a blob to SQLite too)
+		`CREATE TABLE tool_embeddings (
+			model   TEXT NOT NULL,
+			hash    TEXT NOT NULL,
+			vector  BYTEA NOT NULL,
+			used_ms BIGINT NOT NULL,
+			PRIMARY KEY (model, hash)
+		)`,
+		`CREATE INDEX tool_embeddings_used ON tool_embeddings (used_ms)`,
+	},
 }
 
 // SchemaVersion is the version of the schema this agenthost writes.

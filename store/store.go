@@ -1,6 +1,6 @@
-// Package store keeps agenthost's state in a database: conversations (host.ConversationStore) and served A2A
-// tasks. SQLite (modernc.org/sqlite, pure Go, WAL) is the default, one file in
-// agenthost's state directory; Postgres (pgx) is for replicas that share state.
+// Package store keeps agenthost's state in a database: conversations (host.ConversationStore), served A2A
+// tasks and tool search's vectors (host.EmbeddingCache). SQLite (modernc.org/sqlite, pure Go, WAL) is the default,
+// one file in agenthost's state directory; Postgres (pgx) is for replicas that share state.
 //
 // Both speak the same SQL: positional $N parameters, BIGINT milliseconds for times, TEXT for JSON. The schema is
 // versioned (see migrations); a database written by a newer agenthost is refused, never changed.

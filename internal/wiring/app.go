@@ -219,7 +219,12 @@ func Build(ctx context.Context, cfg *config.Config, opts *Options) (*App, error)
 	sets = append(sets, a.peers.Toolsets()...)
 	agents := &host.SubAgents{}
 	sets = append(sets, agents)
-	a.tools = host.NewToolManager(sets, &host.ToolManagerOptions{Policies: Policies(cfg.Tools), Logger: logger, Observer: hopts.Observer})
+	topts, err := a.toolManagerOptions(hopts.Observer)
+	if err != nil {
+		a.Close()
+		return nil, err
+	}
+	a.tools = host.NewToolManager(sets, topts)
 	if guard != nil {
 		guard.tools.Store(a.tools)
 	}

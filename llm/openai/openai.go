@@ -1,7 +1,8 @@
 // Package openai implements llm.Model over the Chat Completions API of OpenAI and of the servers that copy it
-// (Ollama, vLLM, LM Studio, OpenRouter ...). It writes the request body, sends it with net/http, and reads the
-// event stream itself: only a few fields of the API are ever used, and a general SDK, whose package initialisation
-// registers every type of every endpoint, would more than double the size and start-up memory of the binary.
+// (Ollama, vLLM, LM Studio, OpenRouter ...), and llm.Embedder over their embeddings API. It writes the request
+// body, sends it with net/http, and reads the event stream itself: only a few fields of the API are ever used, and a
+// general SDK, whose package initialisation registers every type of every endpoint, would more than double the size
+// and start-up memory of the binary.
 //
 // It owns the conversion between llm types and the wire format, streaming, retries and the stream's idle
 // timeout. It imports llm and the standard library, no other package of this project.
@@ -84,6 +85,8 @@ type Model struct {
 	headers  func(ctx context.Context, h http.Header)
 	logger   *slog.Logger
 
+	embeddings string // the embeddings URL, for an Embedder
+
 	timeout    time.Duration
 	idle       time.Duration // 0: none
 	maxRetries int
@@ -161,6 +164,7 @@ func New(opts *Options) (*Model, error) {
 	m.client = httpClient
 	m.endpoint = u.JoinPath("chat/completions").String()
 	m.models = u.JoinPath("models").String()
+	m.embeddings = u.JoinPath("embeddings").String()
 	m.headers = opts.Headers
 	return m, nil
 }

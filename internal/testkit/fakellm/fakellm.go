@@ -1,4 +1,5 @@
-// Package fakellm is a scripted OpenAI-compatible Chat Completions server for tests and benchmarks.
+// Package fakellm is a scripted OpenAI-compatible Chat Completions server for tests and benchmarks, with an
+// embeddings endpoint (see embeddings.go).
 //
 // It speaks the real wire format of POST /v1/chat/completions (and /chat/completions): JSON responses, or
 // server-sent events when the request says "stream": true, with text split into many deltas, tool-call arguments
@@ -112,6 +113,13 @@ type Server struct {
 	listModels bool
 	served     int // responses started, for completion ids
 	callSeq    int // generated tool-call ids
+
+	// The embeddings endpoint's script and record (embeddings.go).
+	embeddings        map[string][]float32 // scripted vectors by text
+	embeddingDims     int
+	embeddingFaults   []EmbeddingFault
+	embeddingRequests []*EmbeddingRequest
+	embedded          int // texts answered with vectors
 }
 
 // New starts a fake server on a loopback port. Call Close when done (t.Cleanup(s.Close)).
@@ -120,6 +128,8 @@ func New() *Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", s.handleCompletions)
 	mux.HandleFunc("POST /chat/completions", s.handleCompletions)
+	mux.HandleFunc("POST /v1/embeddings", s.handleEmbeddings)
+	mux.HandleFunc("POST /embeddings", s.handleEmbeddings)
 	mux.HandleFunc("GET /v1/models", s.handleModels)
 	mux.HandleFunc("GET /models", s.handleModels)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
