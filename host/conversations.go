@@ -31,12 +31,14 @@ var ErrConversationExists = errors.New("conversation id already in use")
 // not tools the caller may choose. Front-ends report it as the caller's mistake.
 var ErrInvalidRequest = errors.New("invalid request")
 
-// Conversation is a conversation as a ConversationStore keeps it: an append-only log of messages, and every
-// reference shown to the model in it, numbered from 1 in order.
+// Conversation is a conversation as a ConversationStore keeps it: an append-only log of messages, every reference
+// shown to the model in it, numbered from 1 in order, and the tools its searches loaded, in load order (see
+// ToolSearchOptions), which its next runs offer from their first request.
 type Conversation struct {
 	ID       string        `json:"id"`
 	Messages []llm.Message `json:"messages"`
 	Sources  []Reference   `json:"sources"`
+	Tools    []string      `json:"tools,omitempty"`
 	Created  time.Time     `json:"created"`
 	Updated  time.Time     `json:"updated"`
 }
@@ -56,10 +58,11 @@ type ConversationStore interface {
 	// expired or dropped). Loading counts as a use for the idle expiry.
 	Load(ctx context.Context, id string) (*Conversation, error)
 	// Append adds messages and sources to the end of the conversation id, which had version messages when it was
-	// loaded; the sources are numbered after those it had. An Append at version 0 starts the conversation when
-	// the store does not have it. It fails with ErrConversationConflict when the conversation has more messages by
-	// now, and with ErrUnknownConversation when it is gone.
-	Append(ctx context.Context, id string, version int, messages []llm.Message, sources []Reference) error
+	// loaded; the sources are numbered after those it had. tools are the names of the tools the run loaded, none of
+	// them among those the conversation had loaded: they go after those. An Append at version 0 starts the
+	// conversation when the store does not have it. It fails with ErrConversationConflict when the conversation has
+	// more messages by now, and with ErrUnknownConversation when it is gone.
+	Append(ctx context.Context, id string, version int, messages []llm.Message, sources []Reference, tools []string) error
 }
 
 // MemoryStoreOptions bounds a memory store. A nil *MemoryStoreOptions means all defaults.
@@ -186,12 +189,12 @@ func (s *MemoryStore) Load(_ context.Context, id string) (*Conversation, error) 
 		return nil, err
 	}
 	out := *c
-	out.Messages, out.Sources = slices.Clone(c.Messages), slices.Clone(c.Sources)
+	out.Messages, out.Sources, out.Tools = slices.Clone(c.Messages), slices.Clone(c.Sources), slices.Clone(c.Tools)
 	return &out, nil
 }
 
 // Append implements ConversationStore.
-func (s *MemoryStore) Append(ctx context.Context, id string, version int, messages []llm.Message, sources []Reference) error {
+func (s *MemoryStore) Append(ctx context.Context, id string, version int, messages []llm.Message, sources []Reference, tools []string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c, err := s.useLocked(id)
@@ -207,6 +210,7 @@ func (s *MemoryStore) Append(ctx context.Context, id string, version int, messag
 	}
 	c.Messages = append(c.Messages, messages...)
 	c.Sources = append(c.Sources, sources...)
+	c.Tools = append(c.Tools, tools...)
 	return nil
 }
 

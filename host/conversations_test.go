@@ -54,16 +54,16 @@ func TestMemoryStoreAppend(t *testing.T) {
 		t.Fatalf("Create(chosen) = %q, %v", id, err)
 	}
 	user := llm.Message{Role: llm.RoleUser, Content: "hi"}
-	if err := s.Append(ctx, id, 0, []llm.Message{user}, []Reference{{Title: "a", URI: "u:a"}}); err != nil {
+	if err := s.Append(ctx, id, 0, []llm.Message{user}, []Reference{{Title: "a", URI: "u:a"}}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Append(ctx, id, 0, []llm.Message{user}, nil); !errors.Is(err, ErrConversationConflict) {
+	if err := s.Append(ctx, id, 0, []llm.Message{user}, nil, nil); !errors.Is(err, ErrConversationConflict) {
 		t.Errorf("Append from a stale version: err = %v, want ErrConversationConflict", err)
 	}
-	if err := s.Append(ctx, "missing", 1, []llm.Message{user}, nil); !errors.Is(err, ErrUnknownConversation) {
+	if err := s.Append(ctx, "missing", 1, []llm.Message{user}, nil, nil); !errors.Is(err, ErrUnknownConversation) {
 		t.Errorf("Append to a missing conversation: err = %v, want ErrUnknownConversation", err)
 	}
-	if err := s.Append(ctx, "new", 0, []llm.Message{user}, nil); err != nil {
+	if err := s.Append(ctx, "new", 0, []llm.Message{user}, nil, nil); err != nil {
 		t.Errorf("Append at version 0 to a conversation not started: %v, want it started", err)
 	}
 	if c, err := s.Load(ctx, "new"); err != nil || len(c.Messages) != 1 {

@@ -176,4 +176,10 @@ type IterationInfo struct {
 	DroppedMessages  int    `json:"dropped_messages,omitempty"`
 	TruncatedResults int    `json:"truncated_results,omitempty"`
 	Note             string `json:"note,omitempty"`
+	// ToolSearch says whether the run offered search_tools in place of its deferred tools, ToolsDeferred how many
+	// tools were not offered in the iteration, and ToolsLoaded which tools its searches (or calls of tools not
+	// loaded yet) loaded, offered from the next iteration on.
+	ToolSearch    bool     `json:"tool_search,omitempty"`
+	ToolsDeferred int      `json:"tools_deferred,omitempty"`
+	ToolsLoaded   []string `json:"tools_loaded,omitempty"`
 }

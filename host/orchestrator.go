@@ -282,6 +282,11 @@ type run struct {
 	retried   bool            // the model answered again after failed checks
 	takerText string          // the answer of a takes_control tool, its citations in the run's source numbers
 	outputID  string          // the id of the tags around tool output in this run's model requests
+	search    *bool           // whether the run offers search_tools; decided with its first offer
+	// toolsLoaded are the tools that searches loaded in the conversation, in load order: the conversation's first
+	// (convTools of them), then this run's.
+	toolsLoaded []string
+	convTools   int
 }
 
 func (r *run) run(ctx context.Context) (*Answer, error) {
@@ -312,6 +317,7 @@ func (r *run) run(ctx context.Context) (*Answer, error) {
 	}
 	defer done()
 	r.convID, r.past, r.sources, r.loaded = conv.ID, conv.Messages, conv.Sources, len(conv.Sources)
+	r.toolsLoaded, r.convTools = slices.Clone(conv.Tools), len(conv.Tools)
 	r.messages = []llm.Message{{Role: llm.RoleUser, Content: r.req.Prompt}}
 
 	ans, err := r.loop(ctx, tools)
@@ -397,7 +403,7 @@ func (r *run) save(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), saveTimeout)
 	defer cancel()
 	_, err := stepJSON(ctx, r.steps, "save conversation", func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, r.o.conversations.Append(ctx, r.convID, len(r.past), r.messages, r.sources[r.loaded:])
+		return struct{}{}, r.o.conversations.Append(ctx, r.convID, len(r.past), r.messages, r.sources[r.loaded:], r.toolsLoaded[r.convTools:])
 	})
 	if err != nil {
 		r.o.logger.Error("the run's messages were not saved in its conversation", "conversation", r.convID, "err", err)
@@ -421,9 +427,9 @@ func (r *run) loop(ctx context.Context, tools []*ManagedTool) (*Answer, error) {
 			}
 		}
 		if off == nil {
-			off = r.output.offer(newOffer(tools, r.req.Selection))
+			off = r.offer(tools)
 		}
-		info := IterationInfo{Iteration: i, Mode: "auto", ToolsOffered: len(off.tools)}
+		info := IterationInfo{Iteration: i, Mode: "auto", ToolsOffered: len(off.tools), ToolSearch: *r.search, ToolsDeferred: len(off.deferred)}
 		forced := i == 0 && len(off.forced) > 0 && i != last
 		switch {
 		case i == last:
@@ -521,8 +527,11 @@ func (r *run) loop(ctx context.Context, tools []*ManagedTool) (*Answer, error) {
 			continue
 		}
 
-		before := len(r.calls)
+		before, loadedBefore := len(r.calls), len(r.toolsLoaded)
 		taker, err := r.round(ctx, i, off, resp.Message, toolCalls)
+		if len(r.toolsLoaded) > loadedBefore { // offered from the next request on
+			info.ToolsLoaded, off = slices.Clone(r.toolsLoaded[loadedBefore:]), nil
+		}
 		r.infos = append(r.infos, info)
 		if err != nil {
 			return nil, err

@@ -50,7 +50,11 @@ func (r *run) round(ctx context.Context, iter int, off *offer, assistant llm.Mes
 	for i, c := range calls {
 		s := &slot{call: c}
 		slots[i] = s
-		if t, ok := off.byName[c.Name]; !ok {
+		if t, ok := off.deferred[c.Name]; ok {
+			s.tool = t
+			s.problem = fmt.Sprintf("%s was not loaded yet, so this call did not run. It is loaded now: call it again in your next turn.", c.Name)
+			s.notRun = "not loaded"
+		} else if t, ok := off.byName[c.Name]; !ok {
 			s.problem = fmt.Sprintf("unknown tool %q. Available tools: %s. Call one of those.", c.Name, listOrNone(off.names()))
 			s.notRun = "unknown tool"
 		} else if args, obj, err := parseArguments(c.Arguments); err != nil {
@@ -195,6 +199,14 @@ func (r *run) round(ctx context.Context, iter int, off *offer, assistant llm.Mes
 		}
 		if info.OK && s.primary == nil && !r.req.nested {
 			r.checks.add(p.tool.Policy.EvaluationChecks...)
+		}
+		if s.primary == nil && p.tool != nil {
+			switch {
+			case p.notRun == "not loaded":
+				r.loadTools([]string{p.tool.Spec.Name})
+			case isSearchTool(p.tool) && p.problem == "" && p.err == nil:
+				r.loadTools(searchLoaded(p.result))
+			}
 		}
 		r.calls = append(r.calls, info)
 		r.emit(&Event{Kind: EventToolEnd, Iteration: iter, ToolCall: &ToolEvent{ID: s.call.ID, Name: s.call.Name, Source: info.Source, Arguments: p.args, Result: p.result, Info: &info}})
@@ -493,6 +505,9 @@ func (r *run) systemPrompt(off *offer) string {
 				parts = append(parts, fmt.Sprintf("Instructions from %s:\n%s", set.Name(), s))
 			}
 		}
+	}
+	if p := searchPrompt(off); p != "" {
+		parts = append(parts, p)
 	}
 	if r.output != nil {
 		if p := r.output.prompt(); p != "" {

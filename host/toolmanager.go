@@ -326,6 +326,9 @@ type offer struct {
 	byName map[string]*ManagedTool
 	forced []*ManagedTool
 	specs  []llm.ToolSpec
+	// deferred are the tools the run may offer and does not yet, by name, when tool search is on: search_tools
+	// finds and loads them.
+	deferred map[string]*ManagedTool
 }
 
 // newOffer applies DESIGN's offered-set rules to the current tools:

@@ -172,20 +172,22 @@ func (s *DB) load(ctx context.Context, id string, use bool) (*host.Conversation,
 	c := &host.Conversation{ID: id}
 	var created, updated int64
 	var nmsg, nsrc int
-	q := `SELECT created_ms, updated_ms, messages, sources FROM conversations WHERE id = $1 AND updated_ms >= $2`
+	var tools string
+	q := `SELECT created_ms, updated_ms, messages, sources, tools FROM conversations WHERE id = $1 AND updated_ms >= $2`
 	args := []any{id, s.cutoff()}
 	if use {
 		q = `UPDATE conversations SET updated_ms = $3 WHERE id = $1 AND updated_ms >= $2
-			RETURNING created_ms, updated_ms, messages, sources`
+			RETURNING created_ms, updated_ms, messages, sources, tools`
 		args = append(args, millis(s.now()))
 	}
-	switch err := s.db.QueryRowContext(ctx, q, args...).Scan(&created, &updated, &nmsg, &nsrc); {
+	switch err := s.db.QueryRowContext(ctx, q, args...).Scan(&created, &updated, &nmsg, &nsrc, &tools); {
 	case errors.Is(err, sql.ErrNoRows):
 		return nil, host.UnknownConversation(id, s.ttl)
 	case err != nil:
 		return nil, fmt.Errorf("store: loading conversation %q: %w", id, err)
 	}
 	c.Created, c.Updated = fromMillis(created), fromMillis(updated)
+	c.Tools = strings.Fields(tools) // tool names hold no spaces
 	// The counts bound what is read, so that an Append running meanwhile is either wholly seen or not at all.
 	var err error
 	if c.Messages, err = s.messages(ctx, id, nmsg); err == nil {
@@ -260,6 +262,9 @@ const (
 		WHERE id = $4 AND messages = $5 AND updated_ms >= $6 RETURNING sources`
 	qMessage = `INSERT INTO conversation_messages (conversation_id, seq, message) VALUES ($1, $2, $3)`
 	qSource  = `INSERT INTO conversation_sources (conversation_id, number, title, uri, content) VALUES ($1, $2, $3, $4, $5)`
+	// qTools appends the names of the tools a run loaded, each followed by a newline. Few runs load tools: it is
+	// not prepared.
+	qTools = `UPDATE conversations SET tools = tools || $1 WHERE id = $2`
 )
 
 // prepared are the statements prepared when the database opens.
@@ -268,7 +273,7 @@ var prepared = []string{qStart, qContinue, qMessage, qSource}
 // Append implements host.ConversationStore. The counts are compared and swapped in the metadata row, so that of
 // two runs appending from the same version, on any replicas, one wins and the other gets
 // host.ErrConversationConflict. The first Append of a conversation Create only drew an id for writes its row.
-func (s *DB) Append(ctx context.Context, id string, version int, messages []llm.Message, sources []host.Reference) error {
+func (s *DB) Append(ctx context.Context, id string, version int, messages []llm.Message, sources []host.Reference, tools []string) error {
 	now := millis(s.now())
 	inserted := false
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
@@ -302,10 +307,18 @@ func (s *DB) Append(ctx context.Context, id string, version int, messages []llm.
 			return err
 		}
 		first := nsrc - len(sources) + 1
-		return s.insertRows(ctx, tx, qSource, len(sources), func(i int) ([]any, error) {
+		if err := s.insertRows(ctx, tx, qSource, len(sources), func(i int) ([]any, error) {
 			r := sources[i]
 			return []any{id, first + i, r.Title, r.URI, r.Content}, nil
-		})
+		}); err != nil {
+			return err
+		}
+		if len(tools) == 0 {
+			return nil
+		}
+		// The row was won above: no other Append of this conversation can run until this one commits.
+		_, err = tx.ExecContext(ctx, qTools, strings.Join(tools, "\n")+"\n", id)
+		return err
 	})
 	if err != nil && !errors.Is(err, host.ErrConversationConflict) && !errors.Is(err, host.ErrUnknownConversation) {
 		return fmt.Errorf("store: appending to conversation %q: %w", id, err)

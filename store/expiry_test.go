@@ -16,7 +16,7 @@ const month = 30 * 24 * time.Hour
 // say appends a user message to the conversation id at version, and fails the test on an error.
 func say(t *testing.T, db *DB, id string, version int) {
 	t.Helper()
-	if err := db.Append(t.Context(), id, version, []llm.Message{{Role: llm.RoleUser, Content: id}}, []host.Reference{{URI: "u:" + id}}); err != nil {
+	if err := db.Append(t.Context(), id, version, []llm.Message{{Role: llm.RoleUser, Content: id}}, []host.Reference{{URI: "u:" + id}}, nil); err != nil {
 		t.Fatalf("Append(%s, %d): %v", id, version, err)
 	}
 }
@@ -65,7 +65,7 @@ func TestConversationExpiry(t *testing.T) {
 			if _, err := db.Load(ctx, id); !errors.Is(err, host.ErrUnknownConversation) || !strings.Contains(err.Error(), "720h0m0s idle") {
 				t.Errorf("Load of %s, idle past the TTL: err = %v", id, err)
 			}
-			if err := db.Append(ctx, id, 1, []llm.Message{{Role: llm.RoleUser, Content: "again"}}, nil); !errors.Is(err, host.ErrUnknownConversation) {
+			if err := db.Append(ctx, id, 1, []llm.Message{{Role: llm.RoleUser, Content: "again"}}, nil, nil); !errors.Is(err, host.ErrUnknownConversation) {
 				t.Errorf("continuing %s, idle past the TTL: err = %v", id, err)
 			}
 		}

@@ -106,6 +106,9 @@ var migrations = [][]string{
 			swept_ms BIGINT NOT NULL
 		)`,
 	},
+	{ // 10: the tools that a conversation's searches loaded, in load order, each name followed by a newline
+		`ALTER TABLE conversations ADD COLUMN tools TEXT NOT NULL DEFAULT ''`,
+	},
 }
 
 // SchemaVersion is the version of the schema this agenthost writes.

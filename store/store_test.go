@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -82,11 +83,11 @@ func TestConversationRoundTrip(t *testing.T) {
 			{Role: llm.RoleAssistant, Content: "Noon [1]."},
 		}
 		refs := []host.Reference{{Title: "Clock", URI: "time:paris", Content: "12:00"}, {Title: "Other", URI: "u:2"}}
-		if err := db.Append(ctx, id, 0, first, refs); err != nil {
+		if err := db.Append(ctx, id, 0, first, refs, nil); err != nil {
 			t.Fatal(err)
 		}
 		second := []llm.Message{{Role: llm.RoleUser, Content: "And in Tokyo?"}, {Role: llm.RoleAssistant, Content: "20:00 [3]."}}
-		if err := db.Append(ctx, id, 4, second, []host.Reference{{Title: "Tokyo", URI: "time:tokyo"}}); err != nil {
+		if err := db.Append(ctx, id, 4, second, []host.Reference{{Title: "Tokyo", URI: "time:tokyo"}}, nil); err != nil {
 			t.Fatal(err)
 		}
 		got, err := db.Load(ctx, id)
@@ -120,6 +121,42 @@ func TestConversationRoundTrip(t *testing.T) {
 	})
 }
 
+// TestConversationLoadedTools: the tools a conversation's searches loaded come back from Load in load order, after
+// each Append, and a run that loaded none leaves them as they were.
+func TestConversationLoadedTools(t *testing.T) {
+	backends(t, Options{}, func(t *testing.T, db *DB) {
+		ctx := t.Context()
+		id, err := db.Create(ctx, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		turn := []llm.Message{{Role: llm.RoleUser, Content: "q"}, {Role: llm.RoleAssistant, Content: "a"}}
+		if err := db.Append(ctx, id, 0, turn, nil, []string{"weather_get", "mcp_files-read"}); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := db.Load(ctx, id); err != nil || !slices.Equal(got.Tools, []string{"weather_get", "mcp_files-read"}) {
+			t.Fatalf("after the first run: Tools = %q, %v", got.Tools, err)
+		}
+		if err := db.Append(ctx, id, 2, turn, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Append(ctx, id, 4, turn, nil, []string{"calendar_add"}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := db.Peek(ctx, id)
+		if err != nil || !slices.Equal(got.Tools, []string{"weather_get", "mcp_files-read", "calendar_add"}) || len(got.Messages) != 6 {
+			t.Fatalf("after three runs: Tools = %q, %d messages, %v", got.Tools, len(got.Messages), err)
+		}
+		// A run that lost the conflict loaded nothing into the conversation.
+		if err := db.Append(ctx, id, 4, turn, nil, []string{"lost_tool"}); !errors.Is(err, host.ErrConversationConflict) {
+			t.Fatalf("stale Append: err = %v", err)
+		}
+		if got, _ := db.Load(ctx, id); !slices.Equal(got.Tools, []string{"weather_get", "mcp_files-read", "calendar_add"}) {
+			t.Errorf("after a lost conflict: Tools = %q", got.Tools)
+		}
+	})
+}
+
 // assertRows checks how many rows the conversation tables hold in all.
 func assertRows(t *testing.T, db *DB, want int) {
 	t.Helper()
@@ -148,7 +185,7 @@ func TestConversationCreateWithID(t *testing.T) {
 		if _, err := db.Load(ctx, "nope"); !errors.Is(err, host.ErrUnknownConversation) || !strings.Contains(err.Error(), `"nope"`) {
 			t.Errorf("Load(nope): err = %v", err)
 		}
-		if err := db.Append(ctx, "nope", 2, []llm.Message{{Role: llm.RoleUser, Content: "x"}}, nil); !errors.Is(err, host.ErrUnknownConversation) {
+		if err := db.Append(ctx, "nope", 2, []llm.Message{{Role: llm.RoleUser, Content: "x"}}, nil, nil); !errors.Is(err, host.ErrUnknownConversation) {
 			t.Errorf("Append(nope) at version 2: err = %v", err)
 		}
 		// A new id is only drawn: the conversation exists from its first Append, at version 0.
@@ -159,13 +196,13 @@ func TestConversationCreateWithID(t *testing.T) {
 		if _, err := db.Load(ctx, id); !errors.Is(err, host.ErrUnknownConversation) {
 			t.Errorf("Load of a drawn id before its first Append: err = %v", err)
 		}
-		if err := db.Append(ctx, id, 0, []llm.Message{{Role: llm.RoleUser, Content: "x"}}, nil); err != nil {
+		if err := db.Append(ctx, id, 0, []llm.Message{{Role: llm.RoleUser, Content: "x"}}, nil, nil); err != nil {
 			t.Fatal(err)
 		}
-		if err := db.Append(ctx, "ctx-1", 0, []llm.Message{{Role: llm.RoleUser, Content: "y"}}, nil); err != nil {
+		if err := db.Append(ctx, "ctx-1", 0, []llm.Message{{Role: llm.RoleUser, Content: "y"}}, nil, nil); err != nil {
 			t.Errorf("the first Append to a created conversation: %v", err)
 		}
-		if err := db.Append(ctx, "ctx-1", 0, []llm.Message{{Role: llm.RoleUser, Content: "z"}}, nil); !errors.Is(err, host.ErrConversationConflict) {
+		if err := db.Append(ctx, "ctx-1", 0, []llm.Message{{Role: llm.RoleUser, Content: "z"}}, nil, nil); !errors.Is(err, host.ErrConversationConflict) {
 			t.Errorf("a second Append at version 0: err = %v, want ErrConversationConflict", err)
 		}
 	})
@@ -185,7 +222,7 @@ func TestConversationConflict(t *testing.T) {
 		for i := range runs {
 			wg.Go(func() {
 				msgs := []llm.Message{{Role: llm.RoleUser, Content: fmt.Sprint("run ", i)}, {Role: llm.RoleAssistant, Content: "ok"}}
-				errs[i] = db.Append(ctx, id, 0, msgs, []host.Reference{{Title: fmt.Sprint(i)}})
+				errs[i] = db.Append(ctx, id, 0, msgs, []host.Reference{{Title: fmt.Sprint(i)}}, nil)
 			})
 		}
 		wg.Wait()
@@ -216,7 +253,7 @@ func TestConversationBounds(t *testing.T) {
 			if _, err := db.Create(ctx, id); err != nil {
 				t.Fatal(err)
 			}
-			if err := db.Append(ctx, id, 0, []llm.Message{{Role: llm.RoleUser, Content: id}}, []host.Reference{{URI: "u:" + id}}); err != nil {
+			if err := db.Append(ctx, id, 0, []llm.Message{{Role: llm.RoleUser, Content: id}}, []host.Reference{{URI: "u:" + id}}, nil); err != nil {
 				t.Fatal(err)
 			}
 			clk.Add(time.Second)
@@ -267,7 +304,7 @@ func TestOpenSQLiteFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Append(t.Context(), id, 0, []llm.Message{{Role: llm.RoleUser, Content: "kept"}}, nil); err != nil {
+	if err := db.Append(t.Context(), id, 0, []llm.Message{{Role: llm.RoleUser, Content: "kept"}}, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
@@ -530,7 +567,7 @@ func TestSQLiteFilesPrivate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Append(t.Context(), id, 0, []llm.Message{{Role: llm.RoleUser, Content: "a private prompt"}}, nil); err != nil {
+	if err := db.Append(t.Context(), id, 0, []llm.Message{{Role: llm.RoleUser, Content: "a private prompt"}}, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	// While the database is open, the prompt is in the write-ahead log, which must be as private as the file.

@@ -400,7 +400,7 @@ func seedConversation(ctx context.Context, store host.ConversationStore, msgs []
 	for i, m := range msgs {
 		conv[i] = llm.Message{Role: llm.Role(m.Role), Content: m.Content}
 	}
-	return id, store.Append(ctx, id, 0, conv, nil)
+	return id, store.Append(ctx, id, 0, conv, nil, nil)
 }
 
 // failures lists what the answer lacks of what the case expects.

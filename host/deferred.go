@@ -1,0 +1,317 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/agenthost/agenthost/llm"
+)
+
+// This file is tool search in the loop: a run whose tools are too many offers the pinned ones and search_tools, and
+// each search loads the tools it finds, which are offered from the next request on, appended after those already
+// offered, so that the start of the tools array (and a provider's prompt cache of it) stays the same within a run.
+//
+// Loading is durable-safe: what a search loaded is in its recorded Result (Structured), and what a call of a tool
+// not loaded yet loads follows from the model's recorded response, so the loop derives the loaded set from the
+// round's outcomes and a resumed run gets the same set.
+
+// MaxSearchResults bounds search_tools' max_results.
+const MaxSearchResults = 20
+
+// searchInput is search_tools' input schema.
+var searchInput = json.RawMessage(`{"type":"object","properties":{` +
+	`"query":{"type":"string","description":"What you need a tool for, in a few words."},` +
+	`"names":{"type":"array","items":{"type":"string"},"description":"Exact names of tools to load."},` +
+	`"max_results":{"type":"integer","minimum":1,"maximum":20,"description":"How many tools a query may find; 5 by default."}},` +
+	`"anyOf":[{"required":["query"]},{"required":["names"]}],"additionalProperties":false}`)
+
+// pinned reports whether t is offered from the first request when tool search is on. A forced tool always is, even
+// when its policy says Pinned false: the run calls it on its first iteration, and the model can only call a tool it
+// was offered.
+func pinned(t *ManagedTool) bool {
+	if t.Policy.Forced {
+		return true
+	}
+	if t.Policy.Pinned != nil {
+		return *t.Policy.Pinned
+	}
+	return t.Policy.TakesControl || t.Source == subAgentsSource
+}
+
+// subAgentsSource is the name of the sub-agents' Toolset (SubAgents.Name).
+const subAgentsSource = "agents"
+
+// searchOn decides, once per run, whether the run offers search_tools, from the tools it would offer without
+// (base, the caller's selection applied): never with tool_choices or an exclusive tool, nor when every tool is
+// pinned; always in ToolSearchAlways mode; in ToolSearchAuto mode, when base's definitions are estimated above the
+// threshold.
+func (r *run) searchOn(base *offer) bool {
+	opts := r.o.opts.ToolSearch
+	if opts.Mode == ToolSearchNever || len(r.req.ToolChoices) > 0 {
+		return false
+	}
+	if slices.ContainsFunc(base.tools, func(t *ManagedTool) bool { return t.Policy.Exclusive }) ||
+		!slices.ContainsFunc(base.tools, func(t *ManagedTool) bool { return !pinned(t) }) {
+		return false
+	}
+	if opts.Mode == ToolSearchAlways {
+		return true
+	}
+	threshold := opts.Threshold
+	if threshold <= 0 {
+		threshold = DefaultToolSearchThreshold(r.o.opts.ContextTokens)
+	}
+	return EstimateToolTokens(base.tools) > threshold
+}
+
+// offer returns what the run offers of tools: newOffer's set with final_answer, or, when search is on, the pinned
+// tools, search_tools, final_answer and the loaded tools in load order. Whether search is on is decided on the first
+// call.
+func (r *run) offer(tools []*ManagedTool) *offer {
+	base := newOffer(tools, r.req.Selection)
+	if r.search == nil {
+		on := r.searchOn(base)
+		r.search = &on
+	}
+	if !*r.search {
+		return r.output.offer(base)
+	}
+	var offered []*ManagedTool
+	for _, t := range base.tools {
+		if pinned(t) {
+			offered = append(offered, t)
+		}
+	}
+	tool := &ManagedTool{Spec: ToolSpec{Name: SearchToolName, Description: "Search the tools that are not offered yet, " +
+		"by what you need them for (query) or by exact name (names). The tools found are loaded: you can call them from your next turn.",
+		InputSchema: searchInput}, Source: "search"}
+	offered = append(offered, tool)
+	if r.output != nil && r.output.tool != nil {
+		offered = append(offered, r.output.tool)
+	}
+	for _, name := range r.toolsLoaded {
+		if t, ok := base.byName[name]; ok && !slices.Contains(offered, t) {
+			offered = append(offered, t)
+		}
+	}
+	off := &offer{tools: offered, byName: make(map[string]*ManagedTool, len(offered)), forced: base.forced,
+		specs: make([]llm.ToolSpec, 0, len(offered)), deferred: map[string]*ManagedTool{}}
+	for _, t := range offered {
+		off.byName[t.Spec.Name] = t
+		off.specs = append(off.specs, llm.ToolSpec{Name: t.Spec.Name, Description: t.Spec.Description, Parameters: t.Spec.InputSchema,
+			Final: r.output != nil && t == r.output.tool})
+	}
+	for _, t := range base.tools {
+		if off.byName[t.Spec.Name] == nil {
+			off.deferred[t.Spec.Name] = t
+		}
+	}
+	tool.Tool = &searchTool{m: r.o.tools, off: off}
+	return off
+}
+
+// loadTools adds the names not loaded yet to the run's loaded tools, in order.
+func (r *run) loadTools(names []string) {
+	for _, n := range names {
+		if !slices.Contains(r.toolsLoaded, n) {
+			r.toolsLoaded = append(r.toolsLoaded, n)
+		}
+	}
+}
+
+// searchPrompt is what the system prompt says of the tools not offered: how many, and from which sources.
+func searchPrompt(off *offer) string {
+	if len(off.deferred) == 0 {
+		return ""
+	}
+	var sources []string
+	for _, t := range off.deferred {
+		if !slices.Contains(sources, t.Source) {
+			sources = append(sources, t.Source)
+		}
+	}
+	slices.Sort(sources)
+	return fmt.Sprintf("More tools are available than those offered: %d more, from %s. To use one, first call %s with a query "+
+		"saying what you need it for (or with the exact names of tools to load); the tools it finds are offered to you from your next turn.",
+		len(off.deferred), strings.Join(sources, ", "), SearchToolName)
+}
+
+// searchTool is search_tools in one offer: it searches and loads that offer's deferred tools.
+type searchTool struct {
+	m   *ToolManager
+	off *offer
+}
+
+func (t *searchTool) Spec() ToolSpec { return t.off.byName[SearchToolName].Spec }
+
+// searchLoad is search_tools' Result.Structured: the names a call loaded, which the loop reads back.
+type searchLoad struct {
+	Loaded []string `json:"loaded"`
+}
+
+func (t *searchTool) Call(ctx context.Context, args json.RawMessage, _ *Call) (*Result, error) {
+	var in struct {
+		Query      string   `json:"query"`
+		Names      []string `json:"names"`
+		MaxResults *int     `json:"max_results"`
+	}
+	if err := json.Unmarshal(args, &in); err != nil {
+		return &Result{Text: fmt.Sprintf("the arguments of %s cannot be read: %v", SearchToolName, err), IsError: true}, nil
+	}
+	switch {
+	case strings.TrimSpace(in.Query) == "" && len(in.Names) == 0:
+		return &Result{Text: fmt.Sprintf(`%s needs a query or names: call it with {"query": "what you need a tool for"} or {"names": ["tool_name"]}`, SearchToolName), IsError: true}, nil
+	case in.MaxResults != nil && (*in.MaxResults < 1 || *in.MaxResults > MaxSearchResults):
+		return &Result{Text: fmt.Sprintf("max_results must be between 1 and %d (got %d)", MaxSearchResults, *in.MaxResults), IsError: true}, nil
+	}
+	var loaded []*ManagedTool
+	var lines, notFound, already []string
+	for _, name := range in.Names {
+		switch tool, ok := t.off.deferred[name]; {
+		case ok:
+			if !slices.Contains(loaded, tool) {
+				loaded = append(loaded, tool)
+			}
+		case t.off.byName[name] != nil:
+			already = append(already, name)
+		default:
+			notFound = append(notFound, name)
+		}
+	}
+	if q := strings.TrimSpace(in.Query); q != "" {
+		max := DefaultSearchResults
+		if in.MaxResults != nil {
+			max = *in.MaxResults
+		}
+		hits, err := t.m.Search(ctx, q, &SearchOptions{MaxResults: max, Allow: func(c *ManagedTool) bool { return t.off.deferred[c.Spec.Name] == c }})
+		if err != nil {
+			return nil, fmt.Errorf("searching the tools: %w", err)
+		}
+		for _, h := range hits {
+			if !slices.Contains(loaded, h.Tool) {
+				loaded = append(loaded, h.Tool)
+			}
+		}
+	}
+	names := make([]string, len(loaded))
+	for i, tool := range loaded {
+		names[i] = tool.Spec.Name
+		line := fmt.Sprintf("- %s: %s", tool.Spec.Name, firstLine(tool.Spec.Description))
+		if params := paramSummary(tool.Spec.InputSchema); params != "" {
+			line += "\n  Parameters: " + params
+		}
+		lines = append(lines, line)
+	}
+	var text []string
+	switch {
+	case len(loaded) > 0:
+		text = append(text, fmt.Sprintf("Loaded %d tools; you can call them from your next turn:\n%s", len(loaded), strings.Join(lines, "\n")))
+	case in.Query != "":
+		text = append(text, fmt.Sprintf("No tool that is not offered yet matches %q. Try other words.", in.Query))
+	}
+	if len(already) > 0 {
+		text = append(text, "Already offered (call them directly): "+strings.Join(already, ", ")+".")
+	}
+	if len(notFound) > 0 {
+		text = append(text, "Not found (unknown, or not available to you): "+strings.Join(notFound, ", ")+".")
+	}
+	structured, _ := json.Marshal(searchLoad{Loaded: names}) // strings only: cannot fail
+	debug := map[string]any{"loaded": names}
+	if in.Query != "" {
+		debug["query"] = in.Query
+	}
+	if len(in.Names) > 0 {
+		debug["names"] = in.Names
+	}
+	if len(notFound) > 0 {
+		debug["not_found"] = notFound
+	}
+	return &Result{Text: strings.Join(text, "\n"), Structured: structured, Debug: debug}, nil
+}
+
+// isSearchTool reports whether t is a run's search_tools.
+func isSearchTool(t *ManagedTool) bool {
+	_, ok := t.Tool.(*searchTool)
+	return ok
+}
+
+// searchLoaded returns the names a search_tools result says it loaded.
+func searchLoaded(res *Result) []string {
+	if res == nil || res.IsError {
+		return nil
+	}
+	var l searchLoad
+	if json.Unmarshal(res.Structured, &l) != nil {
+		return nil
+	}
+	return l.Loaded
+}
+
+// paramSummary is a one-line summary of a tool's parameters, the required ones first:
+// `city: string (required), units: "c"|"f"`.
+func paramSummary(schema json.RawMessage) string {
+	var s struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+		Required   []string                   `json:"required"`
+	}
+	if json.Unmarshal(schema, &s) != nil || len(s.Properties) == 0 {
+		return ""
+	}
+	names := make([]string, 0, len(s.Properties))
+	for n := range s.Properties {
+		names = append(names, n)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		ri, rj := slices.Index(s.Required, names[i]), slices.Index(s.Required, names[j])
+		switch {
+		case ri >= 0 && rj >= 0:
+			return ri < rj
+		case ri >= 0 || rj >= 0:
+			return ri >= 0
+		}
+		return names[i] < names[j]
+	})
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = n + ": " + typeSummary(s.Properties[n], 0)
+		if slices.Contains(s.Required, n) {
+			parts[i] += " (required)"
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// typeSummary is a property schema's type in a few characters: its enum's values, its type or types, "array of T".
+func typeSummary(schema json.RawMessage, depth int) string {
+	var p struct {
+		Type  any               `json:"type"`
+		Enum  []json.RawMessage `json:"enum"`
+		Const json.RawMessage   `json:"const"`
+		Items json.RawMessage   `json:"items"`
+	}
+	if json.Unmarshal(schema, &p) != nil {
+		return "any"
+	}
+	switch {
+	case len(p.Enum) > 0:
+		vals := make([]string, len(p.Enum))
+		for i, v := range p.Enum {
+			vals[i] = string(v)
+		}
+		return strings.Join(vals, "|")
+	case len(p.Const) > 0:
+		return string(p.Const)
+	}
+	types := schemaTypes(p.Type)
+	if len(types) == 0 {
+		return "any"
+	}
+	if len(types) == 1 && types[0] == "array" && len(p.Items) > 0 && depth < 2 {
+		return "array of " + typeSummary(p.Items, depth+1)
+	}
+	return strings.Join(types, "|")
+}

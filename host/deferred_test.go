@@ -1,0 +1,273 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/agenthost/agenthost/internal/testkit/fakellm"
+)
+
+// catalogue is a set of tools for tool search: a clock (pinned by the tests that want it), the weather, mail and
+// files; each counts its calls.
+type catalogue struct{ calls map[string]*atomic.Int32 }
+
+func newCatalogue() (*catalogue, []Tool) {
+	c := &catalogue{calls: map[string]*atomic.Int32{}}
+	var tools []Tool
+	for _, s := range []ToolSpec{
+		{Name: "clock", Description: "Tells the time.", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		{Name: "weather_get", Description: "Gets the current weather in a city.", InputSchema: json.RawMessage(
+			`{"type":"object","properties":{"units":{"enum":["c","f"]},"city":{"type":"string"}},"required":["city"]}`)},
+		{Name: "mail_send", Description: "Sends an email.", InputSchema: json.RawMessage(
+			`{"type":"object","properties":{"to":{"type":"array","items":{"type":"string"}},"body":{"type":"string"}},"required":["to","body"]}`)},
+		{Name: "files_read", Description: "Reads a file.", InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}}}`)},
+	} {
+		n := &atomic.Int32{}
+		c.calls[s.Name] = n
+		tools = append(tools, &funcTool{spec: s, fn: func(context.Context, json.RawMessage, *Call) (*Result, error) {
+			n.Add(1)
+			return &Result{Text: s.Name + " done"}, nil
+		}})
+	}
+	return c, tools
+}
+
+func pin(b bool) *bool { return &b }
+
+func alwaysSearch(policies map[string]ToolPolicy) harnessConfig {
+	_, tools := newCatalogue()
+	return harnessConfig{tools: tools, policies: policies, opts: Options{ToolSearch: ToolSearchOptions{Mode: ToolSearchAlways}}}
+}
+
+func TestToolSearchLoadsThenCalls(t *testing.T) {
+	cat, tools := newCatalogue()
+	h := newHarness(t, harnessConfig{tools: tools, policies: map[string]ToolPolicy{"clock": {Pinned: pin(true)}},
+		opts: Options{ToolSearch: ToolSearchOptions{Mode: ToolSearchAlways}}})
+	h.srv.Enqueue(
+		fakellm.Turn{ToolCalls: []fakellm.ToolCall{call("s", SearchToolName, `{"query":"weather city"}`)}},
+		fakellm.Turn{ToolCalls: []fakellm.ToolCall{call("w", "weather_get", `{"city":"Paris"}`)}},
+		fakellm.Turn{Text: "Sunny."},
+	)
+	ans := h.mustAsk(t, &Request{Prompt: "Weather in Paris?"})
+	reqs := h.srv.Requests()
+	if got := reqs[0].ToolNames(); !slices.Equal(got, []string{"clock", SearchToolName}) {
+		t.Errorf("first request offers %v, want the pinned clock and search_tools", got)
+	}
+	if sys := reqs[0].Messages[0].Content; !strings.Contains(sys, "3 more, from test") || !strings.Contains(sys, SearchToolName) {
+		t.Errorf("the system prompt does not say what search_tools finds:\n%s", sys)
+	}
+	if got := reqs[1].ToolNames(); !slices.Equal(got, []string{"clock", SearchToolName, "weather_get"}) {
+		t.Errorf("after the search, the request offers %v: want the loaded tool appended, the rest unchanged", got)
+	}
+	msg := toolMessages(reqs[1])["s"]
+	if !strings.Contains(msg, "weather_get: Gets the current weather in a city.") || !strings.Contains(msg, `city: string (required), units: "c"|"f"`) {
+		t.Errorf("search result = %q, want the tool, its description and its parameters", msg)
+	}
+	if cat.calls["weather_get"].Load() != 1 || ans.Text != "Sunny." {
+		t.Errorf("weather_get ran %d times; answer %q", cat.calls["weather_get"].Load(), ans.Text)
+	}
+	it := ans.Iterations[0]
+	if !it.ToolSearch || it.ToolsDeferred != 3 || !slices.Equal(it.ToolsLoaded, []string{"weather_get"}) || it.ToolsOffered != 2 {
+		t.Errorf("iteration 0 debug = %+v", it)
+	}
+	if it := ans.Iterations[1]; it.ToolsDeferred != 2 || it.ToolsLoaded != nil {
+		t.Errorf("iteration 1 debug = %+v", it)
+	}
+	if d := ans.ToolCalls[0].Debug; d["query"] != "weather city" || fmt.Sprint(d["loaded"]) != "[weather_get]" {
+		t.Errorf("search_tools debug = %+v", d)
+	}
+
+	// A continued conversation offers the loaded tool from its first request, and keeps it in the store.
+	h.srv.Enqueue(fakellm.Turn{Text: "Still sunny."})
+	h.mustAsk(t, &Request{Prompt: "And now?", ConversationID: ans.ConversationID})
+	if got := h.srv.LastRequest().ToolNames(); !slices.Equal(got, []string{"clock", SearchToolName, "weather_get"}) {
+		t.Errorf("the continued conversation offers %v", got)
+	}
+	conv, err := h.orch.Conversations().Load(t.Context(), ans.ConversationID)
+	if err != nil || !slices.Equal(conv.Tools, []string{"weather_get"}) {
+		t.Errorf("the conversation's tools = %q, %v", conv.Tools, err)
+	}
+	// A tool the caller disabled is not offered, though loaded.
+	h.srv.Enqueue(fakellm.Turn{Text: "ok"})
+	h.mustAsk(t, &Request{Prompt: "x", ConversationID: ans.ConversationID, Selection: Selection{DisabledTools: []string{"weather_get"}}})
+	if got := h.srv.LastRequest().ToolNames(); !slices.Equal(got, []string{"clock", SearchToolName}) {
+		t.Errorf("with weather_get disabled, the continued conversation offers %v", got)
+	}
+}
+
+func TestToolSearchByNames(t *testing.T) {
+	cfg := alwaysSearch(map[string]ToolPolicy{"clock": {Pinned: pin(true)}, "files_read": {Disabled: true}})
+	h := newHarness(t, cfg)
+	h.srv.Enqueue(
+		fakellm.Turn{ToolCalls: []fakellm.ToolCall{call("s", SearchToolName, `{"names":["mail_send","files_read","nope","clock"]}`)}},
+		fakellm.Turn{ToolCalls: []fakellm.ToolCall{call("q", SearchToolName, `{"query":"read a file weather","max_results":20}`)}},
+		fakellm.Turn{ToolCalls: []fakellm.ToolCall{call("bad", SearchToolName, `{"max_results":3}`), call("big", SearchToolName, `{"query":"x","max_results":21}`)}},
+		fakellm.Turn{Text: "ok"},
+	)
+	ans := h.mustAsk(t, &Request{Prompt: "x"})
+	reqs := h.srv.Requests()
+	msg := toolMessages(reqs[1])["s"]
+	if !strings.Contains(msg, "- mail_send: Sends an email.") || !strings.Contains(msg, "to: array of string (required)") ||
+		!strings.Contains(msg, "Not found (unknown, or not available to you): files_read, nope.") || !strings.Contains(msg, "Already offered (call them directly): clock.") {
+		t.Errorf("names result = %q", msg)
+	}
+	if got := reqs[1].ToolNames(); !slices.Equal(got, []string{"clock", SearchToolName, "mail_send"}) {
+		t.Errorf("after loading by name, the request offers %v", got)
+	}
+	// A disabled tool is never found: the query matches it, but only weather_get is loaded.
+	if got := reqs[2].ToolNames(); !slices.Equal(got, []string{"clock", SearchToolName, "mail_send", "weather_get"}) {
+		t.Errorf("after the query, the request offers %v", got)
+	}
+	got := toolMessages(reqs[3])
+	if !strings.HasPrefix(got["bad"], "Error: search_tools needs a query or names") || !strings.HasPrefix(got["big"], "Error: max_results must be between 1 and 20") {
+		t.Errorf("invalid searches: %q", got)
+	}
+	if n := ans.Iterations[0].ToolsDeferred; n != 2 {
+		t.Errorf("deferred = %d, want 2 (the disabled tool is not among them)", n)
+	}
+}
+
+func TestToolSearchCallOfToolNotLoaded(t *testing.T) {
+	cfg := alwaysSearch(nil)
+	h := newHarness(t, cfg)
+	h.srv.Enqueue(
+		fakellm.Turn{ToolCalls: []fakellm.ToolCall{call("w1", "weather_get", `{"city":"Oslo"}`), call("f", "no_such_tool", `{}`)}},
+		fakellm.Turn{ToolCalls: []fakellm.ToolCall{call("w2", "weather_get", `{"city":"Oslo"}`)}},
+		fakellm.Turn{Text: "Cold."},
+	)
+	ans := h.mustAsk(t, &Request{Prompt: "Oslo?"})
+	reqs := h.srv.Requests()
+	got := toolMessages(reqs[1])
+	if got["w1"] != "Error: weather_get was not loaded yet, so this call did not run. It is loaded now: call it again in your next turn." {
+		t.Errorf("not-loaded message = %q", got["w1"])
+	}
+	if !strings.HasPrefix(got["f"], `Error: unknown tool "no_such_tool"`) {
+		t.Errorf("unknown tool message = %q", got["f"])
+	}
+	if names := reqs[1].ToolNames(); !slices.Equal(names, []string{SearchToolName, "weather_get"}) {
+		t.Errorf("after the call, the request offers %v", names)
+	}
+	if toolMessages(reqs[2])["w2"] != "weather_get done" {
+		t.Errorf("second call = %q", toolMessages(reqs[2])["w2"])
+	}
+	if ans.ToolCalls[0].NotRun != "not loaded" || !slices.Equal(ans.Iterations[0].ToolsLoaded, []string{"weather_get"}) {
+		t.Errorf("debug: %+v, %+v", ans.ToolCalls[0], ans.Iterations[0])
+	}
+}
+
+func TestToolSearchModes(t *testing.T) {
+	_, tools := newCatalogue()
+	all := []string{"clock", "weather_get", "mail_send", "files_read"}
+	managed := make([]*ManagedTool, len(tools))
+	for i, tl := range tools {
+		managed[i] = &ManagedTool{Spec: tl.Spec()}
+	}
+	estimate := EstimateToolTokens(managed)
+	tests := []struct {
+		name     string
+		search   ToolSearchOptions
+		policies map[string]ToolPolicy
+		sel      Selection
+		want     []string
+	}{
+		{"never", ToolSearchOptions{Mode: ToolSearchNever}, nil, Selection{}, all},
+		{"auto by default with few tools", ToolSearchOptions{}, nil, Selection{}, all},
+		{"auto at the threshold", ToolSearchOptions{Threshold: estimate}, nil, Selection{}, all},
+		{"auto above the threshold", ToolSearchOptions{Threshold: estimate - 1}, nil, Selection{}, []string{SearchToolName}},
+		{"always", ToolSearchOptions{Mode: ToolSearchAlways}, nil, Selection{}, []string{SearchToolName}},
+		{"tool_choices", ToolSearchOptions{Mode: ToolSearchAlways}, nil, Selection{ToolChoices: []string{"clock"}}, nil},
+		{"exclusive", ToolSearchOptions{Mode: ToolSearchAlways}, map[string]ToolPolicy{"mail_send": {Exclusive: true}}, Selection{}, []string{"mail_send"}},
+		{"nothing to defer", ToolSearchOptions{Mode: ToolSearchAlways}, map[string]ToolPolicy{"clock": {Pinned: pin(true)}}, Selection{DisabledTools: []string{"weather_get", "mail_send", "files_read"}}, []string{"clock"}},
+		{"caller's disabled tools not counted", ToolSearchOptions{Threshold: estimate - 1}, nil, Selection{DisabledTools: []string{"mail_send"}}, []string{"clock", "weather_get", "files_read"}},
+		{"pinned", ToolSearchOptions{Mode: ToolSearchAlways}, map[string]ToolPolicy{
+			"files_read": {Pinned: pin(true)}, "clock": {TakesControl: true}, "mail_send": {TakesControl: true, Pinned: pin(false)},
+		}, Selection{}, []string{"clock", "files_read", SearchToolName}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, harnessConfig{tools: tools, policies: tt.policies, opts: Options{ToolSearch: tt.search}})
+			if len(tt.sel.ToolChoices) > 0 {
+				h.srv.Enqueue(fakellm.Turn{ToolCalls: []fakellm.ToolCall{call("c", "clock", `{}`)}})
+			}
+			h.srv.Enqueue(fakellm.Turn{Text: "ok"})
+			ans := h.mustAsk(t, &Request{Prompt: "x", Selection: tt.sel})
+			first := h.srv.Requests()[0]
+			want := tt.want
+			if want == nil {
+				want = tt.sel.ToolChoices
+			}
+			if got := first.ToolNames(); !slices.Equal(got, want) {
+				t.Errorf("first request offers %v, want %v", got, want)
+			}
+			on := slices.Contains(want, SearchToolName)
+			if ans.Iterations[0].ToolSearch != on || strings.Contains(first.Messages[0].Content, "More tools are available") != on {
+				t.Errorf("search on = %v, system prompt:\n%s; want %v", ans.Iterations[0].ToolSearch, first.Messages[0].Content, on)
+			}
+		})
+	}
+}
+
+// A forced tool stays offered with search on, even unpinned: the run calls it first.
+func TestToolSearchForcedToolStaysOffered(t *testing.T) {
+	cfg := alwaysSearch(map[string]ToolPolicy{"clock": {Forced: true, Pinned: pin(false)}})
+	h := newHarness(t, cfg)
+	h.srv.Enqueue(fakellm.Turn{ToolCalls: []fakellm.ToolCall{call("c", "clock", `{}`)}}, fakellm.Turn{Text: "ok"})
+	h.mustAsk(t, &Request{Prompt: "x"})
+	first := h.srv.Requests()[0]
+	if got := first.ToolNames(); !slices.Equal(got, []string{"clock", SearchToolName}) || first.ForcedTool() != "clock" {
+		t.Errorf("first request offers %v, forcing %q", got, first.ForcedTool())
+	}
+}
+
+func TestToolSearchLoadedToolStillAsksApproval(t *testing.T) {
+	cat, tools := newCatalogue()
+	h := newHarness(t, harnessConfig{tools: tools, policies: map[string]ToolPolicy{"mail_send": {RequireApproval: true}},
+		opts: Options{ToolSearch: ToolSearchOptions{Mode: ToolSearchAlways}}})
+	h.srv.Enqueue(
+		fakellm.Turn{ToolCalls: []fakellm.ToolCall{call("s", SearchToolName, `{"query":"email"}`)}},
+		fakellm.Turn{ToolCalls: []fakellm.ToolCall{call("m", "mail_send", `{"to":["a@b"],"body":"hi"}`)}},
+		fakellm.Turn{Text: "Not sent."},
+	)
+	a := &approver{allow: false}
+	ans := h.mustAsk(t, &Request{Prompt: "mail", Interactor: a})
+	if !slices.Equal(a.asked, []string{`mail_send {"to":["a@b"],"body":"hi"}`}) || cat.calls["mail_send"].Load() != 0 {
+		t.Errorf("asked %q; mail_send ran %d times", a.asked, cat.calls["mail_send"].Load())
+	}
+	if ans.ToolCalls[1].Approval != "denied" {
+		t.Errorf("debug %+v", ans.ToolCalls[1])
+	}
+}
+
+func TestToolSearchPerRoundCap(t *testing.T) {
+	_, tools := newCatalogue()
+	h := newHarness(t, harnessConfig{tools: tools, opts: Options{MaxToolCalls: 1, ToolSearch: ToolSearchOptions{Mode: ToolSearchAlways}}})
+	h.srv.Enqueue(
+		fakellm.Turn{ToolCalls: []fakellm.ToolCall{call("a", SearchToolName, `{"names":["clock"]}`), call("b", SearchToolName, `{"names":["mail_send"]}`)}},
+		fakellm.Turn{Text: "ok"},
+	)
+	ans := h.mustAsk(t, &Request{Prompt: "x"})
+	if got := h.srv.Requests()[1].ToolNames(); !slices.Equal(got, []string{SearchToolName, "clock"}) {
+		t.Errorf("after a capped round, the request offers %v: only the search that ran loads", got)
+	}
+	if ans.ToolCalls[1].NotRun != "round cap" || !slices.Equal(ans.Iterations[0].ToolsLoaded, []string{"clock"}) {
+		t.Errorf("debug: %+v, %+v", ans.ToolCalls[1], ans.Iterations[0])
+	}
+}
+
+func TestParamSummary(t *testing.T) {
+	for _, tt := range []struct{ schema, want string }{
+		{`{"type":"object","properties":{"units":{"enum":["c","f"]},"city":{"type":"string"}},"required":["city"]}`, `city: string (required), units: "c"|"f"`},
+		{`{"type":"object","properties":{"b":{"type":["integer","null"]},"a":{}}}`, `a: any, b: integer|null`},
+		{`{"type":"object"}`, ``},
+		{`not json`, ``},
+	} {
+		if got := paramSummary(json.RawMessage(tt.schema)); got != tt.want {
+			t.Errorf("paramSummary(%s) = %q, want %q", tt.schema, got, tt.want)
+		}
+	}
+}
