@@ -87,11 +87,13 @@ type Agent struct {
 }
 
 // ToolSearch is the [agent.tool_search] table. `[agent] tool_search = "always"` is short for its mode alone.
+// Sub-agents search as the agent does, over the tools they may use.
 type ToolSearch struct {
 	// Mode is "auto" (default: on when the offered tools' definitions pass Threshold), "always" or "never".
 	Mode string
-	// Threshold is the estimated tokens of the offered tools' definitions above which "auto" turns search on;
-	// 0 means 5% of [model] context_tokens.
+	// Threshold is the estimated tokens of the offered tools' definitions above which "auto" turns search on:
+	// at least 0; 0 means 5% of [model] context_tokens, the top of the 1–5% of the context window past which the
+	// MCP client guidance says to stop sending every definition up front.
 	Threshold int
 	// EmbeddingsModel, when set, ranks searches by meaning too, with vectors from an OpenAI-compatible
 	// /v1/embeddings endpoint.
@@ -279,6 +281,10 @@ type ToolPolicy struct {
 	ReadOnly bool
 	// EvaluationChecks are the checks an answer must pass when the tool ran in its run (see Eval).
 	EvaluationChecks []string
+	// Pinned says whether the tool is offered from the first request when tool search is on ([agent.tool_search]):
+	// true always, false only once a search loaded it; nil means pinned when forced or takes_control, or a
+	// sub-agent.
+	Pinned *bool
 }
 
 // IsEnabled reports whether the tool is offered: Enabled, or true when unset.
@@ -466,6 +472,13 @@ type State struct {
 	// of its own id. "" means the host name with Postgres, "local" with SQLite.
 	ExecutorID string
 }
+
+// The values of ToolSearch.Mode; "" means ToolSearchAuto.
+const (
+	ToolSearchAuto   = "auto"
+	ToolSearchAlways = "always"
+	ToolSearchNever  = "never"
+)
 
 // The values of State.DurableRuns.
 const (

@@ -423,6 +423,7 @@ func (d *decoder) toolPolicy(path []string, v any, p *ToolPolicy) {
 		"retry_on_disconnect": d.boolean(&p.RetryOnDisconnect),
 		"read_only":           d.boolean(&p.ReadOnly),
 		"evaluation_checks":   d.strList(&p.EvaluationChecks),
+		"pinned":              d.boolPtr(&p.Pinned),
 	})
 }
 

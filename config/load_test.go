@@ -108,6 +108,7 @@ prompt = "p"
 format_prompt = "f"
 retry_on_disconnect = true
 evaluation_checks = ["citations"]
+pinned = true
 
 [mcp.servers.fs]
 transport = "stdio"
@@ -231,6 +232,7 @@ model = "gpt-4o"
 		Tools: map[string]ToolPolicy{"fs_read_file": {
 			Enabled: ptr(false), Exclusive: true, Forced: true, TakesControl: true, RequireApproval: true,
 			Prompt: "p", FormatPrompt: "f", RetryOnDisconnect: true, EvaluationChecks: []string{"citations"},
+			Pinned: ptr(true),
 		}},
 		MCP: MCP{
 			Servers: map[string]MCPServer{
@@ -699,6 +701,16 @@ agent.toml:3: serve.max_tasks_per_subject: must be between 1 and 1000000 (got 10
 				"agent.toml:6: agents.a.limits.requests: must not be negative; 0 means unlimited (got -1)"},
 		{"unknown key in a sub-agent", "[agents.a]\ndescription = \"x\"\ntool = []\n", nil,
 			`agent.toml:3: agents.a.tool: unknown key (did you mean "tools"?)`},
+		{"tool search mode misspelt", "[agent.tool_search]\nmode = \"alwyas\"\n", nil,
+			`agent.toml:2: agent.tool_search.mode: must be one of "auto", "always", "never" (got "alwyas") (did you mean "always"?)`},
+		{"tool search mode in the short form", "[agent]\nname = \"a\"\ntool_search = \"nevr\"\n", nil,
+			`agent.toml:3: agent.tool_search.mode: must be one of "auto", "always", "never" (got "nevr") (did you mean "never"?)`},
+		{"tool search threshold negative", "[agent.tool_search]\nmode = \"auto\"\nthreshold = -1\n", nil,
+			`agent.toml:3: agent.tool_search.threshold: must not be negative; 0 means 5% of [model] context_tokens (got -1)`},
+		{"tool search wrong type", "[agent]\ntool_search = true\n", nil,
+			`agent.toml:2: agent.tool_search: must be a table (got boolean true)`},
+		{"pinned wrong type", "[tools.current_time]\npinned = \"yes\"\n", nil,
+			`agent.toml:2: tools.current_time.pinned: must be a boolean (got string "yes")`},
 		{"sub-agent cycle of three", "[agents.a]\ndescription = \"a\"\ntools = [\"b\"]\n[agents.b]\ndescription = \"b\"\ntools = [\"c\"]\n[agents.c]\ndescription = \"c\"\ntools = [\"a\"]\n", nil,
 			"agent.toml:3: agents.a.tools: sub-agents call each other in a cycle: a -> b -> c -> a"},
 	}
@@ -712,6 +724,31 @@ agent.toml:3: serve.max_tasks_per_subject: must be between 1 and 1000000 (got 10
 				t.Errorf("got\n%v\nwant\n%s", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestParseToolSearch checks both forms of [agent.tool_search] and that the modes and the edge of the threshold
+// load.
+func TestParseToolSearch(t *testing.T) {
+	tests := []struct {
+		src  string
+		want ToolSearch
+	}{
+		{"", ToolSearch{}},
+		{"[agent]\ntool_search = \"always\"\n", ToolSearch{Mode: ToolSearchAlways}},
+		{"[agent]\ntool_search = \"never\"\n", ToolSearch{Mode: ToolSearchNever}},
+		{"[agent.tool_search]\nmode = \"auto\"\nthreshold = 0\n", ToolSearch{Mode: ToolSearchAuto}},
+		{"[agent.tool_search]\nthreshold = 8000\n", ToolSearch{Threshold: 8000}},
+	}
+	for _, tc := range tests {
+		c, err := Parse("agent.toml", []byte(tc.src), envOf(nil))
+		if err != nil {
+			t.Errorf("Parse(%q): %v", tc.src, err)
+			continue
+		}
+		if c.Agent.ToolSearch != tc.want {
+			t.Errorf("Parse(%q): tool search %+v, want %+v", tc.src, c.Agent.ToolSearch, tc.want)
+		}
 	}
 }
 

@@ -134,13 +134,14 @@ func position(data []byte, offset int64) (line, col int) {
 
 // Enumerated values, in the order messages list them.
 var (
-	providers      = []string{ProviderAuto, ProviderOpenAI, ProviderTest, ProviderScripted, ProviderSampling}
-	citationStyles = []string{CitationMarkdown, CitationSup, CitationNone}
-	transports     = []string{TransportStdio, TransportHTTP, TransportSSE}
-	authModes      = []string{AuthNone, AuthOAuth, AuthClientCredentials}
-	a2aVersions    = []string{"", "1.0", "0.3"}
-	stateBackends  = []string{StateSQLite, StatePostgres, StateMemory}
-	durableRuns    = []string{DurableAll, DurableTasks, DurableNone}
+	providers       = []string{ProviderAuto, ProviderOpenAI, ProviderTest, ProviderScripted, ProviderSampling}
+	citationStyles  = []string{CitationMarkdown, CitationSup, CitationNone}
+	transports      = []string{TransportStdio, TransportHTTP, TransportSSE}
+	authModes       = []string{AuthNone, AuthOAuth, AuthClientCredentials}
+	a2aVersions     = []string{"", "1.0", "0.3"}
+	stateBackends   = []string{StateSQLite, StatePostgres, StateMemory}
+	durableRuns     = []string{DurableAll, DurableTasks, DurableNone}
+	toolSearchModes = []string{ToolSearchAuto, ToolSearchAlways, ToolSearchNever}
 
 	mcpVersionPattern = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}$`)
 	executorIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
@@ -515,6 +516,19 @@ func checkAgent(is *issues, a *Agent) {
 	checkEnum(is, p("citation_style"), a.CitationStyle, citationStyles)
 	checkMin(is, p("max_conversations"), a.MaxConversations, 1)
 	checkPositive(is, p("conversation_ttl"), a.ConversationTTL)
+	checkToolSearch(is, &a.ToolSearch)
+}
+
+// checkToolSearch checks the mode and threshold of [agent.tool_search]; a mode given in the short form
+// (`tool_search = "MODE"`) is reported at that line too.
+func checkToolSearch(is *issues, ts *ToolSearch) {
+	p := func(key string) []string { return []string{"agent", "tool_search", key} }
+	if ts.Mode != "" && !slices.Contains(toolSearchModes, ts.Mode) {
+		is.add(p("mode"), "must be one of \"auto\", \"always\", \"never\" (got %q)%s", ts.Mode, didYouMean(ts.Mode, toolSearchModes))
+	}
+	if ts.Threshold < 0 {
+		is.add(p("threshold"), "must not be negative; 0 means 5%% of [model] context_tokens (got %d)", ts.Threshold)
+	}
 }
 
 func checkModel(is *issues, m *Model) {

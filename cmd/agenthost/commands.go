@@ -345,27 +345,147 @@ func (t *terminal) ask(ctx context.Context, q string) (string, error) {
 }
 
 func cmdTools(ctx context.Context, args []string, io *stdio) error {
-	a, tools, err := loadTools(ctx, "tools", args, io)
+	var query *string
+	var limit int
+	var jsonOut bool
+	a, tools, err := loadTools(ctx, "tools", args, io, func(fs *flag.FlagSet) {
+		fs.Func("search", "rank the tools for `QUERY`, best first, as search_tools does", func(s string) error {
+			if strings.TrimSpace(s) == "" {
+				return errors.New("needs a query")
+			}
+			query = &s
+			return nil
+		})
+		fs.IntVar(&limit, "limit", host.DefaultSearchResults, "with --search, the most tools to list")
+		fs.BoolVar(&jsonOut, "json", false, "with --search, print the ranked tools as a JSON array")
+	})
 	if err != nil {
 		return err
 	}
 	defer a.Close()
+	if query != nil {
+		return searchTools(ctx, a, *query, limit, jsonOut, io)
+	}
+	if jsonOut {
+		return fmt.Errorf("%w: --json goes with --search", errUsage)
+	}
 	tw := tabwriter.NewWriter(io.out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tSOURCE\tFLAGS\tDESCRIPTION")
 	for _, t := range tools {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Spec.Name, t.Source, flags(t.Policy), truncate(firstLine(t.Spec.Description), 80))
 	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(io.out, toolSearchSummary(a.Config(), tools))
+	return err
+}
+
+// toolSearchSummary says how many tools a run would offer, what their definitions cost, and whether tool search
+// would be on for them: "12 tools offered, estimated 12,400 tokens; tool search: on (auto: 12,400 tokens >
+// threshold 6,400)".
+func toolSearchSummary(cfg *config.Config, tools []*host.ManagedTool) string {
+	offered := offeredTools(tools)
+	tokens := host.EstimateToolTokens(offered)
+	line := fmt.Sprintf("%s offered, estimated %s tokens; tool search: ", count(len(offered), "tool", "tools"), grouped(tokens))
+	threshold := cfg.Agent.ToolSearch.Threshold
+	if threshold == 0 {
+		threshold = host.DefaultToolSearchThreshold(cfg.Model.ContextTokens)
+	}
+	switch host.ToolSearchMode(cfg.Agent.ToolSearch.Mode) {
+	case host.ToolSearchAlways:
+		return line + "on (always)"
+	case host.ToolSearchNever:
+		return line + "off (never)"
+	}
+	if tokens > threshold {
+		return line + fmt.Sprintf("on (auto: %s tokens > threshold %s)", grouped(tokens), grouped(threshold))
+	}
+	return line + fmt.Sprintf("off (auto: %s tokens <= threshold %s)", grouped(tokens), grouped(threshold))
+}
+
+// offeredTools are the tools a run offers when the caller chooses none: the enabled ones, or the first exclusive
+// one alone.
+func offeredTools(tools []*host.ManagedTool) []*host.ManagedTool {
+	var out []*host.ManagedTool
+	for _, t := range tools {
+		switch {
+		case t.Policy.Disabled:
+		case t.Policy.Exclusive:
+			return []*host.ManagedTool{t}
+		default:
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// grouped writes n with its thousands separated by commas: 12400 is "12,400".
+func grouped(n int) string {
+	if n < 0 {
+		return "-" + grouped(-n)
+	}
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+// searchHit is one tool of `agenthost tools --search --json`.
+type searchHit struct {
+	Rank        int             `json:"rank"`
+	Name        string          `json:"name"`
+	Source      string          `json:"source"`
+	Score       float64         `json:"score"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"input_schema,omitempty"`
+}
+
+// searchTools prints the tools ranked for query, best first: a table, or with jsonOut a JSON array.
+func searchTools(ctx context.Context, a *wiring.App, query string, limit int, jsonOut bool, io *stdio) error {
+	if limit < 1 {
+		return fmt.Errorf("%w: --limit must be at least 1 (got %d)", errUsage, limit)
+	}
+	hits, err := a.Tools().Search(ctx, query, &host.SearchOptions{MaxResults: limit})
+	if err != nil {
+		return fmt.Errorf("searching the tools: %w", err)
+	}
+	if jsonOut {
+		out := make([]searchHit, len(hits))
+		for i, h := range hits {
+			out[i] = searchHit{Rank: i + 1, Name: h.Tool.Spec.Name, Source: h.Tool.Source, Score: h.Score,
+				Description: h.Tool.Spec.Description, InputSchema: h.Tool.Spec.InputSchema}
+		}
+		enc := json.NewEncoder(io.out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	if len(hits) == 0 {
+		_, err := fmt.Fprintf(io.out, "no tool matches %q\n", query)
+		return err
+	}
+	tw := tabwriter.NewWriter(io.out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "RANK\tNAME\tSOURCE\tSCORE\tDESCRIPTION")
+	for i, h := range hits {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%.3f\t%s\n", i+1, h.Tool.Spec.Name, h.Tool.Source, h.Score, truncate(firstLine(h.Tool.Spec.Description), 80))
+	}
 	return tw.Flush()
 }
 
-// loadTools parses the common flags of command name, builds the app and lists its tools. A problem with the tools
-// (two with one name, a source that cannot list them) is the configuration's.
-func loadTools(ctx context.Context, name string, args []string, io *stdio) (*wiring.App, []*host.ManagedTool, error) {
+// loadTools parses the common flags of command name, and those more registers, builds the app and lists its tools.
+// A problem with the tools (two with one name, a source that cannot list them) is the configuration's.
+func loadTools(ctx context.Context, name string, args []string, io *stdio, more func(*flag.FlagSet)) (*wiring.App, []*host.ManagedTool, error) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	var c common
 	c.register(fs)
+	if more != nil {
+		more(fs)
+	}
 	fs.Usage = func() {
-		what := "Lists the tools the agent offers: their final names, sources, policy flags and descriptions."
+		what := "Lists the tools the agent offers: their final names, sources, policy flags and descriptions, then how many\n" +
+			"a run offers, the tokens their definitions are estimated to cost, and whether tool search would be on\n" +
+			"([agent.tool_search]). With --search, ranks the tools for a query instead, as search_tools does."
 		if name == "check" {
 			what = "Validates the configuration and reports every problem, then connects to every MCP server and A2A peer\n" +
 				"and reports the state of each, of the sub-agents, the built-ins and the state database. Exits with 1\n" +
@@ -409,7 +529,7 @@ func firstLine(s string) string {
 }
 
 func cmdCheck(ctx context.Context, args []string, io *stdio) error {
-	a, tools, err := loadTools(ctx, "check", args, io)
+	a, tools, err := loadTools(ctx, "check", args, io, nil)
 	if err != nil {
 		return err
 	}

@@ -54,7 +54,8 @@ var commands = []command{
 	{"run", `
   agenthost run [flags] PROMPT          answer PROMPT (or the prompt on stdin), streaming the answer to stdout`, cmdRun},
 	{"tools", `
-  agenthost tools [flags]               list the tools the agent offers`, cmdTools},
+  agenthost tools [flags]               list the tools the agent offers, and whether tool search would be on
+  agenthost tools --search QUERY        rank the tools for QUERY, best first [--limit N] [--json]`, cmdTools},
 	{"check", `
   agenthost check [flags]               validate the configuration and report every problem; connect to every MCP
                                         server and A2A peer and report their state`, cmdCheck},

@@ -129,6 +129,7 @@ func HostOptions(cfg *config.Config, logger *slog.Logger) *host.Options {
 		CitationStyle:  host.CitationStyle(cfg.Agent.CitationStyle),
 		Limits:         host.Limits{Requests: cfg.Limits.Requests, TotalTokens: cfg.Limits.TotalTokens, ToolCalls: cfg.Limits.ToolCalls},
 		ContextTokens:  cfg.Model.ContextTokens,
+		ToolSearch:     host.ToolSearchOptions{Mode: host.ToolSearchMode(cfg.Agent.ToolSearch.Mode), Threshold: cfg.Agent.ToolSearch.Threshold},
 		Conversations:  host.NewMemoryStore(&host.MemoryStoreOptions{MaxConversations: cfg.Agent.MaxConversations, IdleTTL: cfg.Agent.ConversationTTL.Duration}),
 		Logger:         logger,
 		Name:           cfg.Agent.Name,
@@ -191,8 +192,9 @@ func Telemetry(cfg *config.Config, version string, getenv func(string) string) o
 		ServiceName: t.ServiceName, ServiceVersion: version, CaptureContent: t.CaptureContent, Getenv: getenv}
 }
 
-// SubAgentOptions returns the orchestrator's options of the sub-agent a: the agent's settings, with the sub-agent's
-// instructions, iterations and limits, and a conversation store of its own (each call is a new conversation).
+// SubAgentOptions returns the orchestrator's options of the sub-agent a: the agent's settings (tool search among
+// them, over the tools the sub-agent may use), with the sub-agent's instructions, iterations and limits, and a
+// conversation store of its own (each call is a new conversation).
 func SubAgentOptions(cfg *config.Config, a config.SubAgent, logger *slog.Logger) *host.Options {
 	opts := HostOptions(cfg, logger)
 	opts.Instructions = a.Instructions
@@ -271,6 +273,7 @@ func Policies(tools map[string]config.ToolPolicy) map[string]host.ToolPolicy {
 			Prompt:           p.Prompt,
 			FormatPrompt:     p.FormatPrompt,
 			EvaluationChecks: p.EvaluationChecks,
+			Pinned:           p.Pinned,
 		}
 	}
 	return out

@@ -39,6 +39,10 @@ citation_style = "sup"
 max_conversations = 20
 conversation_ttl = "5m"
 
+[agent.tool_search]
+mode = "always"
+threshold = 1234
+
 [model]
 provider = "openai"
 model = "m1"
@@ -64,6 +68,7 @@ require_approval = true
 prompt = "p"
 format_prompt = "f"
 evaluation_checks = ["citations"]
+pinned = false
 
 [serve]
 tool_name = "ask_helper"
@@ -123,7 +128,7 @@ func TestMapping(t *testing.T) {
 	if want := (&host.Options{
 		Instructions: "Be brief.", MaxIterations: 7, MaxToolCalls: 3, ToolTimeout: 40 * time.Second, Temperature: &temp,
 		MaxTokens: 300, CitationStyle: host.CitationStyle("sup"), Limits: host.Limits{Requests: 9, TotalTokens: 5000, ToolCalls: 11},
-		ContextTokens: 9000, Name: "helper", Description: "Helps.", OutputMode: host.OutputTool, OutputRetries: 2,
+		ContextTokens: 9000, ToolSearch: host.ToolSearchOptions{Mode: host.ToolSearchAlways, Threshold: 1234}, Name: "helper", Description: "Helps.", OutputMode: host.OutputTool, OutputRetries: 2,
 		Checks: []string{"complete"}, OnCheckFailure: host.CheckRetry,
 	}); !reflect.DeepEqual(h, want) {
 		t.Errorf("HostOptions = %+v\nwant %+v", h, want)
@@ -131,7 +136,7 @@ func TestMapping(t *testing.T) {
 
 	if got, want := Policies(cfg.Tools), map[string]host.ToolPolicy{"t": {
 		Disabled: true, Exclusive: true, Forced: true, TakesControl: true, RequireApproval: true, Prompt: "p", FormatPrompt: "f",
-		EvaluationChecks: []string{"citations"},
+		EvaluationChecks: []string{"citations"}, Pinned: new(bool),
 	}}; !reflect.DeepEqual(got, want) {
 		t.Errorf("Policies = %+v\nwant %+v", got, want)
 	}
@@ -310,6 +315,11 @@ tool_calls = 4
 	if sa.Instructions != "Answer with the time only." || sa.MaxIterations != 2 ||
 		sa.Limits != (host.Limits{Requests: 3, ToolCalls: 4}) {
 		t.Errorf("SubAgentOptions = instructions %q, max iterations %d, limits %+v", sa.Instructions, sa.MaxIterations, sa.Limits)
+	}
+	// A sub-agent searches as the agent does.
+	cfg.Agent.ToolSearch = config.ToolSearch{Mode: config.ToolSearchAuto, Threshold: 77}
+	if got, want := SubAgentOptions(cfg, cfg.Agents["clock"], nil).ToolSearch, (host.ToolSearchOptions{Mode: host.ToolSearchAuto, Threshold: 77}); got != want {
+		t.Errorf("the sub-agent's tool search = %+v, want the agent's %+v", got, want)
 	}
 }
 
