@@ -66,6 +66,9 @@ func Parse(name string, data []byte, env func(string) (string, bool)) (*Config, 
 	}
 
 	all := d.issues
+	if md.IsDefined("agent", "tool_search_threshold") && md.IsDefined("agent", "tool_search", "threshold") {
+		all.add([]string{"agent", "tool_search_threshold"}, "set twice: here and as [agent.tool_search] threshold; keep one")
+	}
 	dir := ""
 	if name != "" {
 		dir = filepath.Dir(name)
@@ -343,6 +346,8 @@ func (d *decoder) agent(path []string, v any, a *Agent) {
 		"conversation_ttl":  d.duration(&a.ConversationTTL),
 		"output_retries":    d.integer(&a.OutputRetries),
 		"tool_search":       func(p []string, v any) { d.toolSearch(p, v, &a.ToolSearch) },
+		// The short form's threshold, beside `tool_search = "MODE"` (which leaves no table to hold it).
+		"tool_search_threshold": d.integer(&a.ToolSearch.Threshold),
 		"output": func(p []string, v any) {
 			o := &Output{}
 			d.table(p, v, map[string]fieldFunc{

@@ -739,6 +739,7 @@ func TestParseToolSearch(t *testing.T) {
 		{"[agent]\ntool_search = \"never\"\n", ToolSearch{Mode: ToolSearchNever}},
 		{"[agent.tool_search]\nmode = \"auto\"\nthreshold = 0\n", ToolSearch{Mode: ToolSearchAuto}},
 		{"[agent.tool_search]\nthreshold = 8000\n", ToolSearch{Threshold: 8000}},
+		{"[agent]\ntool_search = \"auto\"\ntool_search_threshold = 9000\n", ToolSearch{Mode: ToolSearchAuto, Threshold: 9000}},
 	}
 	for _, tc := range tests {
 		c, err := Parse("agent.toml", []byte(tc.src), envOf(nil))
@@ -749,6 +750,15 @@ func TestParseToolSearch(t *testing.T) {
 		if c.Agent.ToolSearch != tc.want {
 			t.Errorf("Parse(%q): tool search %+v, want %+v", tc.src, c.Agent.ToolSearch, tc.want)
 		}
+	}
+}
+
+// TestParseToolSearchThresholdTwice checks that the threshold set in both forms is reported, at its line.
+func TestParseToolSearchThresholdTwice(t *testing.T) {
+	src := "[agent]\ntool_search_threshold = 9000\n[agent.tool_search]\nthreshold = 8000\n"
+	_, err := Parse("agent.toml", []byte(src), envOf(nil))
+	if err == nil || !strings.Contains(err.Error(), "agent.toml:2: agent.tool_search_threshold: set twice") {
+		t.Fatalf("Parse: %v; want the threshold reported as set twice at line 2", err)
 	}
 }
 
