@@ -48,27 +48,47 @@ func pinned(t *ManagedTool) bool {
 // subAgentsSource is the name of the sub-agents' Toolset (SubAgents.Name).
 const subAgentsSource = "agents"
 
-// searchOn decides, once per run, whether the run offers search_tools, from the tools it would offer without
-// (base, the caller's selection applied): never with tool_choices or an exclusive tool, nor when every tool is
-// pinned; always in ToolSearchAlways mode; in ToolSearchAuto mode, when base's definitions are estimated above the
-// threshold.
-func (r *run) searchOn(base *offer) bool {
-	opts := r.o.opts.ToolSearch
-	if opts.Mode == ToolSearchNever || len(r.req.ToolChoices) > 0 {
-		return false
+// SearchDecision is whether a run offers search_tools in place of the tools it would otherwise offer, and why.
+type SearchDecision struct {
+	On bool
+	// Why is "never", "always", "auto", "tools chosen" (the caller chose the tools), "exclusive tool" or "every
+	// tool pinned".
+	Why string
+	// Tools and Tokens are how many tools the run would offer without search, and EstimateToolTokens of them.
+	Tools, Tokens int
+	// Threshold is the threshold of ToolSearchAuto.
+	Threshold int
+}
+
+// SearchDecision is what a run with selection sel over tools decides of tool search: never with tool_choices or an
+// exclusive tool, nor when every tool is pinned; always in ToolSearchAlways mode; in ToolSearchAuto mode, when the
+// definitions of the tools it would offer are estimated above the threshold.
+func (o *Orchestrator) SearchDecision(tools []*ManagedTool, sel Selection) SearchDecision {
+	return o.searchDecision(newOffer(tools, sel), sel)
+}
+
+// searchDecision is SearchDecision over base, the tools the run would offer without search.
+func (o *Orchestrator) searchDecision(base *offer, sel Selection) SearchDecision {
+	opts := o.opts.ToolSearch
+	d := SearchDecision{Tools: len(base.tools), Tokens: EstimateToolTokens(base.tools), Threshold: opts.Threshold}
+	if d.Threshold <= 0 {
+		d.Threshold = DefaultToolSearchThreshold(o.opts.ContextTokens)
 	}
-	if slices.ContainsFunc(base.tools, func(t *ManagedTool) bool { return t.Policy.Exclusive }) ||
-		!slices.ContainsFunc(base.tools, func(t *ManagedTool) bool { return !pinned(t) }) {
-		return false
+	switch {
+	case opts.Mode == ToolSearchNever:
+		d.Why = "never"
+	case len(sel.ToolChoices) > 0:
+		d.Why = "tools chosen"
+	case slices.ContainsFunc(base.tools, func(t *ManagedTool) bool { return t.Policy.Exclusive }):
+		d.Why = "exclusive tool"
+	case !slices.ContainsFunc(base.tools, func(t *ManagedTool) bool { return !pinned(t) }):
+		d.Why = "every tool pinned"
+	case opts.Mode == ToolSearchAlways:
+		d.On, d.Why = true, "always"
+	default:
+		d.On, d.Why = d.Tokens > d.Threshold, "auto"
 	}
-	if opts.Mode == ToolSearchAlways {
-		return true
-	}
-	threshold := opts.Threshold
-	if threshold <= 0 {
-		threshold = DefaultToolSearchThreshold(r.o.opts.ContextTokens)
-	}
-	return EstimateToolTokens(base.tools) > threshold
+	return d
 }
 
 // offer returns what the run offers of tools: newOffer's set with final_answer, or, when search is on, the pinned
@@ -77,7 +97,7 @@ func (r *run) searchOn(base *offer) bool {
 func (r *run) offer(tools []*ManagedTool) *offer {
 	base := newOffer(tools, r.req.Selection)
 	if r.search == nil {
-		on := r.searchOn(base)
+		on := r.o.searchDecision(base, r.req.Selection).On
 		r.search = &on
 	}
 	if !*r.search {

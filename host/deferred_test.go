@@ -174,19 +174,20 @@ func TestToolSearchModes(t *testing.T) {
 		policies map[string]ToolPolicy
 		sel      Selection
 		want     []string
+		why      string // SearchDecision's
 	}{
-		{"never", ToolSearchOptions{Mode: ToolSearchNever}, nil, Selection{}, all},
-		{"auto by default with few tools", ToolSearchOptions{}, nil, Selection{}, all},
-		{"auto at the threshold", ToolSearchOptions{Threshold: estimate}, nil, Selection{}, all},
-		{"auto above the threshold", ToolSearchOptions{Threshold: estimate - 1}, nil, Selection{}, []string{SearchToolName}},
-		{"always", ToolSearchOptions{Mode: ToolSearchAlways}, nil, Selection{}, []string{SearchToolName}},
-		{"tool_choices", ToolSearchOptions{Mode: ToolSearchAlways}, nil, Selection{ToolChoices: []string{"clock"}}, nil},
-		{"exclusive", ToolSearchOptions{Mode: ToolSearchAlways}, map[string]ToolPolicy{"mail_send": {Exclusive: true}}, Selection{}, []string{"mail_send"}},
-		{"nothing to defer", ToolSearchOptions{Mode: ToolSearchAlways}, map[string]ToolPolicy{"clock": {Pinned: pin(true)}}, Selection{DisabledTools: []string{"weather_get", "mail_send", "files_read"}}, []string{"clock"}},
-		{"caller's disabled tools not counted", ToolSearchOptions{Threshold: estimate - 1}, nil, Selection{DisabledTools: []string{"mail_send"}}, []string{"clock", "weather_get", "files_read"}},
+		{"never", ToolSearchOptions{Mode: ToolSearchNever}, nil, Selection{}, all, "never"},
+		{"auto by default with few tools", ToolSearchOptions{}, nil, Selection{}, all, "auto"},
+		{"auto at the threshold", ToolSearchOptions{Threshold: estimate}, nil, Selection{}, all, "auto"},
+		{"auto above the threshold", ToolSearchOptions{Threshold: estimate - 1}, nil, Selection{}, []string{SearchToolName}, "auto"},
+		{"always", ToolSearchOptions{Mode: ToolSearchAlways}, nil, Selection{}, []string{SearchToolName}, "always"},
+		{"tool_choices", ToolSearchOptions{Mode: ToolSearchAlways}, nil, Selection{ToolChoices: []string{"clock"}}, nil, "tools chosen"},
+		{"exclusive", ToolSearchOptions{Mode: ToolSearchAlways}, map[string]ToolPolicy{"mail_send": {Exclusive: true}}, Selection{}, []string{"mail_send"}, "exclusive tool"},
+		{"nothing to defer", ToolSearchOptions{Mode: ToolSearchAlways}, map[string]ToolPolicy{"clock": {Pinned: pin(true)}}, Selection{DisabledTools: []string{"weather_get", "mail_send", "files_read"}}, []string{"clock"}, "every tool pinned"},
+		{"caller's disabled tools not counted", ToolSearchOptions{Threshold: estimate - 1}, nil, Selection{DisabledTools: []string{"mail_send"}}, []string{"clock", "weather_get", "files_read"}, "auto"},
 		{"pinned", ToolSearchOptions{Mode: ToolSearchAlways}, map[string]ToolPolicy{
 			"files_read": {Pinned: pin(true)}, "clock": {TakesControl: true}, "mail_send": {TakesControl: true, Pinned: pin(false)},
-		}, Selection{}, []string{"clock", "files_read", SearchToolName}},
+		}, Selection{}, []string{"clock", "files_read", SearchToolName}, "always"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -207,6 +208,10 @@ func TestToolSearchModes(t *testing.T) {
 			on := slices.Contains(want, SearchToolName)
 			if ans.Iterations[0].ToolSearch != on || strings.Contains(first.Messages[0].Content, "More tools are available") != on {
 				t.Errorf("search on = %v, system prompt:\n%s; want %v", ans.Iterations[0].ToolSearch, first.Messages[0].Content, on)
+			}
+			all, _ := h.orch.Tools().Tools(t.Context())
+			if d := h.orch.SearchDecision(all, tt.sel); d.On != on || d.Why != tt.why {
+				t.Errorf("SearchDecision = %+v, want on %v because %q", d, on, tt.why)
 			}
 		})
 	}

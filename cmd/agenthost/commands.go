@@ -377,47 +377,26 @@ func cmdTools(ctx context.Context, args []string, io *stdio) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err = fmt.Fprintln(io.out, toolSearchSummary(a.Config(), tools))
+	_, err = fmt.Fprintln(io.out, toolSearchSummary(a.Orchestrator().SearchDecision(tools, host.Selection{})))
 	return err
 }
 
 // toolSearchSummary says how many tools a run would offer, what their definitions cost, and whether tool search
 // would be on for them: "12 tools offered, estimated 12,400 tokens; tool search: on (auto: 12,400 tokens >
 // threshold 6,400)".
-func toolSearchSummary(cfg *config.Config, tools []*host.ManagedTool) string {
-	offered := offeredTools(tools)
-	tokens := host.EstimateToolTokens(offered)
-	line := fmt.Sprintf("%s offered, estimated %s tokens; tool search: ", count(len(offered), "tool", "tools"), grouped(tokens))
-	threshold := cfg.Agent.ToolSearch.Threshold
-	if threshold == 0 {
-		threshold = host.DefaultToolSearchThreshold(cfg.Model.ContextTokens)
+func toolSearchSummary(d host.SearchDecision) string {
+	line := fmt.Sprintf("%s offered, estimated %s tokens; tool search: ", count(d.Tools, "tool", "tools"), grouped(d.Tokens))
+	state := "off"
+	if d.On {
+		state = "on"
 	}
-	switch host.ToolSearchMode(cfg.Agent.ToolSearch.Mode) {
-	case host.ToolSearchAlways:
-		return line + "on (always)"
-	case host.ToolSearchNever:
-		return line + "off (never)"
+	switch {
+	case d.Why != "auto":
+		return line + fmt.Sprintf("%s (%s)", state, d.Why)
+	case d.On:
+		return line + fmt.Sprintf("on (auto: %s tokens > threshold %s)", grouped(d.Tokens), grouped(d.Threshold))
 	}
-	if tokens > threshold {
-		return line + fmt.Sprintf("on (auto: %s tokens > threshold %s)", grouped(tokens), grouped(threshold))
-	}
-	return line + fmt.Sprintf("off (auto: %s tokens <= threshold %s)", grouped(tokens), grouped(threshold))
-}
-
-// offeredTools are the tools a run offers when the caller chooses none: the enabled ones, or the first exclusive
-// one alone.
-func offeredTools(tools []*host.ManagedTool) []*host.ManagedTool {
-	var out []*host.ManagedTool
-	for _, t := range tools {
-		switch {
-		case t.Policy.Disabled:
-		case t.Policy.Exclusive:
-			return []*host.ManagedTool{t}
-		default:
-			out = append(out, t)
-		}
-	}
-	return out
+	return line + fmt.Sprintf("off (auto: %s tokens <= threshold %s)", grouped(d.Tokens), grouped(d.Threshold))
 }
 
 // grouped writes n with its thousands separated by commas: 12400 is "12,400".
