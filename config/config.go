@@ -538,6 +538,10 @@ type Serve struct {
 	MaxBodyBytes int64
 	// ExposeTools also offers every merged tool besides the agent's tool (gateway mode); default false.
 	ExposeTools bool
+	// GatewayTools shapes what gateway mode offers: GatewayToolsAll (default) every enabled tool by name,
+	// GatewayToolsSearch the agent's tool, the pinned tools, search_tools and call_tool, for clients that cap the
+	// tools they take. It matters only with ExposeTools.
+	GatewayTools string
 	// ExposePrompts offers the MCP servers' prompts too in gateway mode, named as their tools are; nil (default)
 	// means true. It matters only with ExposeTools.
 	ExposePrompts *bool
@@ -707,6 +711,7 @@ func Default() *Config {
 			ProgressInterval: Duration{250 * time.Millisecond},
 			InputTimeout:     Duration{10 * time.Minute},
 			MaxWaitingCalls:  100,
+			GatewayTools:     GatewayToolsAll,
 
 			ReadHeaderTimeout:  Duration{10 * time.Second},
 			ReadBodyTimeout:    Duration{30 * time.Second},
@@ -762,3 +767,9 @@ func (m Model) ResolveProvider(env func(string) (string, bool)) string {
 	}
 	return ProviderTest
 }
+
+// Values of [serve] gateway_tools.
+const (
+	GatewayToolsAll    = "all"
+	GatewayToolsSearch = "search"
+)

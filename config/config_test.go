@@ -54,7 +54,7 @@ func TestDefault(t *testing.T) {
 			InputTimeout: Duration{10 * time.Minute}, MaxWaitingCalls: 100,
 			ReadHeaderTimeout: Duration{10 * time.Second}, ReadBodyTimeout: Duration{30 * time.Second}, IdleTimeout: Duration{2 * time.Minute},
 			MaxSessions: 10000, SessionIdleTimeout: Duration{30 * time.Minute},
-			MaxSessionsPerSubject: 100, MaxTasksPerSubject: 100,
+			MaxSessionsPerSubject: 100, MaxTasksPerSubject: 100, GatewayTools: GatewayToolsAll,
 		}},
 		{"DefaultMCPServer", DefaultMCPServer(), MCPServer{ConnectTimeout: Duration{30 * time.Second}, ReconnectWait: Duration{10 * time.Second}, SamplingMaxTokens: 1024}},
 		{"Serve.A2APublicURL", c.Serve.A2APublicURL, ""},
@@ -198,6 +198,7 @@ mcp.servers.fs.sampling_max_tokens: must be at least 1 (got 0)`
 serve.a2a: must be a listen address host:port such as "127.0.0.1:8766" (got "")
 serve.path: must be a URL path such as "/mcp": starting with "/", without spaces, ?, #, { or } (got "")
 serve.max_body_bytes: must be between 1024 and 1073741824 (got 0)
+serve.gateway_tools: must be one of "all", "search" (got "")
 serve.progress_interval: must be positive (got "0s")
 serve.input_timeout: must be positive (got "0s")
 serve.max_waiting_calls: must be between 1 and 100000 (got 0)

@@ -490,6 +490,7 @@ func (d *decoder) serve(path []string, v any, s *Serve) {
 		"allowed_origins":   d.strList(&s.AllowedOrigins),
 		"max_body_bytes":    d.int64(&s.MaxBodyBytes),
 		"expose_tools":      d.boolean(&s.ExposeTools),
+		"gateway_tools":     d.str(&s.GatewayTools),
 		"expose_prompts":    d.boolPtr(&s.ExposePrompts),
 		"expose_resources":  d.boolPtr(&s.ExposeResources),
 		"progress_interval": d.duration(&s.ProgressInterval),

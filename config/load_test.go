@@ -159,6 +159,7 @@ allowed_hosts = ["agent.example.com", "agent.example.com:9000", "[::1]:9000"]
 allowed_origins = ["https://app.example.com", "http://localhost:3000"]
 max_body_bytes = 1048576
 expose_tools = true
+gateway_tools = "search"
 progress_interval = "1s"
 input_timeout = "2m"
 max_waiting_calls = 20
@@ -272,7 +273,7 @@ model = "gpt-4o"
 			Path: "/agent/mcp", Stateless: true, AuthTokenEnv: "SERVE_TOKEN",
 			AllowedHosts:   []string{"agent.example.com", "agent.example.com:9000", "[::1]:9000"},
 			AllowedOrigins: []string{"https://app.example.com", "http://localhost:3000"},
-			MaxBodyBytes:   1 << 20, ExposeTools: true, ProgressInterval: Duration{time.Second},
+			MaxBodyBytes:   1 << 20, ExposeTools: true, GatewayTools: GatewayToolsSearch, ProgressInterval: Duration{time.Second},
 			InputTimeout: Duration{2 * time.Minute}, MaxWaitingCalls: 20,
 			ReadHeaderTimeout: Duration{5 * time.Second}, ReadBodyTimeout: Duration{time.Minute}, IdleTimeout: Duration{30 * time.Second},
 			MaxSessions: 500, SessionIdleTimeout: Duration{time.Hour},
@@ -699,6 +700,8 @@ agent.toml:3: serve.max_tasks_per_subject: must be between 1 and 1000000 (got 10
 				"agent.toml:3: agents.a.tools[3]: must be a tool name matching ^[a-zA-Z0-9_-]{1,64}$ (got \"b c\")\n" +
 				"agent.toml:4: agents.a.max_iterations: must be between 1 and 100 (got 0)\n" +
 				"agent.toml:6: agents.a.limits.requests: must not be negative; 0 means unlimited (got -1)"},
+		{"gateway tools misspelt", "[serve]\ngateway_tools = \"serch\"\n", nil,
+			`agent.toml:2: serve.gateway_tools: must be one of "all", "search" (got "serch") (did you mean "search"?)`},
 		{"unknown key in a sub-agent", "[agents.a]\ndescription = \"x\"\ntool = []\n", nil,
 			`agent.toml:3: agents.a.tool: unknown key (did you mean "tools"?)`},
 		{"tool search mode misspelt", "[agent.tool_search]\nmode = \"alwyas\"\n", nil,
@@ -780,6 +783,8 @@ func TestParseServeAccepts(t *testing.T) {
 			func(s Serve) bool { return len(s.AllowedHosts) == 5 }},
 		{"origins", `allowed_origins = ["http://[::1]:8080", "HTTPS://App.Example.com", "http://localhost:65535"]`, nil,
 			func(s Serve) bool { return len(s.AllowedOrigins) == 3 }},
+		{"gateway tools by default", "", nil, func(s Serve) bool { return s.GatewayTools == GatewayToolsAll }},
+		{"gateway tools search", `gateway_tools = "search"`, nil, func(s Serve) bool { return s.GatewayTools == GatewayToolsSearch }},
 		{"body bounds", "max_body_bytes = 1024", nil, func(s Serve) bool { return s.MaxBodyBytes == 1024 }},
 		{"body from a variable", `max_body_bytes = "${MAX}"`, map[string]string{"MAX": "1073741824"},
 			func(s Serve) bool { return s.MaxBodyBytes == 1<<30 }},

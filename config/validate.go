@@ -802,6 +802,9 @@ func checkServe(is *issues, s *Serve) {
 		}
 	}
 	checkRange(is, p("max_body_bytes"), s.MaxBodyBytes, 1024, 1<<30)
+	if modes := []string{GatewayToolsAll, GatewayToolsSearch}; !slices.Contains(modes, s.GatewayTools) {
+		is.add(p("gateway_tools"), "must be one of \"all\", \"search\" (got %q)%s", s.GatewayTools, didYouMean(s.GatewayTools, modes))
+	}
 	checkPositive(is, p("progress_interval"), s.ProgressInterval)
 	checkPositive(is, p("input_timeout"), s.InputTimeout)
 	checkRange(is, p("max_waiting_calls"), s.MaxWaitingCalls, 1, 100000)

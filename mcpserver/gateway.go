@@ -30,6 +30,7 @@ const defaultToolsPollInterval = time.Second
 // it forwards.
 type gateway struct {
 	expose    bool
+	search    bool                      // the search form: only the pinned tools are offered by name (gatewaysearch.go)
 	agent     func([]*host.ManagedTool) // refreshes the agent tool
 	mcp       *mcp.Server
 	tools     *host.ToolManager
@@ -49,9 +50,10 @@ type gateway struct {
 }
 
 // startGateway offers tools now, and watches the merged list until ctx ends or close is called (see watch).
-func startGateway(ctx context.Context, s *Server, tools []*host.ManagedTool, interval time.Duration, expose bool) *gateway {
+func startGateway(ctx context.Context, s *Server, tools []*host.ManagedTool, interval time.Duration, expose, search bool) *gateway {
 	g := &gateway{
 		expose:    expose,
+		search:    expose && search,
 		agent:     s.setAgentTool,
 		mcp:       s.mcp,
 		tools:     s.orch.Tools(),
@@ -62,6 +64,9 @@ func startGateway(ctx context.Context, s *Server, tools []*host.ManagedTool, int
 		exported:  map[string]host.ToolSpec{},
 		warned:    map[string]bool{},
 		done:      make(chan struct{}),
+	}
+	if g.search {
+		g.offerSearch()
 	}
 	g.sync(tools)
 	ctx, g.stop = context.WithCancel(ctx)
@@ -132,7 +137,7 @@ func relayToCaller(ctx context.Context, session *mcp.ServerSession, c caller, me
 	return json.Marshal(res)
 }
 
-// sync makes the offered tools those of tools that are enabled. The SDK sends notifications/tools/list_changed to
+// sync makes the offered tools those of tools that are enabled (and, in the search form, pinned). The SDK sends notifications/tools/list_changed to
 // the connected clients when a tool is added, replaced or removed, so only tools whose spec changed are touched.
 func (g *gateway) sync(tools []*host.ManagedTool) {
 	g.mu.Lock()
@@ -152,11 +157,15 @@ func (g *gateway) sync(tools []*host.ManagedTool) {
 	specs := make(map[string]host.ToolSpec, len(tools))
 	for _, t := range tools {
 		name := t.Spec.Name
-		if t.Policy.Disabled {
+		if t.Policy.Disabled || !g.offered(t) {
 			continue
 		}
 		if name == g.agentTool {
 			g.warnOnce(name, "tool not offered in gateway mode: its name is the agent tool's; rename one", "source", t.Source)
+			continue
+		}
+		if g.reserved(name) {
+			g.warnOnce(name, "tool not offered by name in gateway mode: its name is that of a tool of the search form; call it through "+CallToolName, "source", t.Source)
 			continue
 		}
 		mt, err := mcpTool(t.Spec)
@@ -227,15 +236,16 @@ func mcpTool(spec host.ToolSpec) (*mcp.Tool, error) {
 
 func (g *gateway) handler(name string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return g.call(ctx, name, req)
+		return g.call(ctx, name, req.Params.Arguments, req)
 	}
 }
 
-// call forwards one call to the tool named name, as the merged list has it now. Its progress goes to the caller's
+// call forwards one call to the tool named name with args, as the merged list has it now; req is the request
+// being served (the tool's own, or call_tool's). Its progress goes to the caller's
 // progress token, and questions (approvals, a server's elicitation) to the caller through elicitation: for a caller
 // that must be asked through input requests, the call then runs in the background (see roundTrips). Cancelling ctx
 // (the caller sent notifications/cancelled, or went away) cancels the tool's call.
-func (g *gateway) call(ctx context.Context, name string, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (g *gateway) call(ctx context.Context, name string, args json.RawMessage, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	if req.Params.RequestState != "" {
 		return g.rounds.resume(ctx, req)
 	}
@@ -243,7 +253,6 @@ func (g *gateway) call(ctx context.Context, name string, req *mcp.CallToolReques
 	if t == nil {
 		return toolError("the tool %s is no longer available", name), nil
 	}
-	args := json.RawMessage(req.Params.Arguments)
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage(`{}`)
 	}

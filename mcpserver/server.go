@@ -59,6 +59,10 @@ type Options struct {
 	// final name, and its calls go through the ToolManager (approvals, timeout) to the tool. The server then watches
 	// the merged list and tells its clients when it changes; Close stops that.
 	ExposeTools bool
+	// GatewayTools shapes what gateway mode offers: GatewayToolsAll ("" too) every enabled tool by name;
+	// GatewayToolsSearch the agent tool, the pinned tools (host.ToolPolicy.Pinned), search_tools and call_tool, for
+	// clients that cap the tools they take (see gatewaysearch.go). It is ignored without ExposeTools.
+	GatewayTools string
 	// Prompts are the upstream servers whose prompts gateway mode offers too, named as their tools are; none offers
 	// no prompts. They are ignored without ExposeTools.
 	Prompts []PromptSource
@@ -104,6 +108,7 @@ type Server struct {
 	rounds    *roundTrips      // calls that ask their callers through input requests
 
 	agentTools []string // the tools the agent tool names, guarded by gateway.mu (set only from its sync)
+	search     bool     // gateway mode's search form: the agent tool names the pinned tools only
 
 	slots          sync.Map  // key → *slot: the places taken for sessions being created (limitSessions)
 	adoptSlotsOnce sync.Once // adds adoptSlot to the MCP server once
@@ -140,6 +145,15 @@ func New(ctx context.Context, orch *host.Orchestrator, opts *Options) (*Server, 
 	if !host.ValidToolName(s.toolName) {
 		return nil, fmt.Errorf("mcpserver: invalid tool name %q", s.toolName)
 	}
+	search := false
+	switch s.opts.GatewayTools {
+	case "", GatewayToolsAll:
+	case GatewayToolsSearch:
+		search = s.opts.ExposeTools
+		s.search = search
+	default:
+		return nil, fmt.Errorf("mcpserver: gateway tools %q: want %q or %q", s.opts.GatewayTools, GatewayToolsAll, GatewayToolsSearch)
+	}
 	tools, err := orch.Tools().Tools(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("mcpserver: %w", err)
@@ -173,7 +187,7 @@ func New(ctx context.Context, orch *host.Orchestrator, opts *Options) (*Server, 
 	if s.opts.ExposeTools && s.opts.LogLevel != nil {
 		s.mcp.AddReceivingMiddleware(s.forwardLogLevel)
 	}
-	s.gateway = startGateway(ctx, s, tools, s.opts.ToolsPollInterval, s.opts.ExposeTools)
+	s.gateway = startGateway(ctx, s, tools, s.opts.ToolsPollInterval, s.opts.ExposeTools, search)
 	if withPrompts {
 		s.prompts = startPrompts(ctx, s.mcp, s.opts.Prompts, s.logger)
 	}
@@ -212,9 +226,11 @@ func (s *Server) forwardLogLevel(next mcp.MethodHandler) mcp.MethodHandler {
 // setAgentTool offers the agent tool, described with the enabled tools of tools. It is called again when the merged
 // list changes (a server's list_changed); the SDK then tells the clients that the tool list changed.
 func (s *Server) setAgentTool(tools []*host.ManagedTool) {
+	// In the search form the agent tool names the pinned tools only, as tools/list does: naming them all would put
+	// back the definitions' bulk that the form keeps from the client, and change with every upstream list.
 	var names []string
 	for _, t := range tools {
-		if !t.Policy.Disabled {
+		if !t.Policy.Disabled && (!s.search || pinned(t)) {
 			names = append(names, t.Spec.Name)
 		}
 	}
@@ -222,11 +238,15 @@ func (s *Server) setAgentTool(tools []*host.ManagedTool) {
 		return // only the gateway's tools changed
 	}
 	s.agentTools = append([]string{}, names...)
+	desc, schema := description(s.opts.Description, names), inputSchema(names)
+	if s.search {
+		desc, schema = searchDescription(s.opts.Description, names), inputSchema(nil) // any tool may be chosen
+	}
 	s.mcp.AddTool(&mcp.Tool{
 		Name:         s.toolName,
 		Title:        s.opts.Name,
-		Description:  description(s.opts.Description, names),
-		InputSchema:  inputSchema(names),
+		Description:  desc,
+		InputSchema:  schema,
 		OutputSchema: agentOutputSchema(s.opts.OutputSchema),
 		Annotations:  &mcp.ToolAnnotations{OpenWorldHint: ptr(true)},
 	}, s.handleAgent)
@@ -266,6 +286,15 @@ func description(intro string, tools []string) string {
 		return intro + " It has no tools."
 	}
 	return intro + " It can use: " + strings.Join(tools, ", ") + "."
+}
+
+// searchDescription is the agent tool's description in the search form of gateway mode.
+func searchDescription(intro string, pinned []string) string {
+	d := strings.TrimSuffix(description(intro, pinned), " It has no tools.")
+	if len(pinned) > 0 {
+		return strings.TrimSuffix(d, ".") + ", and the tools " + host.SearchToolName + " finds."
+	}
+	return d + " It can use the tools " + host.SearchToolName + " finds."
 }
 
 // agentInput is the agent tool's input.

@@ -292,6 +292,7 @@ func ServerOptions(cfg *config.Config, version string, sampling mcpserver.Sampli
 		Logger:           logger,
 		Sampling:         sampling,
 		ExposeTools:      sc.ExposeTools,
+		GatewayTools:     sc.GatewayTools,
 		ToolTimeout:      cfg.Agent.ToolTimeout.Duration,
 		InputTimeout:     sc.InputTimeout.Duration,
 		MaxWaitingCalls:  sc.MaxWaitingCalls,

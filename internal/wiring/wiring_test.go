@@ -78,6 +78,7 @@ allowed_hosts = ["agent.example.com"]
 allowed_origins = ["https://app.example.com"]
 max_body_bytes = 2048
 expose_tools = true
+gateway_tools = "search"
 progress_interval = "1s"
 input_timeout = "2m"
 max_waiting_calls = 5
@@ -143,7 +144,7 @@ func TestMapping(t *testing.T) {
 
 	if got, want := ServerOptions(cfg, "v1", mcpserver.SamplingAuto, nil), (&mcpserver.Options{
 		Name: "helper", Version: "v1", ToolName: "ask_helper", Description: "Helps.", ProgressInterval: time.Second,
-		Sampling: mcpserver.SamplingAuto, ExposeTools: true, ToolTimeout: 40 * time.Second, InputTimeout: 2 * time.Minute,
+		Sampling: mcpserver.SamplingAuto, ExposeTools: true, GatewayTools: mcpserver.GatewayToolsSearch, ToolTimeout: 40 * time.Second, InputTimeout: 2 * time.Minute,
 		MaxWaitingCalls: 5,
 	}); !reflect.DeepEqual(got, want) {
 		t.Errorf("ServerOptions = %+v\nwant %+v", got, want)
