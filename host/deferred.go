@@ -32,10 +32,11 @@ var searchInput = json.RawMessage(`{"type":"object","properties":{` +
 	`"max_results":{"type":"integer","minimum":1,"maximum":20,"description":"How many tools a query may find; 5 by default."}},` +
 	`"anyOf":[{"required":["query"]},{"required":["names"]}],"additionalProperties":false}`)
 
-// pinned reports whether t is offered from the first request when tool search is on. A forced tool always is, even
-// when its policy says Pinned false: the run calls it on its first iteration, and the model can only call a tool it
-// was offered.
-func pinned(t *ManagedTool) bool {
+// Pinned reports whether t is offered from the first request when tool search is on (and in a gateway's search
+// mode). A forced tool always is, even when its policy says Pinned false: the run calls it on its first iteration,
+// and the model can only call a tool it was offered. Otherwise the policy's Pinned says, and when it says nothing,
+// tools that take control and sub-agents are pinned.
+func (t *ManagedTool) Pinned() bool {
 	if t.Policy.Forced {
 		return true
 	}
@@ -81,7 +82,7 @@ func (o *Orchestrator) searchDecision(base *offer, sel Selection) SearchDecision
 		d.Why = "tools chosen"
 	case slices.ContainsFunc(base.tools, func(t *ManagedTool) bool { return t.Policy.Exclusive }):
 		d.Why = "exclusive tool"
-	case !slices.ContainsFunc(base.tools, func(t *ManagedTool) bool { return !pinned(t) }):
+	case !slices.ContainsFunc(base.tools, func(t *ManagedTool) bool { return !t.Pinned() }):
 		d.Why = "every tool pinned"
 	case opts.Mode == ToolSearchAlways:
 		d.On, d.Why = true, "always"
@@ -105,7 +106,7 @@ func (r *run) offer(tools []*ManagedTool) *offer {
 	}
 	var offered []*ManagedTool
 	for _, t := range base.tools {
-		if pinned(t) {
+		if t.Pinned() {
 			offered = append(offered, t)
 		}
 	}

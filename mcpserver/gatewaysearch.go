@@ -30,18 +30,6 @@ const CallToolName = "call_tool"
 // maxSearchResults bounds max_results of search_tools: a result of full schemas must stay readable.
 const maxSearchResults = 50
 
-// pinned reports whether t is offered from the start when search is on: as its policy says, else when it is forced
-// or takes control, or is a sub-agent, as host's ToolPolicy.Pinned describes.
-func pinned(t *host.ManagedTool) bool {
-	if p := t.Policy.Pinned; p != nil {
-		return *p
-	}
-	return t.Policy.Forced || t.Policy.TakesControl || t.Source == subAgentsSource
-}
-
-// subAgentsSource is the Source of the sub-agents' tools.
-var subAgentsSource = new(host.SubAgents).Name()
-
 // searchInput is search_tools' input, as the loop's search_tools takes it.
 type searchInput struct {
 	Query      string   `json:"query"`
@@ -102,7 +90,7 @@ func (g *gateway) offerSearch() {
 
 // offered reports whether gateway mode offers t under its own name; the others are found through search_tools.
 func (g *gateway) offered(t *host.ManagedTool) bool {
-	return !g.search || pinned(t)
+	return !g.search || t.Pinned()
 }
 
 // reserved reports whether name is taken by a tool the gateway itself offers.

@@ -42,7 +42,7 @@ func searchFixture() (*gwToolset, map[string]host.ToolPolicy) {
 		schemaTool("send_message", "Sends a chat message to a channel.", `{"type":"object","properties":{"channel":{"type":"string"},"text":{"type":"string"}}}`),
 		schemaTool("always_here", "A tool pinned by policy.", `{"type":"object"}`),
 		schemaTool("forced_one", "A forced tool: pinned by default.", `{"type":"object"}`),
-		schemaTool("forced_unpinned", "A forced tool unpinned by policy.", `{"type":"object"}`),
+		schemaTool("forced_unpinned", "A forced tool unpinned by policy: still pinned, as in a run.", `{"type":"object"}`),
 		schemaTool("pinned_off", "A pinned tool that is disabled.", `{"type":"object"}`),
 		schemaTool("drop_database", "Drops the database, after approval.", `{"type":"object"}`),
 		schemaTool("secret_weather", "Gets the weather too, but is disabled.", `{"type":"object"}`),
@@ -73,10 +73,10 @@ func TestGatewaySearchList(t *testing.T) {
 		}
 	}
 	slices.Sort(names)
-	if want := []string{"always_here", "ask_agenthost", "call_tool", "forced_one", "search_tools"}; !slices.Equal(names, want) {
+	if want := []string{"always_here", "ask_agenthost", "call_tool", "forced_one", "forced_unpinned", "search_tools"}; !slices.Equal(names, want) {
 		t.Fatalf("tools %v, want %v", names, want)
 	}
-	if d := agent.Description; !strings.Contains(d, "always_here, forced_one, and the tools search_tools finds") || strings.Contains(d, "get_weather") {
+	if d := agent.Description; !strings.Contains(d, "always_here, forced_one, forced_unpinned, and the tools search_tools finds") || strings.Contains(d, "get_weather") {
 		t.Errorf("agent tool description %q", d)
 	}
 	if schema, _ := json.Marshal(agent.InputSchema); strings.Contains(string(schema), "enum") {

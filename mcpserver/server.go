@@ -230,7 +230,7 @@ func (s *Server) setAgentTool(tools []*host.ManagedTool) {
 	// back the definitions' bulk that the form keeps from the client, and change with every upstream list.
 	var names []string
 	for _, t := range tools {
-		if !t.Policy.Disabled && (!s.search || pinned(t)) {
+		if !t.Policy.Disabled && (!s.search || t.Pinned()) {
 			names = append(names, t.Spec.Name)
 		}
 	}
