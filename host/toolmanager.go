@@ -36,7 +36,8 @@ type ToolPolicy struct {
 	// pass, besides those the tool names itself (EvaluationChecker).
 	EvaluationChecks []string
 	// Pinned says whether the tool is offered from the first request when tool search is on: true always, false
-	// only once a search loaded it, nil by default (pinned when forced or takes_control, or a sub-agent).
+	// only once a search loaded it, nil by default (pinned when it takes control or is a sub-agent). A forced tool
+	// is pinned whatever this says (see ManagedTool.Pinned).
 	Pinned *bool
 }
 
