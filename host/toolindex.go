@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/agenthost/agenthost/host/internal/toolsearch"
 	"github.com/agenthost/agenthost/llm"
@@ -25,10 +26,17 @@ const embedBatch = 64
 // by meaning still makes the top.
 const fusionDepth = 50
 
+// embedRetry is how long searches rank by words alone after the embedder failed, before they try it again: a
+// failing endpoint costs one search a minute its timeout, not every search.
+const embedRetry = time.Minute
+
 // toolSearch is a ToolManager's search state.
 type toolSearch struct {
 	embedder llm.Embedder
 	vectors  *vectorCache // shared by a manager and its restricted views
+
+	failMu sync.Mutex
+	failed time.Time // when the embedder last failed; zero when it did not
 
 	mu       sync.Mutex
 	cur      *toolIndex
@@ -82,10 +90,12 @@ func (m *ToolManager) Search(ctx context.Context, query string, opts *SearchOpti
 		allow = func(d int) bool { return opts.Allow(ix.tools[d]) }
 	}
 	var hits []toolsearch.Hit
-	if vecs := m.toolVectors(ctx, ix); vecs != nil {
-		if q := m.queryVector(ctx, query); q != nil {
-			depth := max(limit, fusionDepth)
-			hits = toolsearch.Fuse(toolsearch.DefaultFusionK, limit, ix.ix.Search(query, depth, allow), toolsearch.CosineRank(q, vecs, depth, allow))
+	if m.search.embedderReady() {
+		if vecs := m.toolVectors(ctx, ix); vecs != nil {
+			if q := m.queryVector(ctx, query); q != nil {
+				depth := max(limit, fusionDepth)
+				hits = toolsearch.Fuse(toolsearch.DefaultFusionK, limit, ix.ix.Search(query, depth, allow), toolsearch.CosineRank(q, vecs, depth, allow))
+			}
 		}
 	}
 	if hits == nil {
@@ -247,6 +257,7 @@ func (m *ToolManager) toolVectors(ctx context.Context, ix *toolIndex) [][]float3
 	vecs, err := m.search.vectors.get(ctx, e, ix.texts, ix.hashes, m.warnOnce)
 	if err != nil {
 		m.warnOnce("tool search ranks by words only: embedding the tools failed", "model", e.Model(), "err", err)
+		m.search.embedderFailed(ctx)
 		return nil
 	}
 	ix.vecs = vecs
@@ -262,11 +273,32 @@ func (m *ToolManager) queryVector(ctx context.Context, query string) []float32 {
 	}
 	if err != nil {
 		m.warnOnce("tool search ranks by words only: embedding the query failed", "model", e.Model(), "err", err)
+		m.search.embedderFailed(ctx)
 		return nil
 	}
 	q := vs[0]
 	toolsearch.Normalize(q)
 	return q
+}
+
+// embedderReady reports whether searches may use the embedder: there is one, and it did not fail within embedRetry.
+func (s *toolSearch) embedderReady() bool {
+	if s.embedder == nil {
+		return false
+	}
+	s.failMu.Lock()
+	defer s.failMu.Unlock()
+	return s.failed.IsZero() || time.Since(s.failed) >= embedRetry
+}
+
+// embedderFailed starts a rest of embedRetry, unless ctx ended: a cancelled search says nothing of the embedder.
+func (s *toolSearch) embedderFailed(ctx context.Context) {
+	if ctx.Err() != nil {
+		return
+	}
+	s.failMu.Lock()
+	s.failed = time.Now()
+	s.failMu.Unlock()
 }
 
 // warnOnce logs msg the first time only.

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // changingSet is a Toolset whose list changes, saying so through its Signal.
@@ -128,6 +129,7 @@ func TestToolSearchFields(t *testing.T) {
 type conceptEmbedder struct {
 	mu    sync.Mutex
 	texts int
+	calls int // Embed calls, failed ones included
 	fail  bool
 }
 
@@ -138,6 +140,7 @@ func (e *conceptEmbedder) Model() string { return "concepts" }
 func (e *conceptEmbedder) Embed(_ context.Context, texts []string) ([][]float32, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.calls++
 	if e.fail {
 		return nil, errors.New("embeddings endpoint down")
 	}
@@ -255,6 +258,19 @@ func TestToolSearchEmbedderFailure(t *testing.T) {
 	}
 	if n := strings.Count(logs.String(), "level=WARN"); n != 1 || !strings.Contains(logs.String(), "embeddings endpoint down") {
 		t.Errorf("want one warning naming the failure, got %d:\n%s", n, logs.String())
+	}
+	// The searches after the failure rank by words without asking the embedder, until embedRetry has passed.
+	if emb.calls != 1 {
+		t.Errorf("the embedder was asked %d times in 3 searches, want once: the others rest", emb.calls)
+	}
+	m.search.failMu.Lock()
+	m.search.failed = time.Now().Add(-embedRetry)
+	m.search.failMu.Unlock()
+	emb.mu.Lock()
+	emb.fail = false
+	emb.mu.Unlock()
+	if got := searchTools(t, m, "umbrella", nil); len(got) == 0 || got[0] != "get_forecast" || emb.calls < 3 {
+		t.Errorf("after the rest, search = %v with %d embedder calls; want get_forecast first by meaning, the tools and the query embedded again", got, emb.calls)
 	}
 }
 
