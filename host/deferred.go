@@ -211,13 +211,15 @@ func (t *searchTool) Call(ctx context.Context, args json.RawMessage, _ *Call) (*
 		if in.MaxResults != nil {
 			max = *in.MaxResults
 		}
-		hits, err := t.m.Search(ctx, q, &SearchOptions{MaxResults: max, Allow: func(c *ManagedTool) bool { return t.off.deferred[c.Spec.Name] == c }})
+		// By name: the manager's list may have been merged again since the offer was made (a source changed, or
+		// one fails to list), with new *ManagedTool values for the same tools.
+		hits, err := t.m.Search(ctx, q, &SearchOptions{MaxResults: max, Allow: func(c *ManagedTool) bool { return t.off.deferred[c.Spec.Name] != nil }})
 		if err != nil {
 			return nil, fmt.Errorf("searching the tools: %w", err)
 		}
 		for _, h := range hits {
-			if !slices.Contains(loaded, h.Tool) {
-				loaded = append(loaded, h.Tool)
+			if tool := t.off.deferred[h.Tool.Spec.Name]; !slices.Contains(loaded, tool) {
+				loaded = append(loaded, tool)
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -293,5 +294,42 @@ func TestToolSearchWithOutputTool(t *testing.T) {
 	}
 	if got := reqs[1].ToolNames(); !slices.Equal(got, []string{SearchToolName, OutputToolName, "weather_get"}) {
 		t.Errorf("second request offers %v", got)
+	}
+}
+
+// While a source fails to list, every Tools call merges the list anew: a search still finds the deferred tools,
+// and the index is built once, not per search.
+func TestToolSearchWithAFailingSource(t *testing.T) {
+	cfg := alwaysSearch(nil)
+	cfg.sets = []Toolset{&staticSet{name: "broken", err: errors.New("down")}}
+	h := newHarness(t, cfg)
+	h.srv.Enqueue(
+		fakellm.Turn{ToolCalls: []fakellm.ToolCall{call("s", SearchToolName, `{"query":"weather city"}`)}},
+		fakellm.Turn{ToolCalls: []fakellm.ToolCall{call("w", "weather_get", `{"city":"Paris"}`)}},
+		fakellm.Turn{Text: "Sunny."},
+	)
+	ans := h.mustAsk(t, &Request{Prompt: "Weather in Paris?"})
+	if got := h.srv.Requests()[1].ToolNames(); !slices.Contains(got, "weather_get") {
+		t.Errorf("after the search, the request offers %v; search result %q", got, toolMessages(h.srv.Requests()[1])["s"])
+	}
+	if ans.Text != "Sunny." {
+		t.Errorf("answer %q", ans.Text)
+	}
+	m := h.orch.Tools()
+	first, _ := m.Tools(t.Context())
+	if _, err := m.Search(t.Context(), "weather", nil); err != nil {
+		t.Fatal(err)
+	}
+	ix := m.search.cur
+	again, _ := m.Tools(t.Context())
+	if &again[0] == &first[0] {
+		t.Fatal("the list was not merged anew: the test does not test what it should")
+	}
+	hits, err := m.Search(t.Context(), "weather", nil)
+	if err != nil || len(hits) == 0 {
+		t.Fatalf("search = %v, %v", hits, err)
+	}
+	if m.search.cur != ix {
+		t.Error("the index was built again for a list merged anew with the same tools")
 	}
 }

@@ -54,6 +54,7 @@ type indexBuild struct {
 type toolIndex struct {
 	list   []*ManagedTool // the list it was built from: a new slice means a new list
 	tools  []*ManagedTool // the enabled tools, by document
+	pos    []int          // each document's position in list
 	ix     *toolsearch.Index
 	texts  []string // what is embedded of each tool
 	hashes []string // sha256 of each text
@@ -62,8 +63,23 @@ type toolIndex struct {
 	vecs    [][]float32 // unit vectors by document, nil until embedded
 }
 
+// sameList reports whether an index of a serves b: the same slice, or one merged again from sources that changed
+// nothing the index reads (ToolManager.Tools merges anew on every call while a source fails to list).
 func sameList(a, b []*ManagedTool) bool {
-	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+	if len(a) != len(b) {
+		return false
+	}
+	if len(a) == 0 || &a[0] == &b[0] {
+		return true
+	}
+	for i, t := range a {
+		u := b[i]
+		if t != u && (t.Spec.Name != u.Spec.Name || t.Source != u.Source || t.Policy.Disabled != u.Policy.Disabled ||
+			t.Spec.Description != u.Spec.Description || string(t.Spec.InputSchema) != string(u.Spec.InputSchema)) {
+			return false
+		}
+	}
+	return true
 }
 
 // Search ranks the enabled tools for query, best first. Disabled tools are never found; opts.Allow narrows further.
@@ -85,9 +101,11 @@ func (m *ToolManager) Search(ctx context.Context, query string, opts *SearchOpti
 	if err != nil {
 		return nil, err
 	}
+	// The hits are tools of the caller's list: the index may have been built from an earlier merge of the same tools.
+	tool := func(d int) *ManagedTool { return tools[ix.pos[d]] }
 	var allow func(int) bool
 	if opts.Allow != nil {
-		allow = func(d int) bool { return opts.Allow(ix.tools[d]) }
+		allow = func(d int) bool { return opts.Allow(tool(d)) }
 	}
 	var hits []toolsearch.Hit
 	if m.search.embedderReady() {
@@ -103,7 +121,7 @@ func (m *ToolManager) Search(ctx context.Context, query string, opts *SearchOpti
 	}
 	out := make([]SearchHit, len(hits))
 	for i, h := range hits {
-		out[i] = SearchHit{Tool: ix.tools[h.Doc], Score: h.Score}
+		out[i] = SearchHit{Tool: tool(h.Doc), Score: h.Score}
 	}
 	return out, nil
 }
@@ -152,12 +170,13 @@ func (m *ToolManager) buildIndex(list []*ManagedTool) *toolIndex {
 	}
 	ix := &toolIndex{list: list}
 	var docs []toolsearch.Fields
-	for _, t := range list {
+	for i, t := range list {
 		if t.Policy.Disabled {
 			continue
 		}
 		fields := toolFields(t, about[t.Source])
 		ix.tools = append(ix.tools, t)
+		ix.pos = append(ix.pos, i)
 		docs = append(docs, fields)
 		if m.search.embedder != nil {
 			text := embeddingText(t, fields)
