@@ -73,7 +73,11 @@ func Parse(name string, data []byte, env func(string) (string, bool)) (*Config, 
 	if name != "" {
 		dir = filepath.Dir(name)
 	}
+	shortThreshold := md.IsDefined("agent", "tool_search_threshold")
 	for _, is := range append(cfg.check(), cfg.checkFiles(dir)...) {
+		if shortThreshold && slices.Equal(is.path, []string{"agent", "tool_search", "threshold"}) {
+			is.path, is.key = []string{"agent", "tool_search_threshold"}, "agent.tool_search_threshold" // where the file sets it
+		}
 		if !d.failedAt(is.path) {
 			all = append(all, is)
 		}

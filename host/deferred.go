@@ -52,8 +52,8 @@ const subAgentsSource = "agents"
 // SearchDecision is whether a run offers search_tools in place of the tools it would otherwise offer, and why.
 type SearchDecision struct {
 	On bool
-	// Why is "never", "always", "auto", "tools chosen" (the caller chose the tools), "exclusive tool" or "every
-	// tool pinned".
+	// Why is "never", "always", "auto", "tools chosen" (the caller chose the tools), "exclusive tool", "every
+	// tool pinned" or "a tool is named search_tools".
 	Why string
 	// Tools and Tokens are how many tools the run would offer without search, and EstimateToolTokens of them.
 	Tools, Tokens int
@@ -84,6 +84,8 @@ func (o *Orchestrator) searchDecision(base *offer, sel Selection) SearchDecision
 		d.Why = "exclusive tool"
 	case !slices.ContainsFunc(base.tools, func(t *ManagedTool) bool { return !t.Pinned() }):
 		d.Why = "every tool pinned"
+	case base.byName[SearchToolName] != nil:
+		d.Why = "a tool is named " + SearchToolName // offering both would give the model two tools of one name
 	case opts.Mode == ToolSearchAlways:
 		d.On, d.Why = true, "always"
 	default:

@@ -333,3 +333,20 @@ func TestToolSearchWithAFailingSource(t *testing.T) {
 		t.Error("the index was built again for a list merged anew with the same tools")
 	}
 }
+
+// A tool of a source named search_tools keeps search off: the model would see two tools of one name.
+func TestToolSearchNameTaken(t *testing.T) {
+	cfg := alwaysSearch(nil)
+	cfg.sets = []Toolset{&staticSet{name: "other", tools: named(SearchToolName)}}
+	h := newHarness(t, cfg)
+	h.srv.Enqueue(fakellm.Turn{Text: "ok"})
+	h.mustAsk(t, &Request{Prompt: "x"})
+	got := h.srv.Requests()[0].ToolNames()
+	if n := slices.Index(got, SearchToolName); n < 0 || slices.Index(got[n+1:], SearchToolName) >= 0 || len(got) != 5 {
+		t.Errorf("first request offers %v, want every tool once, the source's search_tools among them", got)
+	}
+	all, _ := h.orch.Tools().Tools(t.Context())
+	if d := h.orch.SearchDecision(all, Selection{}); d.On || d.Why != "a tool is named search_tools" {
+		t.Errorf("SearchDecision = %+v", d)
+	}
+}

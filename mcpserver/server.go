@@ -151,6 +151,9 @@ func New(ctx context.Context, orch *host.Orchestrator, opts *Options) (*Server, 
 	case GatewayToolsSearch:
 		search = s.opts.ExposeTools
 		s.search = search
+		if search && (s.toolName == host.SearchToolName || s.toolName == CallToolName) {
+			return nil, fmt.Errorf("mcpserver: the agent tool cannot be named %q: gateway tools %q offer a tool of that name", s.toolName, GatewayToolsSearch)
+		}
 	default:
 		return nil, fmt.Errorf("mcpserver: gateway tools %q: want %q or %q", s.opts.GatewayTools, GatewayToolsAll, GatewayToolsSearch)
 	}
