@@ -27,16 +27,21 @@ const embedBatch = 64
 const fusionDepth = 50
 
 // embedRetry is how long searches rank by words alone after the embedder failed, before they try it again: a
-// failing endpoint costs one search a minute its timeout, not every search.
+// failing endpoint costs one search a minute, not every search.
 const embedRetry = time.Minute
+
+// embedQueryTimeout and embedToolsTimeout bound embedding a query and a list's tools, whatever the caller's
+// deadline: a search that waits on a hanging endpoint longer than that ranks by words, and the endpoint rests.
+// Variables for tests.
+var (
+	embedQueryTimeout = 10 * time.Second
+	embedToolsTimeout = time.Minute
+)
 
 // toolSearch is a ToolManager's search state.
 type toolSearch struct {
 	embedder llm.Embedder
-	vectors  *vectorCache // shared by a manager and its restricted views
-
-	failMu sync.Mutex
-	failed time.Time // when the embedder last failed; zero when it did not
+	vectors  *vectorCache // shared by a manager and its restricted views, with the embedder's health
 
 	mu       sync.Mutex
 	cur      *toolIndex
@@ -59,8 +64,8 @@ type toolIndex struct {
 	texts  []string // what is embedded of each tool
 	hashes []string // sha256 of each text
 
-	embedMu sync.Mutex
-	vecs    [][]float32 // unit vectors by document, nil until embedded
+	embedding chan struct{} // a semaphore of one: who embeds the tools now
+	vecs      [][]float32   // unit vectors by document, nil until embedded
 }
 
 // sameList reports whether an index of a serves b: the same slice, or one merged again from sources that changed
@@ -168,7 +173,7 @@ func (m *ToolManager) buildIndex(list []*ManagedTool) *toolIndex {
 			about[set.Name()] = in.Instructions()
 		}
 	}
-	ix := &toolIndex{list: list}
+	ix := &toolIndex{list: list, embedding: make(chan struct{}, 1)}
 	var docs []toolsearch.Fields
 	for i, t := range list {
 		if t.Policy.Disabled {
@@ -268,15 +273,21 @@ func (m *ToolManager) toolVectors(ctx context.Context, ix *toolIndex) [][]float3
 	if e == nil || len(ix.tools) == 0 {
 		return nil
 	}
-	ix.embedMu.Lock()
-	defer ix.embedMu.Unlock()
+	select {
+	case ix.embedding <- struct{}{}:
+	case <-ctx.Done():
+		return nil
+	}
+	defer func() { <-ix.embedding }()
 	if ix.vecs != nil {
 		return ix.vecs
 	}
-	vecs, err := m.search.vectors.get(ctx, e, ix.texts, ix.hashes, m.warnOnce)
+	ectx, cancel := context.WithTimeout(ctx, embedToolsTimeout)
+	defer cancel()
+	vecs, err := m.search.vectors.get(ectx, e, ix.texts, ix.hashes, m.warnOnce)
 	if err != nil {
 		m.warnOnce("tool search ranks by words only: embedding the tools failed", "model", e.Model(), "err", err)
-		m.search.embedderFailed(ctx)
+		m.search.vectors.failed(ctx)
 		return nil
 	}
 	ix.vecs = vecs
@@ -286,13 +297,15 @@ func (m *ToolManager) toolVectors(ctx context.Context, ix *toolIndex) [][]float3
 // queryVector embeds query; nil when that fails.
 func (m *ToolManager) queryVector(ctx context.Context, query string) []float32 {
 	e := m.search.embedder
-	vs, err := e.Embed(ctx, []string{query})
+	ectx, cancel := context.WithTimeout(ctx, embedQueryTimeout)
+	defer cancel()
+	vs, err := e.Embed(ectx, []string{query})
 	if err == nil && (len(vs) != 1 || len(vs[0]) == 0) {
 		err = errEmbedCount
 	}
 	if err != nil {
 		m.warnOnce("tool search ranks by words only: embedding the query failed", "model", e.Model(), "err", err)
-		m.search.embedderFailed(ctx)
+		m.search.vectors.failed(ctx)
 		return nil
 	}
 	q := vs[0]
@@ -302,22 +315,7 @@ func (m *ToolManager) queryVector(ctx context.Context, query string) []float32 {
 
 // embedderReady reports whether searches may use the embedder: there is one, and it did not fail within embedRetry.
 func (s *toolSearch) embedderReady() bool {
-	if s.embedder == nil {
-		return false
-	}
-	s.failMu.Lock()
-	defer s.failMu.Unlock()
-	return s.failed.IsZero() || time.Since(s.failed) >= embedRetry
-}
-
-// embedderFailed starts a rest of embedRetry, unless ctx ended: a cancelled search says nothing of the embedder.
-func (s *toolSearch) embedderFailed(ctx context.Context) {
-	if ctx.Err() != nil {
-		return
-	}
-	s.failMu.Lock()
-	s.failed = time.Now()
-	s.failMu.Unlock()
+	return s.embedder != nil && s.vectors.healthy()
 }
 
 // warnOnce logs msg the first time only.
@@ -331,9 +329,30 @@ func (m *ToolManager) warnOnce(msg string, args ...any) {
 	}
 }
 
+// healthy reports whether the embedder did not fail within embedRetry.
+func (c *vectorCache) healthy() bool {
+	c.failMu.Lock()
+	defer c.failMu.Unlock()
+	return c.failedAt.IsZero() || time.Since(c.failedAt) >= embedRetry
+}
+
+// failed starts a rest of embedRetry, unless ctx, the search's, ended: a cancelled search says nothing of the
+// embedder, while one that ran out of embedQueryTimeout or embedToolsTimeout does.
+func (c *vectorCache) failed(ctx context.Context) {
+	if ctx.Err() != nil {
+		return
+	}
+	c.failMu.Lock()
+	c.failedAt = time.Now()
+	c.failMu.Unlock()
+}
+
 // vectorCache keeps tool vectors in memory by model and content hash, in front of an EmbeddingCache.
 type vectorCache struct {
 	store EmbeddingCache // nil: memory only
+
+	failMu   sync.Mutex
+	failedAt time.Time // when the embedder last failed; zero when it did not
 
 	mu      sync.Mutex
 	byModel map[string]map[string][]float32

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -263,9 +264,9 @@ func TestToolSearchEmbedderFailure(t *testing.T) {
 	if emb.calls != 1 {
 		t.Errorf("the embedder was asked %d times in 3 searches, want once: the others rest", emb.calls)
 	}
-	m.search.failMu.Lock()
-	m.search.failed = time.Now().Add(-embedRetry)
-	m.search.failMu.Unlock()
+	m.search.vectors.failMu.Lock()
+	m.search.vectors.failedAt = time.Now().Add(-embedRetry)
+	m.search.vectors.failMu.Unlock()
 	emb.mu.Lock()
 	emb.fail = false
 	emb.mu.Unlock()
@@ -298,5 +299,40 @@ func TestToolSearchConcurrentWithChanges(t *testing.T) {
 	wg.Wait()
 	if got := searchTools(t, m, "extra weather", &SearchOptions{MaxResults: 20}); !strings.Contains(strings.Join(got, " "), "extra_9") {
 		t.Errorf("after the changes, search = %v, want extra_9 among them", got)
+	}
+}
+
+// hangingEmbedder answers nothing until its caller gives up.
+type hangingEmbedder struct{ calls atomic.Int32 }
+
+func (e *hangingEmbedder) Model() string { return "hanging" }
+
+func (e *hangingEmbedder) Embed(ctx context.Context, _ []string) ([][]float32, error) {
+	e.calls.Add(1)
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// An endpoint that hangs costs one search its own short timeout, not the caller's deadline, and then rests for the
+// manager and its restricted views alike.
+func TestToolSearchHangingEmbedder(t *testing.T) {
+	defer func(q, tl time.Duration) { embedQueryTimeout, embedToolsTimeout = q, tl }(embedQueryTimeout, embedToolsTimeout)
+	embedQueryTimeout, embedToolsTimeout = 20*time.Millisecond, 20*time.Millisecond
+	emb := &hangingEmbedder{}
+	m := NewToolManager([]Toolset{hybridTools()}, &ToolManagerOptions{Embedder: emb})
+	ctx, cancel := context.WithTimeout(t.Context(), time.Hour) // the caller's deadline is far away
+	defer cancel()
+	hits, err := m.Search(ctx, "charge a card", nil)
+	if err != nil || len(hits) == 0 || hits[0].Tool.Spec.Name != "charge_card" {
+		t.Fatalf("search = %v, %v; want charge_card first by words", hits, err)
+	}
+	view := m.Restrict([]string{"charge_card", "get_forecast"})
+	for _, mm := range []*ToolManager{m, view} {
+		if hits, err := mm.Search(ctx, "charge a card", nil); err != nil || len(hits) == 0 {
+			t.Fatalf("search after the failure = %v, %v", hits, err)
+		}
+	}
+	if n := emb.calls.Load(); n != 1 {
+		t.Errorf("the hanging embedder was asked %d times, want once: the later searches, the view's too, rest", n)
 	}
 }
