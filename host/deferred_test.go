@@ -350,3 +350,20 @@ func TestToolSearchNameTaken(t *testing.T) {
 		t.Errorf("SearchDecision = %+v", d)
 	}
 }
+
+// A takes_control tool that is not loaded yet does not run, so the calls beside it do.
+func TestToolSearchDeferredTakerLeavesTheRoundAlone(t *testing.T) {
+	cat, tools := newCatalogue()
+	h := newHarness(t, harnessConfig{tools: tools, policies: map[string]ToolPolicy{
+		"mail_send": {TakesControl: true, Pinned: pin(false)}, "clock": {Pinned: pin(true)},
+	}, opts: Options{ToolSearch: ToolSearchOptions{Mode: ToolSearchAlways}}})
+	h.srv.Enqueue(
+		fakellm.Turn{ToolCalls: []fakellm.ToolCall{call("m", "mail_send", `{}`), call("c", "clock", `{}`)}},
+		fakellm.Turn{Text: "ok"},
+	)
+	h.mustAsk(t, &Request{Prompt: "x"})
+	got := toolMessages(h.srv.Requests()[1])
+	if !strings.Contains(got["m"], "was not loaded yet") || cat.calls["clock"].Load() != 1 {
+		t.Errorf("mail_send: %q; clock ran %d times, want once", got["m"], cat.calls["clock"].Load())
+	}
+}

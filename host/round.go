@@ -104,7 +104,7 @@ func (r *run) round(ctx context.Context, iter int, off *offer, assistant llm.Mes
 	if len(distinct) > 1 {
 		var takers []string
 		for _, s := range distinct {
-			if s.tool != nil && s.tool.Policy.TakesControl {
+			if s.tool != nil && s.tool.Policy.TakesControl && s.notRun != "not loaded" { // a deferred one does not run now
 				takers = append(takers, s.tool.Spec.Name)
 			}
 		}
