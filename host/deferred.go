@@ -22,13 +22,13 @@ import (
 // SearchToolSource is the Source of a run's search_tools, in debug info and to an Observer.
 const SearchToolSource = "search"
 
-// MaxSearchResults bounds search_tools' max_results.
+// MaxSearchResults bounds search_tools' max_results, and the names one call may load (searchInput says it too).
 const MaxSearchResults = 20
 
 // searchInput is search_tools' input schema.
 var searchInput = json.RawMessage(`{"type":"object","properties":{` +
 	`"query":{"type":"string","description":"What you need a tool for, in a few words."},` +
-	`"names":{"type":"array","items":{"type":"string"},"description":"Exact names of tools to load."},` +
+	`"names":{"type":"array","items":{"type":"string"},"maxItems":20,"description":"Exact names of tools to load, at most 20."},` +
 	`"max_results":{"type":"integer","minimum":1,"maximum":20,"description":"How many tools a query may find; 5 by default."}},` +
 	`"anyOf":[{"required":["query"]},{"required":["names"]}],"additionalProperties":false}`)
 
@@ -191,6 +191,8 @@ func (t *searchTool) Call(ctx context.Context, args json.RawMessage, _ *Call) (*
 	switch {
 	case strings.TrimSpace(in.Query) == "" && len(in.Names) == 0:
 		return &Result{Text: fmt.Sprintf(`%s needs a query or names: call it with {"query": "what you need a tool for"} or {"names": ["tool_name"]}`, SearchToolName), IsError: true}, nil
+	case len(in.Names) > MaxSearchResults:
+		return &Result{Text: fmt.Sprintf("at most %d names at a time (got %d)", MaxSearchResults, len(in.Names)), IsError: true}, nil
 	case in.MaxResults != nil && (*in.MaxResults < 1 || *in.MaxResults > MaxSearchResults):
 		return &Result{Text: fmt.Sprintf("max_results must be between 1 and %d (got %d)", MaxSearchResults, *in.MaxResults), IsError: true}, nil
 	}

@@ -107,7 +107,8 @@ func TestToolSearchByNames(t *testing.T) {
 	h.srv.Enqueue(
 		fakellm.Turn{ToolCalls: []fakellm.ToolCall{call("s", SearchToolName, `{"names":["mail_send","files_read","nope","clock"]}`)}},
 		fakellm.Turn{ToolCalls: []fakellm.ToolCall{call("q", SearchToolName, `{"query":"read a file weather","max_results":20}`)}},
-		fakellm.Turn{ToolCalls: []fakellm.ToolCall{call("bad", SearchToolName, `{"max_results":3}`), call("big", SearchToolName, `{"query":"x","max_results":21}`)}},
+		fakellm.Turn{ToolCalls: []fakellm.ToolCall{call("bad", SearchToolName, `{"max_results":3}`), call("big", SearchToolName, `{"query":"x","max_results":21}`),
+			call("many", SearchToolName, `{"names":[`+strings.Repeat(`"a",`, MaxSearchResults)+`"a"]}`)}},
 		fakellm.Turn{Text: "ok"},
 	)
 	ans := h.mustAsk(t, &Request{Prompt: "x"})
@@ -125,7 +126,8 @@ func TestToolSearchByNames(t *testing.T) {
 		t.Errorf("after the query, the request offers %v", got)
 	}
 	got := toolMessages(reqs[3])
-	if !strings.HasPrefix(got["bad"], "Error: search_tools needs a query or names") || !strings.HasPrefix(got["big"], "Error: max_results must be between 1 and 20") {
+	if !strings.HasPrefix(got["bad"], "Error: search_tools needs a query or names") || !strings.HasPrefix(got["big"], "Error: max_results must be between 1 and 20") ||
+		!strings.HasPrefix(got["many"], "Error: at most 20 names at a time (got 21)") {
 		t.Errorf("invalid searches: %q", got)
 	}
 	if n := ans.Iterations[0].ToolsDeferred; n != 2 {

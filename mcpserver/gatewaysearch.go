@@ -59,8 +59,8 @@ var (
 			"tools you already know by their exact names.",
 		InputSchema: json.RawMessage(fmt.Sprintf(`{"type":"object","properties":{`+
 			`"query":{"type":"string","description":"What the tool should do, in a few words."},`+
-			`"names":{"type":"array","items":{"type":"string"},"description":"Exact tool names to get."},`+
-			`"max_results":{"type":"integer","minimum":1,"maximum":%d,"description":"The most tools to return; the default is %d."}},`+
+			`"names":{"type":"array","items":{"type":"string"},"maxItems":%[1]d,"description":"Exact tool names to get, at most %[1]d."},`+
+			`"max_results":{"type":"integer","minimum":1,"maximum":%[1]d,"description":"The most tools to return; the default is %[2]d."}},`+
 			`"additionalProperties":false}`, maxSearchResults, host.DefaultSearchResults)),
 		OutputSchema: json.RawMessage(`{"type":"object","properties":{` +
 			`"tools":{"type":"array","items":{"type":"object","properties":{` +
@@ -110,6 +110,9 @@ func (g *gateway) searchTools(ctx context.Context, req *mcp.CallToolRequest) (*m
 	in.Query = strings.TrimSpace(in.Query)
 	if in.Query == "" && len(in.Names) == 0 {
 		return toolError("%s: give a query, or the names of tools", host.SearchToolName), nil
+	}
+	if len(in.Names) > maxSearchResults {
+		return toolError("%s: at most %d names at a time (got %d)", host.SearchToolName, maxSearchResults, len(in.Names)), nil
 	}
 	limit := min(max(in.MaxResults, 0), maxSearchResults)
 	if limit == 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -133,6 +134,10 @@ func TestGatewaySearchTools(t *testing.T) {
 
 	if res := search(`{}`); !res.IsError || !strings.Contains(callText(t, res), "give a query") {
 		t.Errorf("empty search: %+v", res)
+	}
+	many, _ := json.Marshal(map[string]any{"names": strings.Split(strings.Repeat("x,", maxSearchResults)+"x", ",")})
+	if res := search(string(many)); !res.IsError || !strings.Contains(callText(t, res), fmt.Sprintf("at most %d names", maxSearchResults)) {
+		t.Errorf("too many names: %+v", res)
 	}
 }
 
