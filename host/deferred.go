@@ -94,15 +94,31 @@ func (o *Orchestrator) searchDecision(base *offer, sel Selection) SearchDecision
 	return d
 }
 
-// offer returns what the run offers of tools: newOffer's set with final_answer, or, when search is on, the pinned
-// tools, search_tools, final_answer and the loaded tools in load order. Whether search is on is decided on the first
-// call.
+// decideSearch decides, once per run, whether it offers search_tools, over the tools of its first iteration. The
+// decision is a step: a durable run resumed after the tool list changed keeps the decision its recorded model calls
+// were made under. With search configured off there is nothing to decide, and no step.
+func (r *run) decideSearch(ctx context.Context, tools []*ManagedTool) error {
+	if r.search != nil {
+		return nil
+	}
+	on := false
+	if r.o.opts.ToolSearch.Mode != ToolSearchNever {
+		var err error
+		on, err = stepJSON(ctx, r.steps, "tool search decision", func(context.Context) (bool, error) {
+			return r.o.searchDecision(newOffer(tools, r.req.Selection), r.req.Selection).On, nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	r.search = &on
+	return nil
+}
+
+// offer returns what the run offers of tools: newOffer's set with final_answer, or, when search is on (decideSearch),
+// the pinned tools, search_tools, final_answer and the loaded tools in load order.
 func (r *run) offer(tools []*ManagedTool) *offer {
 	base := newOffer(tools, r.req.Selection)
-	if r.search == nil {
-		on := r.o.searchDecision(base, r.req.Selection).On
-		r.search = &on
-	}
 	if !*r.search {
 		return r.output.offer(base)
 	}

@@ -369,3 +369,26 @@ func TestToolSearchDeferredTakerLeavesTheRoundAlone(t *testing.T) {
 		t.Errorf("mail_send: %q; clock ran %d times, want once", got["m"], cat.calls["clock"].Load())
 	}
 }
+
+// replayedDecision is a StepRunner that answers the tool search decision as a run recorded it before a crash.
+type replayedDecision struct {
+	DirectSteps
+	on bool
+}
+
+func (r replayedDecision) Step(ctx context.Context, name string, do func(context.Context) ([]byte, error)) ([]byte, error) {
+	if name == "tool search decision" {
+		return json.Marshal(r.on)
+	}
+	return r.DirectSteps.Step(ctx, name, do)
+}
+
+// A resumed run keeps the recorded decision, whatever the tools would decide now.
+func TestToolSearchDecisionIsAStep(t *testing.T) {
+	h := newHarness(t, alwaysSearch(nil))
+	h.srv.Enqueue(fakellm.Turn{Text: "ok"})
+	ans := h.mustAsk(t, &Request{Prompt: "x", Steps: replayedDecision{on: false}})
+	if got := h.srv.Requests()[0].ToolNames(); slices.Contains(got, SearchToolName) || len(got) != 4 || ans.Iterations[0].ToolSearch {
+		t.Errorf("resumed with search recorded off, the first request offers %v", got)
+	}
+}

@@ -414,6 +414,9 @@ func (r *run) save(ctx context.Context) {
 func (r *run) loop(ctx context.Context, tools []*ManagedTool) (*Answer, error) {
 	o := r.o
 	last := o.opts.MaxIterations - 1
+	if err := r.decideSearch(ctx, tools); err != nil {
+		return nil, err
+	}
 	var off *offer
 	for i := 0; i <= last; i++ {
 		if err := ctx.Err(); err != nil {

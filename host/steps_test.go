@@ -176,6 +176,7 @@ func TestStepsResumeAfterCrash(t *testing.T) {
 	wantNames := slices.Clone(whole.started)
 	if got := strings.Join(wantNames, "\n"); got != strings.Join([]string{
 		"load conversation",
+		"tool search decision",
 		"iteration 0: model call forcing search",
 		"iteration 0: tool call search (f1)",
 		"iteration 1: model call",
