@@ -346,7 +346,7 @@ func (t *terminal) ask(ctx context.Context, q string) (string, error) {
 
 func cmdTools(ctx context.Context, args []string, io *stdio) error {
 	var query *string
-	var limit int
+	limit, limitSet := host.DefaultSearchResults, false
 	var jsonOut bool
 	a, tools, err := loadTools(ctx, "tools", args, io, func(fs *flag.FlagSet) {
 		fs.Func("search", "rank the tools for `QUERY`, best first, as search_tools does", func(s string) error {
@@ -356,7 +356,14 @@ func cmdTools(ctx context.Context, args []string, io *stdio) error {
 			query = &s
 			return nil
 		})
-		fs.IntVar(&limit, "limit", host.DefaultSearchResults, "with --search, the most tools to list")
+		fs.Func("limit", fmt.Sprintf("with --search, the most tools to list, `N` (default %d)", host.DefaultSearchResults), func(s string) error {
+			n, err := strconv.Atoi(s)
+			if err != nil {
+				return errors.New("must be a whole number")
+			}
+			limit, limitSet = n, true
+			return nil
+		})
 		fs.BoolVar(&jsonOut, "json", false, "with --search, print the ranked tools as a JSON array")
 	})
 	if err != nil {
@@ -366,8 +373,8 @@ func cmdTools(ctx context.Context, args []string, io *stdio) error {
 	if query != nil {
 		return searchTools(ctx, a, *query, limit, jsonOut, io)
 	}
-	if jsonOut {
-		return fmt.Errorf("%w: --json goes with --search", errUsage)
+	if jsonOut || limitSet {
+		return fmt.Errorf("%w: --json and --limit go with --search", errUsage)
 	}
 	tw := tabwriter.NewWriter(io.out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tSOURCE\tFLAGS\tDESCRIPTION")

@@ -86,7 +86,7 @@ func TestToolsSearch(t *testing.T) {
 		t.Errorf("tools --search with no match --json: exit %d, %q", r.code, r.stdout)
 	}
 
-	for _, args := range [][]string{{"--search", ""}, {"--search", "x", "--limit", "0"}, {"--json"}} {
+	for _, args := range [][]string{{"--search", ""}, {"--search", "x", "--limit", "0"}, {"--json"}, {"--limit", "3"}, {"--search", "x", "--limit", "many"}} {
 		if r := agenthost(t, dir, "", nil, append([]string{"tools"}, args...)...); r.code != 2 {
 			t.Errorf("tools %q: exit %d, want 2:\n%s", args, r.code, r.stderr)
 		}
