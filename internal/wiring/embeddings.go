@@ -1,27 +1,39 @@
 package wiring
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/internal/origin"
 	"github.com/agenthost/agenthost/llm"
 	"github.com/agenthost/agenthost/llm/openai"
 )
 
 // EmbeddingsModel returns the [model] table that [agent.tool_search] embeddings_model is reached with: [model]'s
 // timeouts and retries, the embeddings model's name, and its base_url and api_key_env, [model]'s when unset. The
-// key of [model] goes only to [model]'s API: with a base_url of its own and no api_key_env, no key is sent.
+// key of [model] goes only to [model]'s origin: with a base_url elsewhere and no api_key_env, no key is sent.
 func EmbeddingsModel(cfg *config.Config) config.Model {
 	ts, m := cfg.Agent.ToolSearch, cfg.Model
 	m.Model = ts.EmbeddingsModel
-	if ts.BaseURL != "" && ts.BaseURL != m.BaseURL {
-		m.BaseURL, m.APIKeyEnv = ts.BaseURL, ""
+	if ts.BaseURL != "" && !sameOrigin(ts.BaseURL, cmp.Or(m.BaseURL, openai.DefaultBaseURL)) {
+		m.APIKeyEnv = ""
+	}
+	if ts.BaseURL != "" {
+		m.BaseURL = ts.BaseURL
 	}
 	if ts.APIKeyEnv != "" {
 		m.APIKeyEnv = ts.APIKeyEnv
 	}
 	return m
+}
+
+// sameOrigin reports whether URLs a and b have one origin (scheme, host and port); false when either does not parse.
+func sameOrigin(a, b string) bool {
+	oa, errA := origin.Parse(a)
+	ob, errB := origin.Parse(b)
+	return errA == nil && errB == nil && oa == ob
 }
 
 // embedder returns the embedder of [agent.tool_search] embeddings_model, or nil when none is set. It makes no

@@ -7,6 +7,7 @@ import (
 
 	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/internal/testkit/fakellm"
+	"github.com/agenthost/agenthost/llm/openai"
 )
 
 func TestEmbeddingsModel(t *testing.T) {
@@ -21,10 +22,15 @@ func TestEmbeddingsModel(t *testing.T) {
 		{"[model]'s API, a key of its own", config.ToolSearch{EmbeddingsModel: "e", APIKeyEnv: "EMBED_KEY"}, "http://127.0.0.1:1/v1", "EMBED_KEY"},
 		{"another API: not [model]'s key", config.ToolSearch{EmbeddingsModel: "e", BaseURL: "http://127.0.0.1:2/v1"}, "http://127.0.0.1:2/v1", ""},
 		{"another API with its key", config.ToolSearch{EmbeddingsModel: "e", BaseURL: "http://127.0.0.1:2/v1", APIKeyEnv: "EMBED_KEY"}, "http://127.0.0.1:2/v1", "EMBED_KEY"},
+		{"[model]'s origin, another path", config.ToolSearch{EmbeddingsModel: "e", BaseURL: "HTTP://127.0.0.1:1/embed/v1/"}, "HTTP://127.0.0.1:1/embed/v1/", "MODEL_KEY"},
+		{"the provider's default origin, written out", config.ToolSearch{EmbeddingsModel: "e", BaseURL: openai.DefaultBaseURL}, openai.DefaultBaseURL, "OPENAI_API_KEY"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := &config.Config{Model: model}
+			if tt.wantKeyEnv == "OPENAI_API_KEY" { // [model] on the provider's default URL
+				cfg.Model.BaseURL, cfg.Model.APIKeyEnv = "", "OPENAI_API_KEY"
+			}
 			cfg.Agent.ToolSearch = tt.ts
 			m := EmbeddingsModel(cfg)
 			if m.Model != "e" || m.BaseURL != tt.wantBase || m.APIKeyEnv != tt.wantKeyEnv || m.MaxRetries != 3 {
