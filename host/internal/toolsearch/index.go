@@ -33,8 +33,8 @@ const (
 // Fields is a tool's document, by Field.
 type Fields [NumFields]string
 
-// Params are the ranking's parameters. The defaults were tuned on APIBench's training questions
-// (internal/bench/toolrank).
+// Params are the ranking's parameters. The defaults were set by hand, not fitted to any data; internal/bench/toolrank
+// measures them on APIBench.
 type Params struct {
 	// K1 saturates a term's weighted frequency.
 	K1 float64
@@ -49,7 +49,8 @@ type Params struct {
 	NameMatch float64
 }
 
-// DefaultParams returns the tuned parameters.
+// DefaultParams returns the parameters set by hand: the name weighs most, then the source, the description, the
+// parameters and the source's description.
 func DefaultParams() Params {
 	return Params{
 		K1:        1.2,
