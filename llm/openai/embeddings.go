@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"time"
 
@@ -94,17 +93,10 @@ func (e *Embedder) embedBatch(ctx context.Context, texts []string) ([][]float32,
 		if ctxErr := m.contextError(ctx, callCtx); ctxErr != nil {
 			return nil, fmt.Errorf("openai: embeddings: %w", ctxErr)
 		}
-		delay, ok := m.retryDelay(err, retry)
-		if !ok {
-			suffix := ""
-			if retry > 0 {
-				suffix = fmt.Sprintf(" (%d attempts)", retry+1)
-			}
-			return nil, fmt.Errorf("openai: embeddings model %q: %w%s", m.name, err, suffix)
+		delay, err := m.nextAttempt(ctx, "embeddings model", err, retry)
+		if err != nil {
+			return nil, err
 		}
-		m.logger.LogAttrs(ctx, slog.LevelWarn, "openai: retrying embeddings call",
-			slog.String("model", m.name), slog.Int("retry", retry+1), slog.Duration("delay", delay),
-			slog.String("err", err.Error()))
 		if !wait(callCtx, delay) {
 			return nil, fmt.Errorf("openai: embeddings: %w", m.contextError(ctx, callCtx))
 		}

@@ -137,7 +137,7 @@ func TestEmbedSecrets(t *testing.T) {
 	if strings.Contains(err.Error(), testKey) || strings.Contains(logs.String(), testKey) {
 		t.Errorf("the key leaked: err %v, logs %s", err, logs.String())
 	}
-	if !strings.Contains(logs.String(), "retrying embeddings call") {
+	if !strings.Contains(logs.String(), "retrying embeddings model call") {
 		t.Errorf("the retry was not logged: %s", logs.String())
 	}
 }

@@ -226,17 +226,10 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request, onDelta func(llm
 		if chunks > 0 {
 			return nil, fmt.Errorf("openai: model %q: stream broken after %d chunks: %w", m.name, chunks, err)
 		}
-		delay, ok := m.retryDelay(err, retry)
-		if !ok {
-			suffix := ""
-			if retry > 0 {
-				suffix = fmt.Sprintf(" (%d attempts)", retry+1)
-			}
-			return nil, fmt.Errorf("openai: model %q: %w%s", m.name, err, suffix)
+		delay, err := m.nextAttempt(ctx, "model", err, retry)
+		if err != nil {
+			return nil, err
 		}
-		m.logger.LogAttrs(ctx, slog.LevelWarn, "openai: retrying model call",
-			slog.String("model", m.name), slog.Int("retry", retry+1), slog.Duration("delay", delay),
-			slog.String("err", err.Error()))
 		if !wait(callCtx, delay) {
 			return nil, m.contextError(ctx, callCtx)
 		}
@@ -352,6 +345,23 @@ func (m *Model) idleError(ctx context.Context, err error) error {
 		return &idleError{idle: m.idle}
 	}
 	return err
+}
+
+// nextAttempt decides what follows a failed attempt of a call of kind ("model", "embeddings model"): the delay
+// before the next attempt, logged, or the error the call ends with.
+func (m *Model) nextAttempt(ctx context.Context, kind string, err error, retry int) (time.Duration, error) {
+	delay, ok := m.retryDelay(err, retry)
+	if !ok {
+		suffix := ""
+		if retry > 0 {
+			suffix = fmt.Sprintf(" (%d attempts)", retry+1)
+		}
+		return 0, fmt.Errorf("openai: %s %q: %w%s", kind, m.name, err, suffix)
+	}
+	m.logger.LogAttrs(ctx, slog.LevelWarn, "openai: retrying "+kind+" call",
+		slog.String("model", m.name), slog.Int("retry", retry+1), slog.Duration("delay", delay),
+		slog.String("err", err.Error()))
+	return delay, nil
 }
 
 // wait sleeps for d or until ctx is done; it reports whether d elapsed.
