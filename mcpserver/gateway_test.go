@@ -280,22 +280,7 @@ func TestGatewayProgressAndCancellation(t *testing.T) {
 		}
 	}
 	cancel()
-	select {
-	case err := <-cancelled:
-		if !errors.Is(err, context.Canceled) {
-			t.Errorf("the tool's context ended with %v", err)
-		}
-	case <-wait.Done():
-		t.Fatal("the tool was not cancelled")
-	}
-	select {
-	case err := <-done:
-		if err == nil {
-			t.Error("the cancelled call returned no error")
-		}
-	case <-wait.Done():
-		t.Fatal("the cancelled call never returned")
-	}
+	expectCancelled(t, wait, cancelled, done)
 }
 
 func TestGatewayApprovalAndElicitation(t *testing.T) {
@@ -849,5 +834,27 @@ func TestGatewayOriginalResult(t *testing.T) {
 	want, _ := json.Marshal(orig.Content)
 	if string(got) != string(want) {
 		t.Errorf("content %s\nwant %s", got, want)
+	}
+}
+
+// expectCancelled waits, until wait ends, for a cancelled gateway call to end: the tool's context with
+// context.Canceled (on cancelled), and the client's call with an error (on done).
+func expectCancelled(t *testing.T, wait context.Context, cancelled, done <-chan error) {
+	t.Helper()
+	select {
+	case err := <-cancelled:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("the tool's context ended with %v", err)
+		}
+	case <-wait.Done():
+		t.Fatal("the tool was not cancelled")
+	}
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Error("the cancelled call returned no error")
+		}
+	case <-wait.Done():
+		t.Fatal("the cancelled call never returned")
 	}
 }

@@ -3,7 +3,6 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -243,22 +242,7 @@ func TestGatewaySearchProgressAndCancellation(t *testing.T) {
 		t.Fatal("no progress came")
 	}
 	cancel()
-	select {
-	case err := <-cancelled:
-		if !errors.Is(err, context.Canceled) {
-			t.Errorf("the tool's context ended with %v", err)
-		}
-	case <-wait.Done():
-		t.Fatal("the tool was not cancelled")
-	}
-	select {
-	case err := <-done:
-		if err == nil {
-			t.Error("the cancelled call returned no error")
-		}
-	case <-wait.Done():
-		t.Fatal("the cancelled call never returned")
-	}
+	expectCancelled(t, wait, cancelled, done)
 }
 
 // TestGatewaySearchFollowsChanges: a new unpinned tool changes nothing offered (so no list_changed is owed), yet is
