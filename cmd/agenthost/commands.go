@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/url"
 	"os"
@@ -440,7 +441,7 @@ func searchTools(ctx context.Context, a *wiring.App, query string, limit int, js
 	if jsonOut {
 		out := make([]searchHit, len(hits))
 		for i, h := range hits {
-			out[i] = searchHit{Rank: i + 1, Name: h.Tool.Spec.Name, Source: h.Tool.Source, Score: h.Score,
+			out[i] = searchHit{Rank: i + 1, Name: h.Tool.Spec.Name, Source: h.Tool.Source, Score: math.Round(h.Score*1e4) / 1e4,
 				Description: h.Tool.Spec.Description, InputSchema: h.Tool.Spec.InputSchema}
 		}
 		enc := json.NewEncoder(io.out)
