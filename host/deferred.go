@@ -124,7 +124,9 @@ func (r *run) offer(tools []*ManagedTool) *offer {
 	}
 	var offered []*ManagedTool
 	for _, t := range base.tools {
-		if t.Pinned() {
+		// A source's own search_tools keeps search off (SearchDecision), unless the decision was made before it
+		// came, or recorded: then it is not offered, rather than twice under one name.
+		if t.Pinned() && t.Spec.Name != SearchToolName {
 			offered = append(offered, t)
 		}
 	}

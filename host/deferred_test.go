@@ -334,6 +334,9 @@ func TestToolSearchWithAFailingSource(t *testing.T) {
 	if m.search.cur != ix {
 		t.Error("the index was built again for a list merged anew with the same tools")
 	}
+	if slices.Contains(ix.list, hits[0].Tool) {
+		t.Error("the hits are tools of the list the index was built from, not of the list the search was made over")
+	}
 }
 
 // A tool of a source named search_tools keeps search off: the model would see two tools of one name.
@@ -351,6 +354,15 @@ func TestToolSearchNameTaken(t *testing.T) {
 	if d := h.orch.SearchDecision(all, Selection{}); d.On || d.Why != "a tool is named search_tools" {
 		t.Errorf("SearchDecision = %+v", d)
 	}
+
+	// With search on all the same (a recorded decision), the source's tool, pinned, is not offered beside it.
+	cfg.policies = map[string]ToolPolicy{SearchToolName: {Pinned: pin(true)}}
+	h = newHarness(t, cfg)
+	h.srv.Enqueue(fakellm.Turn{Text: "ok"})
+	h.mustAsk(t, &Request{Prompt: "x", Steps: replayedDecision{on: true}})
+	if got := h.srv.Requests()[0].ToolNames(); !slices.Equal(got, []string{SearchToolName}) {
+		t.Errorf("with search on, the first request offers %v, want search_tools once", got)
+	}
 }
 
 // A takes_control tool that is not loaded yet does not run, so the calls beside it do.
@@ -367,6 +379,16 @@ func TestToolSearchDeferredTakerLeavesTheRoundAlone(t *testing.T) {
 	got := toolMessages(h.srv.Requests()[1])
 	if !strings.Contains(got["m"], "was not loaded yet") || cat.calls["clock"].Load() != 1 {
 		t.Errorf("mail_send: %q; clock ran %d times, want once", got["m"], cat.calls["clock"].Load())
+	}
+
+	// And the other way round: a pinned takes_control tool beside a call of a tool not loaded yet runs, and hands over.
+	cat, tools = newCatalogue()
+	h = newHarness(t, harnessConfig{tools: tools, policies: map[string]ToolPolicy{"clock": {TakesControl: true}},
+		opts: Options{ToolSearch: ToolSearchOptions{Mode: ToolSearchAlways}}})
+	h.srv.Enqueue(fakellm.Turn{ToolCalls: []fakellm.ToolCall{call("c", "clock", `{}`), call("f", "files_read", `{}`)}})
+	ans := h.mustAsk(t, &Request{Prompt: "x"})
+	if cat.calls["clock"].Load() != 1 || ans.StoppedBy != StopToolControl {
+		t.Errorf("clock ran %d times, the run stopped by %q; want clock to run and take control", cat.calls["clock"].Load(), ans.StoppedBy)
 	}
 }
 
@@ -390,5 +412,13 @@ func TestToolSearchDecisionIsAStep(t *testing.T) {
 	ans := h.mustAsk(t, &Request{Prompt: "x", Steps: replayedDecision{on: false}})
 	if got := h.srv.Requests()[0].ToolNames(); slices.Contains(got, SearchToolName) || len(got) != 4 || ans.Iterations[0].ToolSearch {
 		t.Errorf("resumed with search recorded off, the first request offers %v", got)
+	}
+
+	_, tools := newCatalogue() // auto, far below the threshold: the tools would decide off
+	h = newHarness(t, harnessConfig{tools: tools})
+	h.srv.Enqueue(fakellm.Turn{Text: "ok"})
+	ans = h.mustAsk(t, &Request{Prompt: "x", Steps: replayedDecision{on: true}})
+	if got := h.srv.Requests()[0].ToolNames(); !slices.Equal(got, []string{SearchToolName}) || !ans.Iterations[0].ToolSearch {
+		t.Errorf("resumed with search recorded on, the first request offers %v", got)
 	}
 }

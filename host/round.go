@@ -100,17 +100,24 @@ func (r *run) round(ctx context.Context, iter int, off *offer, assistant llm.Mes
 		}
 	}
 
-	// 4. A takes_control tool must be called alone.
-	if len(distinct) > 1 {
+	// 4. A takes_control tool must be called alone, among the calls that could run: a call of a tool not loaded yet
+	// never does, so it neither hands over nor stands beside one that does.
+	var could []*slot
+	for _, s := range distinct {
+		if s.notRun != "not loaded" {
+			could = append(could, s)
+		}
+	}
+	if len(could) > 1 {
 		var takers []string
-		for _, s := range distinct {
-			if s.tool != nil && s.tool.Policy.TakesControl && s.notRun != "not loaded" { // a deferred one does not run now
+		for _, s := range could {
+			if s.tool != nil && s.tool.Policy.TakesControl {
 				takers = append(takers, s.tool.Spec.Name)
 			}
 		}
 		if len(takers) > 0 {
 			msg := fmt.Sprintf("not executed: %s hands the conversation over and must be called alone, without other tool calls in the same turn. Call it again by itself, or call the other tools first.", strings.Join(takers, " and "))
-			for _, s := range distinct {
+			for _, s := range could {
 				if s.problem == "" {
 					s.problem, s.notRun = msg, "takes_control not alone"
 				}

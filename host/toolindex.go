@@ -50,16 +50,18 @@ type toolSearch struct {
 
 // indexBuild is a build under way, which searches over the same list wait for rather than build again.
 type indexBuild struct {
-	list []*ManagedTool
-	done chan struct{}
-	ix   *toolIndex
+	list  []*ManagedTool
+	about map[string]string
+	done  chan struct{}
+	ix    *toolIndex
 }
 
 // toolIndex is the index of one merged list.
 type toolIndex struct {
-	list   []*ManagedTool // the list it was built from: a new slice means a new list
-	tools  []*ManagedTool // the enabled tools, by document
-	pos    []int          // each document's position in list
+	list   []*ManagedTool    // the list it was built from: a new slice means a new list
+	about  map[string]string // what the sources said of themselves then (sourceDescriptions)
+	tools  []*ManagedTool    // the enabled tools, by document
+	pos    []int             // each document's position in list
 	ix     *toolsearch.Index
 	texts  []string // what is embedded of each tool
 	hashes []string // sha256 of each text
@@ -80,7 +82,8 @@ func sameList(a, b []*ManagedTool) bool {
 	for i, t := range a {
 		u := b[i]
 		if t != u && (t.Spec.Name != u.Spec.Name || t.Source != u.Source || t.Policy.Disabled != u.Policy.Disabled ||
-			t.Spec.Description != u.Spec.Description || string(t.Spec.InputSchema) != string(u.Spec.InputSchema)) {
+			t.Spec.Title != u.Spec.Title || t.Spec.Description != u.Spec.Description ||
+			string(t.Spec.InputSchema) != string(u.Spec.InputSchema)) {
 			return false
 		}
 	}
@@ -131,17 +134,18 @@ func (m *ToolManager) Search(ctx context.Context, query string, opts *SearchOpti
 	return out, nil
 }
 
-// index returns the index of tools, building it when the list is new. The build runs outside the lock, so searches
-// over the previous list go on meanwhile; searches over the new one wait for it.
+// index returns the index of tools, building it when the list, or what a source says of itself, is new. The build
+// runs outside the lock, so searches over the previous list go on meanwhile; searches over the new one wait for it.
 func (m *ToolManager) index(ctx context.Context, tools []*ManagedTool) (*toolIndex, error) {
 	s := &m.search
+	about := m.sourceDescriptions()
 	s.mu.Lock()
-	if s.cur != nil && sameList(s.cur.list, tools) {
+	if s.cur != nil && sameList(s.cur.list, tools) && maps.Equal(s.cur.about, about) {
 		ix := s.cur
 		s.mu.Unlock()
 		return ix, nil
 	}
-	if b := s.building; b != nil && sameList(b.list, tools) {
+	if b := s.building; b != nil && sameList(b.list, tools) && maps.Equal(b.about, about) {
 		s.mu.Unlock()
 		select {
 		case <-b.done:
@@ -150,30 +154,35 @@ func (m *ToolManager) index(ctx context.Context, tools []*ManagedTool) (*toolInd
 			return nil, ctx.Err()
 		}
 	}
-	b := &indexBuild{list: tools, done: make(chan struct{})}
+	b := &indexBuild{list: tools, about: about, done: make(chan struct{})}
 	s.building = b
 	s.mu.Unlock()
 
-	b.ix = m.buildIndex(tools)
+	b.ix = m.buildIndex(tools, about)
 	s.mu.Lock()
-	if s.building == b {
+	if s.building == b { // else a build for a newer list started meanwhile: it will be the current index
 		s.building = nil
+		s.cur = b.ix
 	}
-	s.cur = b.ix
 	s.mu.Unlock()
 	close(b.done)
 	return b.ix, nil
 }
 
-// buildIndex indexes the enabled tools of list.
-func (m *ToolManager) buildIndex(list []*ManagedTool) *toolIndex {
+// sourceDescriptions returns what each source that is an Instructor says of itself, by source name.
+func (m *ToolManager) sourceDescriptions() map[string]string {
 	about := map[string]string{}
 	for _, set := range m.sources() {
 		if in, ok := set.(Instructor); ok {
 			about[set.Name()] = in.Instructions()
 		}
 	}
-	ix := &toolIndex{list: list, embedding: make(chan struct{}, 1)}
+	return about
+}
+
+// buildIndex indexes the enabled tools of list, whose sources say about of themselves.
+func (m *ToolManager) buildIndex(list []*ManagedTool, about map[string]string) *toolIndex {
+	ix := &toolIndex{list: list, about: about, embedding: make(chan struct{}, 1)}
 	var docs []toolsearch.Fields
 	for i, t := range list {
 		if t.Policy.Disabled {
@@ -281,6 +290,9 @@ func (m *ToolManager) toolVectors(ctx context.Context, ix *toolIndex) [][]float3
 	defer func() { <-ix.embedding }()
 	if ix.vecs != nil {
 		return ix.vecs
+	}
+	if !m.search.vectors.healthy() { // it failed while this search waited its turn
+		return nil
 	}
 	ectx, cancel := context.WithTimeout(ctx, embedToolsTimeout)
 	defer cancel()

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,8 +24,12 @@ type changingSet struct {
 	tools []Tool
 }
 
-func (s *changingSet) Name() string         { return s.name }
-func (s *changingSet) Instructions() string { return s.about }
+func (s *changingSet) Name() string { return s.name }
+func (s *changingSet) Instructions() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.about
+}
 func (s *changingSet) Tools(context.Context) ([]Tool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -334,5 +339,47 @@ func TestToolSearchHangingEmbedder(t *testing.T) {
 	}
 	if n := emb.calls.Load(); n != 1 {
 		t.Errorf("the hanging embedder was asked %d times, want once: the later searches, the view's too, rest", n)
+	}
+}
+
+// A list merged anew is served by the old index only when nothing the index reads changed: a tool's title, or what
+// its source says of itself, makes a new index.
+func TestToolSearchReindexesTitlesAndInstructions(t *testing.T) {
+	set := &changingSet{name: "mcp:zoo", about: "Keeps animals."}
+	set.set(&funcTool{spec: ToolSpec{Name: "finder", Title: "Alpha finder", Description: "Finds things."}})
+	m := NewToolManager([]Toolset{set}, nil)
+	if got := searchTools(t, m, "zebra", nil); len(got) != 0 {
+		t.Fatalf("before any change, zebra finds %v", got)
+	}
+	set.set(&funcTool{spec: ToolSpec{Name: "finder", Title: "Zebra finder", Description: "Finds things."}})
+	if got := searchTools(t, m, "zebra", nil); !slices.Equal(got, []string{"finder"}) {
+		t.Errorf("after the title changed, zebra finds %v", got)
+	}
+	set.mu.Lock()
+	set.about = "Keeps giraffes."
+	set.mu.Unlock()
+	if got := searchTools(t, m, "giraffes", nil); !slices.Equal(got, []string{"finder"}) {
+		t.Errorf("after the source's instructions changed, giraffes finds %v", got)
+	}
+}
+
+// Searches that queue for the embedder while it hangs do not each wait out its timeout: the first failure rests it
+// for those waiting too.
+func TestToolSearchHangingEmbedderConcurrent(t *testing.T) {
+	defer func(q, tl time.Duration) { embedQueryTimeout, embedToolsTimeout = q, tl }(embedQueryTimeout, embedToolsTimeout)
+	embedQueryTimeout, embedToolsTimeout = 50*time.Millisecond, 50*time.Millisecond
+	emb := &hangingEmbedder{}
+	m := NewToolManager([]Toolset{hybridTools()}, &ToolManagerOptions{Embedder: emb})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			if hits, err := m.Search(t.Context(), "charge a card", nil); err != nil || len(hits) == 0 {
+				t.Errorf("search = %v, %v", hits, err)
+			}
+		})
+	}
+	wg.Wait()
+	if n := emb.calls.Load(); n != 1 {
+		t.Errorf("the hanging embedder was asked %d times by 4 searches at once, want once", n)
 	}
 }
