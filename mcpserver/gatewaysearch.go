@@ -27,14 +27,14 @@ const (
 // CallToolName is the tool of the search form that calls any enabled tool by its gateway name.
 const CallToolName = "call_tool"
 
-// maxSearchResults bounds max_results of search_tools: a result of full schemas must stay readable.
-const maxSearchResults = 50
+// maxSearchResults bounds max_results and names of search_tools, as the loop's search_tools does.
+const maxSearchResults = host.MaxSearchResults
 
 // searchInput is search_tools' input, as the loop's search_tools takes it.
 type searchInput struct {
 	Query      string   `json:"query"`
 	Names      []string `json:"names"`
-	MaxResults int      `json:"max_results"`
+	MaxResults *int     `json:"max_results"`
 }
 
 // foundTool is one tool of search_tools' result.
@@ -114,9 +114,12 @@ func (g *gateway) searchTools(ctx context.Context, req *mcp.CallToolRequest) (*m
 	if len(in.Names) > maxSearchResults {
 		return toolError("%s: at most %d names at a time (got %d)", host.SearchToolName, maxSearchResults, len(in.Names)), nil
 	}
-	limit := min(max(in.MaxResults, 0), maxSearchResults)
-	if limit == 0 {
-		limit = host.DefaultSearchResults
+	if in.MaxResults != nil && (*in.MaxResults < 1 || *in.MaxResults > maxSearchResults) {
+		return toolError("%s: max_results must be between 1 and %d (got %d)", host.SearchToolName, maxSearchResults, *in.MaxResults), nil
+	}
+	limit := host.DefaultSearchResults
+	if in.MaxResults != nil {
+		limit = *in.MaxResults
 	}
 	out := searchOutput{Tools: []foundTool{}}
 	seen := map[string]bool{}

@@ -134,6 +134,11 @@ func TestGatewaySearchTools(t *testing.T) {
 	if res := search(`{}`); !res.IsError || !strings.Contains(callText(t, res), "give a query") {
 		t.Errorf("empty search: %+v", res)
 	}
+	for _, bad := range []string{`{"query":"weather","max_results":0}`, `{"query":"weather","max_results":21}`} {
+		if res := search(bad); !res.IsError || !strings.Contains(callText(t, res), "max_results must be between 1 and 20") {
+			t.Errorf("search %s: %+v", bad, res)
+		}
+	}
 	many, _ := json.Marshal(map[string]any{"names": strings.Split(strings.Repeat("x,", maxSearchResults)+"x", ",")})
 	if res := search(string(many)); !res.IsError || !strings.Contains(callText(t, res), fmt.Sprintf("at most %d names", maxSearchResults)) {
 		t.Errorf("too many names: %+v", res)
@@ -301,6 +306,12 @@ func TestGatewayToolsOption(t *testing.T) {
 	_, err := New(t.Context(), host.New(testmodel.New(), tm, nil), &Options{ExposeTools: true, GatewayTools: "some"})
 	if err == nil || !strings.Contains(err.Error(), `gateway tools "some"`) {
 		t.Errorf("New with gateway tools %q: %v", "some", err)
+	}
+	for _, name := range []string{host.SearchToolName, CallToolName} {
+		_, err := New(t.Context(), host.New(testmodel.New(), tm, nil), &Options{ExposeTools: true, GatewayTools: GatewayToolsSearch, ToolName: name})
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("the agent tool cannot be named %q", name)) {
+			t.Errorf("New with the agent tool named %q: %v", name, err)
+		}
 	}
 	// Without gateway mode the search form offers nothing more than the agent tool.
 	s, err := New(t.Context(), host.New(testmodel.New(), tm, nil), &Options{GatewayTools: GatewayToolsSearch})
