@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -100,5 +101,15 @@ gateway_tools = "search"
 	want := `github.merge_pull_request called with {"method":"squash","pull_request_id":"42","repo":"acme/web"}`
 	if out.Call.IsError || len(out.Call.Content) == 0 || out.Call.Content[0].Text != want {
 		t.Errorf("call_tool returned %+v, want %q", out.Call, want)
+	}
+	// What the gateway stood in front of: every server connected, 300 tools of theirs.
+	r := agenthost(t, dir, "", []string{"TEST_KEY=sk-desktop"}, "tools", "--config", config)
+	if r.code != 0 {
+		t.Fatalf("agenthost tools over the same configuration: exit %d\n%s", r.code, r.stderr)
+	}
+	for _, th := range themes {
+		if n := len(regexp.MustCompile(`(?m)^\S+ +mcp:`+th+` `).FindAllString(r.stdout, -1)); n != 25 {
+			t.Errorf("agenthost tools over the same configuration lists %d tools of mcp:%s, want 25", n, th)
+		}
 	}
 }
