@@ -23,14 +23,10 @@ func TestEmbeddingsModel(t *testing.T) {
 		{"another API: not [model]'s key", config.ToolSearch{EmbeddingsModel: "e", BaseURL: "http://127.0.0.1:2/v1"}, "http://127.0.0.1:2/v1", ""},
 		{"another API with its key", config.ToolSearch{EmbeddingsModel: "e", BaseURL: "http://127.0.0.1:2/v1", APIKeyEnv: "EMBED_KEY"}, "http://127.0.0.1:2/v1", "EMBED_KEY"},
 		{"[model]'s origin, another path", config.ToolSearch{EmbeddingsModel: "e", BaseURL: "HTTP://127.0.0.1:1/embed/v1/"}, "HTTP://127.0.0.1:1/embed/v1/", "MODEL_KEY"},
-		{"the provider's default origin, written out", config.ToolSearch{EmbeddingsModel: "e", BaseURL: openai.DefaultBaseURL}, openai.DefaultBaseURL, "OPENAI_API_KEY"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := &config.Config{Model: model}
-			if tt.wantKeyEnv == "OPENAI_API_KEY" { // [model] on the provider's default URL
-				cfg.Model.BaseURL, cfg.Model.APIKeyEnv = "", "OPENAI_API_KEY"
-			}
 			cfg.Agent.ToolSearch = tt.ts
 			m := EmbeddingsModel(cfg)
 			if m.Model != "e" || m.BaseURL != tt.wantBase || m.APIKeyEnv != tt.wantKeyEnv || m.MaxRetries != 3 {
@@ -38,6 +34,16 @@ func TestEmbeddingsModel(t *testing.T) {
 					m.Model, m.BaseURL, m.APIKeyEnv, m.MaxRetries, tt.wantBase, tt.wantKeyEnv)
 			}
 		})
+	}
+
+	// [model] on the provider's default URL: its key goes to that origin written out, and to no other.
+	openAI := config.Model{Provider: "openai", Model: "chat", APIKeyEnv: "OPENAI_API_KEY"}
+	for _, tt := range []struct{ base, wantKeyEnv string }{{openai.DefaultBaseURL, "OPENAI_API_KEY"}, {"http://127.0.0.1:2/v1", ""}} {
+		cfg := &config.Config{Model: openAI}
+		cfg.Agent.ToolSearch = config.ToolSearch{EmbeddingsModel: "e", BaseURL: tt.base}
+		if m := EmbeddingsModel(cfg); m.BaseURL != tt.base || m.APIKeyEnv != tt.wantKeyEnv {
+			t.Errorf("[model] on the default URL, embeddings at %s: base %q, key env %q; want the key env %q", tt.base, m.BaseURL, m.APIKeyEnv, tt.wantKeyEnv)
+		}
 	}
 }
 
