@@ -64,6 +64,8 @@ type Options struct {
 	ContextTokens int
 	// ToolSearch is when runs offer search_tools in place of many tools, and how.
 	ToolSearch ToolSearchOptions
+	// CodeMode offers run_code, a script that calls the run's tools.
+	CodeMode CodeModeOptions
 	// Conversations keeps conversations; nil means a new MemoryStore with default bounds.
 	Conversations ConversationStore
 	// Logger receives the run's log lines; nil discards them.
