@@ -34,6 +34,7 @@ type ToolCaller interface {
 type CodeModeOptions struct {
 	// Runner runs the scripts; nil leaves code mode off.
 	Runner CodeRunner
-	// Tools names the tools a script may call; empty means every tool the run offers but run_code itself.
+	// Tools names the tools a script may call; empty means every tool the run may offer but run_code itself. Tools
+	// that take control are never called from a script (see coderun.go).
 	Tools []string
 }

@@ -115,12 +115,16 @@ func (r *run) decideSearch(ctx context.Context, tools []*ManagedTool) error {
 	return nil
 }
 
-// offer returns what the run offers of tools: newOffer's set with final_answer, or, when search is on (decideSearch),
-// the pinned tools, search_tools, final_answer and the loaded tools in load order.
+// offer returns what the run offers of tools: newOffer's set with run_code (in code mode) and final_answer, or, when
+// search is on (decideSearch), the pinned tools, search_tools, run_code, final_answer and the loaded tools in load
+// order.
 func (r *run) offer(tools []*ManagedTool) *offer {
 	base := newOffer(tools, r.req.Selection)
 	if !*r.search {
-		return r.output.offer(base)
+		if !r.codeOn(base) {
+			return r.output.offer(base)
+		}
+		return r.output.offer(base.withTool(r.newCodeTool(base, tools, base.tools, false)))
 	}
 	var offered []*ManagedTool
 	for _, t := range base.tools {
@@ -134,6 +138,11 @@ func (r *run) offer(tools []*ManagedTool) *offer {
 		"by what you need them for (query) or by exact name (names). The tools found are loaded: you can call them from your next turn.",
 		InputSchema: searchInput}, Source: SearchToolSource}
 	offered = append(offered, tool)
+	var code *ManagedTool
+	if r.codeOn(base) {
+		code = &ManagedTool{} // made below, once the offered tools it declares are known
+		offered = append(offered, code)
+	}
 	if r.output != nil && r.output.tool != nil {
 		offered = append(offered, r.output.tool)
 	}
@@ -141,6 +150,9 @@ func (r *run) offer(tools []*ManagedTool) *offer {
 		if t, ok := base.byName[name]; ok && !slices.Contains(offered, t) {
 			offered = append(offered, t)
 		}
+	}
+	if code != nil {
+		*code = *r.newCodeTool(base, tools, offered, true)
 	}
 	off := &offer{tools: offered, byName: make(map[string]*ManagedTool, len(offered)), forced: base.forced,
 		specs: make([]llm.ToolSpec, 0, len(offered)), deferred: map[string]*ManagedTool{}}

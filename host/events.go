@@ -39,9 +39,11 @@ type Event struct {
 
 // ToolEvent describes a tool call in an event.
 type ToolEvent struct {
-	ID        string
-	Name      string
-	Source    string
+	ID     string
+	Name   string
+	Source string
+	// Parent is the id of the run_code call whose script made this call; "" for the model's own calls.
+	Parent    string
 	Arguments json.RawMessage
 	Progress  *Progress     // EventToolProgress
 	Result    *Result       // EventToolEnd; nil when the call could not happen

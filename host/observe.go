@@ -47,7 +47,10 @@ type ToolCallStart struct {
 	// Tool is the tool's final name, Source the name of its source, and Description its description.
 	Tool, Source, Description string
 	// CallID is the model's id of the call ("" outside a run, unless the caller gave one).
-	CallID         string
+	CallID string
+	// ParentCallID is the id of the run_code call whose script makes this call, "" for others. The call is
+	// observed under the context of run_code's, so a span of it is a child of run_code's.
+	ParentCallID   string
 	ConversationID string
 	Arguments      json.RawMessage
 }

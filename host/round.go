@@ -33,6 +33,8 @@ type slot struct {
 	sources  []int  // numbers given to result.References
 	text     string // the result's text, with a sub-agent's citations renumbered into the run's sources
 	content  string // the tool message
+
+	code *codeScope // the calls of run_code's script
 }
 
 // round handles the tool calls of one model response, following DESIGN's eight steps, and appends the assistant
@@ -216,6 +218,9 @@ func (r *run) round(ctx context.Context, iter int, off *offer, assistant llm.Mes
 			}
 		}
 		r.calls = append(r.calls, info)
+		if s.primary == nil && p.code != nil {
+			r.nestedCalls(p.code)
+		}
 		r.emit(&Event{Kind: EventToolEnd, Iteration: iter, ToolCall: &ToolEvent{ID: s.call.ID, Name: s.call.Name, Source: info.Source, Arguments: p.args, Result: p.result, Info: &info}})
 		// A hand-off that failed goes back to the model like any failed call, so it can tell the user.
 		if s.primary == nil && info.OK && p.tool.Policy.TakesControl {
@@ -273,11 +278,40 @@ func (r *run) execute(ctx context.Context, iter int, slots []*slot, progress *pr
 	callCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	outcomes := make(chan outcome, len(slots)) // buffered: an abandoned call never blocks
+	// Scripts start after the other calls, whose steps are thus started in the model's order, and count their calls
+	// from the round's count.
+	var scripts []func()
+	var code *codeRound
+	defer func() {
+		if code != nil {
+			r.executed = code.count()
+		}
+	}()
 	for _, s := range slots {
 		r.executed++
 		r.emit(&Event{Kind: EventToolStart, Iteration: iter, ToolCall: &ToolEvent{ID: s.call.ID, Name: s.tool.Spec.Name, Source: s.tool.Source, Arguments: s.args}})
 		start := time.Now()
 		name := fmt.Sprintf("iteration %d: tool call %s (%s)", iter, s.tool.Spec.Name, s.call.ID)
+		if isCodeTool(s.tool) {
+			if code == nil {
+				code = &codeRound{limit: r.o.opts.Limits.ToolCalls}
+			}
+			s.code = &codeScope{r: r, tool: s.tool.Tool.(*codeTool), iter: iter, parent: s.call.ID, relay: progress, round: code, call: s.hostCall, byKey: map[string]*nestedCall{}}
+			s.hostCall.code = s.code
+			scripts = append(scripts, func() {
+				// Not a step: the calls of its script are (see coderun.go).
+				res, err := r.o.tools.run(callCtx, s.tool, s.args, s.hostCall, 0)
+				switch {
+				case err == nil:
+				case ctx.Err() != nil:
+					err = ctx.Err()
+				case errors.Is(callCtx.Err(), context.DeadlineExceeded):
+					err = timeoutError(timeout)
+				}
+				outcomes <- outcome{s, res, err, time.Since(start)}
+			})
+			continue
+		}
 		wait := goJSON(callCtx, r.steps, name, func(callCtx context.Context) (toolOutcome, error) {
 			res, err := r.o.tools.run(callCtx, s.tool, s.args, s.hostCall, 0)
 			switch {
@@ -297,6 +331,12 @@ func (r *run) execute(ctx context.Context, iter int, slots []*slot, progress *pr
 			}
 			outcomes <- outcome{s, out.Result.result(), err, time.Since(start)}
 		}()
+	}
+	if code != nil {
+		code.executed = r.executed
+	}
+	for _, script := range scripts {
+		go script()
 	}
 	deadline := time.NewTimer(timeout + cancelGrace)
 	defer deadline.Stop()

@@ -190,6 +190,10 @@ type Call struct {
 	// model is the run's model when the request replaced the orchestrator's (the caller's model through
 	// sampling): sub-agents run on it too.
 	model llm.Model
+	// code makes a script's calls, for a call of run_code; parent is the id of the run_code call whose script
+	// makes this call.
+	code   *codeScope
+	parent string
 }
 
 // NewCall returns a Call for tools invoked outside a run (gateways, tests). Either function may be nil.
@@ -316,5 +320,6 @@ type ToolCallInfo struct {
 	Truncated  bool           `json:"truncated,omitempty"`  // shortened to fit the context budget
 	References int            `json:"references,omitempty"` // how many references it returned
 	Approval   string         `json:"approval,omitempty"`   // "approved", "denied" or "unavailable"
+	Parent     string         `json:"parent,omitempty"`     // the id of the run_code call whose script made this call
 	Debug      map[string]any `json:"debug,omitempty"`
 }

@@ -437,7 +437,7 @@ func (m *ToolManager) run(ctx context.Context, t *ManagedTool, args json.RawMess
 		var end func(*Result, error)
 		start := &ToolCallStart{Tool: t.Spec.Name, Source: t.Source, Description: t.Spec.Description, Arguments: args}
 		if call != nil {
-			start.CallID, start.ConversationID = call.ID, call.ConversationID
+			start.CallID, start.ConversationID, start.ParentCallID = call.ID, call.ConversationID, call.parent
 		}
 		ctx, end = m.observer.StartToolCall(ctx, start)
 		defer func() { end(res, err) }() // deferred first, so it runs last: after a panic was turned into err
