@@ -184,6 +184,9 @@ type nestedCall struct {
 
 // CallTool implements ToolCaller.
 func (sc *codeScope) CallTool(ctx context.Context, name string, args json.RawMessage) (*Result, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err // the script was stopped: no call starts
+	}
 	sc.mu.Lock()
 	sc.seq++
 	nc := &nestedCall{done: make(chan struct{}), info: ToolCallInfo{ID: fmt.Sprintf("%s/%d", sc.parent, sc.seq), Name: name, Iteration: sc.iter, Parent: sc.parent}}

@@ -160,8 +160,9 @@ func newCodeTools() (*codeTools, []Tool) {
 				return &Result{Text: "20 degrees", Structured: json.RawMessage(`{"temp":20}`)}, nil
 			}},
 		&funcTool{spec: ToolSpec{Name: "news", Description: "News about a topic.", InputSchema: json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"}}}`)},
-			fn: func(ctx context.Context, args json.RawMessage, _ *Call) (*Result, error) {
+			fn: func(ctx context.Context, args json.RawMessage, call *Call) (*Result, error) {
 				count("news")
+				call.ReportProgress(Progress{Message: "reading"})
 				if err := rendezvous(ctx); err != nil {
 					return nil, err
 				}
@@ -208,6 +209,7 @@ func TestCodeModeOffered(t *testing.T) {
 		opts      CodeModeOptions
 		sel       Selection
 		extra     []Tool // a second source
+		policies  map[string]ToolPolicy
 		wantTools []string
 		wantDecl  []string // nil: run_code is not ours
 	}{
@@ -220,12 +222,17 @@ func TestCodeModeOffered(t *testing.T) {
 		{name: "a source's run_code keeps code mode off", extra: named(CodeToolName),
 			wantTools: []string{"weather", "news", "strict", "guarded", "handoff", CodeToolName}},
 		{name: "no tool to call", sel: Selection{ToolChoices: []string{"handoff"}}, wantTools: []string{"handoff"}},
+		{name: "an exclusive tool keeps code mode off", policies: map[string]ToolPolicy{"news": {Exclusive: true}}, wantTools: []string{"news"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			runner := &scriptRunner{}
 			_, tools := newCodeTools()
-			h := newHarness(t, harnessConfig{tools: tools, policies: codePolicies, sets: []Toolset{&staticSet{name: "other", tools: tt.extra}},
+			policies := codePolicies
+			if tt.policies != nil {
+				policies = tt.policies
+			}
+			h := newHarness(t, harnessConfig{tools: tools, policies: policies, sets: []Toolset{&staticSet{name: "other", tools: tt.extra}},
 				opts: Options{CodeMode: CodeModeOptions{Runner: runner, Tools: tt.opts.Tools}}})
 			turns := []fakellm.Turn{{Text: "hi"}}
 			if len(tt.sel.ToolChoices) > 0 {
@@ -343,13 +350,20 @@ func TestCodeModeCalls(t *testing.T) {
 
 	// The nested calls are events of the run, naming their parent; the end of run_code comes after them.
 	var seen []string
+	progress := 0
 	for _, ev := range h.events {
+		if ev.Kind == EventToolProgress && ev.ToolCall.Name == "news" && ev.ToolCall.Parent != "" && ev.ToolCall.Progress.Message == "reading" {
+			progress++
+		}
 		if ev.ToolCall != nil && ev.Kind != EventToolProgress && ev.Iteration == 0 {
 			seen = append(seen, fmt.Sprintf("%s %s %s", ev.Kind, ev.ToolCall.ID, ev.ToolCall.Parent))
 		}
 	}
 	if len(seen) != 6 || seen[0] != "tool_start c1 " || seen[5] != "tool_end c1 " || !strings.HasSuffix(seen[1], " c1") || !strings.HasSuffix(seen[4], " c1") {
 		t.Errorf("events: %q", seen)
+	}
+	if progress != 2 {
+		t.Errorf("%d progress events of news from the scripts, want 2", progress)
 	}
 }
 

@@ -245,3 +245,41 @@ func TestSearchToolsSpan(t *testing.T) {
 		}
 	}
 }
+
+// oneCall is a host.CodeRunner whose every script calls the tool ok once.
+type oneCall struct{}
+
+func (oneCall) Describe([]*host.ManagedTool) string { return "Calls ok." }
+func (oneCall) Run(ctx context.Context, _ string, tools host.ToolCaller) (*host.Result, error) {
+	return tools.CallTool(ctx, "ok", json.RawMessage(`{}`))
+}
+
+// A tool called from run_code's script has its execute_tool span under run_code's.
+func TestCodeModeSpans(t *testing.T) {
+	tp, sr, mp, _ := oteltest.Providers(t)
+	tel := telemetry.New(tp, mp, nil)
+	var seen trace.SpanContext
+	model := &oteltest.Scripted{Turns: []llm.Message{
+		{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "c1", Name: host.CodeToolName, Arguments: `{"code":"ok()"}`}}},
+		{Role: llm.RoleAssistant, Content: "The answer."},
+	}}
+	tm := host.NewToolManager([]host.Toolset{toolset{tool{name: "ok", result: &host.Result{Text: "fine"}, seen: &seen}}}, &host.ToolManagerOptions{Observer: tel.Observer()})
+	orch := host.New(model, tm, &host.Options{Observer: tel.Observer(), CodeMode: host.CodeModeOptions{Runner: oneCall{}}})
+	if _, err := orch.Ask(context.Background(), &host.Request{Prompt: "x"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]sdktrace.ReadOnlySpan{}
+	for _, s := range sr.Ended() {
+		byName[s.Name()] = s
+	}
+	code, ok := byName["execute_tool "+host.CodeToolName], byName["execute_tool ok"]
+	if code == nil || ok == nil {
+		t.Fatalf("spans: %v", byName)
+	}
+	if ok.Parent().SpanID() != code.SpanContext().SpanID() || seen.SpanID() != ok.SpanContext().SpanID() {
+		t.Errorf("execute_tool ok is under %v, want run_code's span %v", ok.Parent().SpanID(), code.SpanContext().SpanID())
+	}
+	if a := oteltest.Attrs(ok.Attributes()); a["gen_ai.tool.call.id"].AsString() != "c1/1" {
+		t.Errorf("execute_tool ok: %v", a)
+	}
+}
