@@ -28,9 +28,10 @@ import (
 // Durability: run_code is not a step itself; each call it makes is, named after its parent call and its number in
 // the script ("iteration 2: code call get_weather (c1/3)"), and so is each approval. A run resumed mid-script runs
 // the script again from its start, and the calls it makes again get their recorded outcomes instead of running. This
-// holds when the script makes its calls in the same order, which a deterministic script does as long as it does not
-// race calls against each other, and when a round has one run_code call (two scripts of one round number their
-// steps in the order they happen to make their calls).
+// holds when the script makes its calls in the same order: calls are numbered in the order CallTool is entered, so a
+// runner should enter it in the script's order (on the script's thread, waiting for the outcome elsewhere), and a
+// script should not race calls against each other. Two run_code calls of one round number their steps in the order
+// their calls happen to come, so such a round may not replay.
 
 // CodeToolSource is the Source of a run's run_code, in debug info and to an Observer.
 const CodeToolSource = "code"
