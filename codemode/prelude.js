@@ -141,14 +141,23 @@
 			a().then((v) => {
 				let report;
 				try {
-					report = stringify({ v });
+					const w = create(null); // no prototype: a toJSON the script put on Object.prototype is not ours to call
+					w.v = v;
+					report = stringify(w);
 				} catch (e) {
 					const d = describe(e);
 					d.message = "the returned value cannot be written as JSON: " + d.message;
 					report = stringify({ e: d });
 				}
 				hostDone(report);
-			}, (e) => hostDone(stringify({ e: describe(e) })));
+			}, (e) => {
+				const w = create(null);
+				w.e = create(null);
+				const d = describe(e);
+				w.e.message = d.message;
+				if (d.line) { w.e.line = d.line; w.e.column = d.column; }
+				hostDone(stringify(w));
+			});
 			return;
 		case "settle": {
 			const call = pending[a];
