@@ -59,6 +59,9 @@ var Confinements = []Confinement{
 		Owners: append([]string{Module + "/mcpclients/...", Module + "/mcpserver/...", Module + "/mcpauth/...",
 			Module + "/jwtauth/...", Module + "/telemetry/mcptrace"}, root...),
 		Why: "only the MCP edges link the MCP SDK"},
+	{Linked: []string{"modernc.org/quickjs/...", "modernc.org/libquickjs/..."},
+		Owners: append([]string{Module + "/codemode/..."}, root...),
+		Why:    "the JavaScript engine is code mode's sandbox: only codemode runs scripts"},
 }
 
 // Binary is the package whose build is the shipped binary.

@@ -1,0 +1,356 @@
+// Package codemode is run_code: a JavaScript sandbox inside agenthost whose only door to the world is the tools API,
+// and every call through it is a call of the run's ToolManager (host.ToolCaller). It implements host.CodeRunner.
+//
+// # Engine
+//
+// Scripts run on QuickJS (ES2023) as modernc.org/quickjs gives it: the C engine translated to pure Go, so the binary
+// stays one static Go program. It was chosen over github.com/dop251/goja because QuickJS enforces a real memory cap
+// (its allocator counts every byte and fails the allocation past MemoryLimit), bounds its own call depth, and takes
+// an interrupt from another goroutine; goja has the interrupt and a call-stack cap but no memory limit at all, so
+// "memory_limit" could only be approximated there. goja is faster (BENCHMARKS.md, "Code mode: the sandbox"), but
+// QuickJS is well inside the budget of 2 ms per script. QuickJS compiled to WebAssembly on wazero would isolate
+// as well, but needs a QuickJS .wasm built for WASI, which cannot be built here and which no Go module ships.
+//
+// # The sandbox
+//
+// Each script gets a fresh engine and sees the language's built-ins, tools and console, and nothing else: no module
+// loading, no std or os module, no timers, no network, file system or environment. eval is removed and every
+// function constructor (Function, and those of async and generator functions) throws, so no code is compiled from
+// strings. Math.random and Date stay as QuickJS has them: the script may read the clock and draw numbers, which
+// gives it nothing of the host's. This package must not import anything of agenthost but host.
+package codemode
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"modernc.org/quickjs"
+
+	"github.com/agenthost/agenthost/host"
+)
+
+// Defaults of Options, as [code_mode] documents them.
+const (
+	DefaultTimeout        = 30 * time.Second
+	DefaultMemoryLimit    = 64 << 20
+	DefaultMaxToolCalls   = 100
+	DefaultMaxOutputBytes = 64 << 10
+)
+
+// Options bounds each script. A nil *Options means all defaults; zero fields mean their default.
+type Options struct {
+	// Timeout bounds a script's wall-clock time, its tool calls included.
+	Timeout time.Duration
+	// MemoryLimit bounds the memory the script's engine may allocate, in bytes.
+	MemoryLimit int64
+	// MaxToolCalls bounds the tool calls of one script.
+	MaxToolCalls int
+	// MaxOutputBytes bounds what the model reads of a script's result: its value and its log.
+	MaxOutputBytes int
+}
+
+// Runner runs scripts. It is safe for concurrent use.
+type Runner struct {
+	opts Options
+}
+
+var _ host.CodeRunner = (*Runner)(nil)
+
+// New returns a Runner with opts.
+func New(opts *Options) *Runner {
+	r := &Runner{}
+	if opts != nil {
+		r.opts = *opts
+	}
+	if r.opts.Timeout <= 0 {
+		r.opts.Timeout = DefaultTimeout
+	}
+	if r.opts.MemoryLimit <= 0 {
+		r.opts.MemoryLimit = DefaultMemoryLimit
+	}
+	if r.opts.MaxToolCalls <= 0 {
+		r.opts.MaxToolCalls = DefaultMaxToolCalls
+	}
+	if r.opts.MaxOutputBytes <= 0 {
+		r.opts.MaxOutputBytes = DefaultMaxOutputBytes
+	}
+	return r
+}
+
+// Describe implements host.CodeRunner.
+func (r *Runner) Describe(tools []*host.ManagedTool) string {
+	return Declarations(tools)
+}
+
+// Run implements host.CodeRunner. A script that fails, runs out of time or memory, or awaits what can never settle
+// is a Result with IsError; the Go error is for an engine that cannot start and for ctx ending.
+func (r *Runner) Run(ctx context.Context, code string, tools host.ToolCaller) (*host.Result, error) {
+	ctx, cancel := context.WithTimeoutCause(ctx, r.opts.Timeout, errTimeout)
+	defer cancel()
+	s := &script{opts: &r.opts, code: code, tools: tools, results: make(chan callResult)}
+	out, err := s.run(ctx, code)
+	if err != nil {
+		return nil, err
+	}
+	if out.cancelled != nil {
+		return nil, fmt.Errorf("codemode: script stopped: %w", out.cancelled)
+	}
+	s.outOfMemory(out)
+	return out.result(r.opts.MaxOutputBytes), nil
+}
+
+// errTimeout is the cause of a script's context when its Timeout ends it.
+var errTimeout = errors.New("codemode: the script ran out of time")
+
+// scriptHead opens the async function whose body is the script, scriptOffset lines above the script.
+var scriptHead = "(async function () {" + strings.Repeat("\n", scriptOffset)
+
+//go:embed prelude.js
+var prelude string
+
+// scriptOffset is how many lines down the engine sees the script's first line: past every line of the prelude, so
+// that a line in a stack trace tells whose it is (the engine names both "<eval>").
+const scriptOffset = 1000
+
+// script is one run of one script: its engine, its calls in flight and what it reported. Only the goroutine in run
+// touches the engine; the calls run on their own goroutines and come back through results.
+type script struct {
+	opts    *Options
+	code    string
+	tools   host.ToolCaller
+	results chan callResult
+	calls   int // started, in all
+	pending int // started and not yet settled in the engine
+	done    bool
+	report  report
+	log     []logLine
+}
+
+type callResult struct {
+	id  int
+	res *host.Result
+	err error
+}
+
+type logLine struct {
+	Level string `json:"level"`
+	Text  string `json:"text"`
+}
+
+// report is what the prelude's finish gives: the returned value (absent for undefined) or the error.
+type report struct {
+	Value json.RawMessage `json:"v,omitempty"`
+	Error *scriptError    `json:"e,omitempty"`
+}
+
+type scriptError struct {
+	Message string `json:"message"`
+	Line    int    `json:"line,omitempty"`
+	Column  int    `json:"column,omitempty"`
+}
+
+func (s *script) run(ctx context.Context, code string) (out *outcome, err error) {
+	vm, err := quickjs.NewVM()
+	if err != nil {
+		return nil, fmt.Errorf("codemode: start the engine: %w", err)
+	}
+	defer vm.Close()
+	vm.SetMemoryLimit(uintptr(s.opts.MemoryLimit))
+	stop := context.AfterFunc(ctx, vm.Interrupt)
+	defer stop()
+
+	// The calls' context ends with the script: on return every call still in flight is cancelled and awaited.
+	callCtx, cancelCalls := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() {
+		cancelCalls()
+		go func() { wg.Wait(); close(s.results) }()
+		for range s.results {
+		}
+	}()
+
+	if err := s.register(vm, callCtx, &wg); err != nil {
+		return nil, err
+	}
+	setup, err := vm.EvalValue(prelude, quickjs.EvalGlobal)
+	if err != nil {
+		return nil, fmt.Errorf("codemode: evaluate the prelude: %w", err)
+	}
+	defer setup.Free()
+	ctl, err := setup.CallValue(quickjs.UndefinedValue, s.opts.MaxToolCalls, scriptOffset)
+	if err != nil {
+		return nil, fmt.Errorf("codemode: run the prelude: %w", err)
+	}
+	defer ctl.Free()
+
+	fn, err := vm.EvalValue(scriptHead+code+"\n})", quickjs.EvalGlobal)
+	if err != nil {
+		return s.failed(ctx, err), nil
+	}
+	_, err = ctl.Call(quickjs.UndefinedValue, "start", fn)
+	fn.Free()
+	if err != nil {
+		return s.failed(ctx, err), nil
+	}
+	for {
+		n, err := vm.ExecutePendingJobs()
+		if err != nil || ctx.Err() != nil {
+			return s.failed(ctx, err), nil
+		}
+		if n >= 1<<20 { // the engine's bound on one drain: more jobs are queued
+			continue
+		}
+		if s.done && (s.report.Error != nil || s.pending == 0) {
+			break
+		}
+		if s.pending == 0 {
+			s.report.Error = &scriptError{Message: "the script awaits a promise that nothing can settle: no tool call is pending"}
+			break
+		}
+		select {
+		case c := <-s.results:
+			s.pending--
+			kind, payload := settlement(c.res, c.err)
+			if _, err := ctl.Call(quickjs.UndefinedValue, "settle", c.id, kind, payload); err != nil {
+				return s.failed(ctx, err), nil
+			}
+		case <-ctx.Done():
+			return s.failed(ctx, nil), nil
+		}
+	}
+	if s.report.Error == nil {
+		u, err := ctl.Call(quickjs.UndefinedValue, "unhandled")
+		if err != nil {
+			return s.failed(ctx, err), nil
+		}
+		if text, _ := u.(string); text != "" {
+			var r report
+			if err := json.Unmarshal([]byte(text), &r); err == nil {
+				s.report = r
+			}
+		}
+	}
+	return &outcome{report: s.report, log: s.log}, nil
+}
+
+// outOfMemory reports the engine's failed allocation in the words of the limit the script ran into.
+func (s *script) outOfMemory(out *outcome) {
+	if e := out.report.Error; e != nil && strings.Contains(e.Message, "out of memory") {
+		e.Message = fmt.Sprintf("the script ran out of its %s of memory", bytesText(s.opts.MemoryLimit))
+		e.Line, e.Column = 0, 0
+	}
+}
+
+// register puts the three host functions the prelude takes away from the global object: __call starts a tool call
+// and returns its id (or -1 past MaxToolCalls), __log keeps a console line, __done takes the script's report.
+func (s *script) register(vm *quickjs.VM, ctx context.Context, wg *sync.WaitGroup) error {
+	logBytes := 0
+	fns := map[string]quickjs.HostFunc{
+		"__call": func(args []any) (any, error) {
+			name, _ := arg(args, 0).(string)
+			text, _ := arg(args, 1).(string)
+			if s.calls >= s.opts.MaxToolCalls {
+				return -1, nil
+			}
+			s.calls++
+			s.pending++
+			id := s.calls
+			wg.Go(func() {
+				res, err := s.tools.CallTool(ctx, name, json.RawMessage(text))
+				s.results <- callResult{id: id, res: res, err: err}
+			})
+			return id, nil
+		},
+		"__log": func(args []any) (any, error) {
+			level, _ := arg(args, 0).(string)
+			text, _ := arg(args, 1).(string)
+			// Lines past the output bound are dropped here, so a script that logs without end grows no Go memory.
+			if logBytes <= s.opts.MaxOutputBytes {
+				logBytes += len(text) + 1
+				s.log = append(s.log, logLine{Level: level, Text: text})
+			} else if n := len(s.log); n == 0 || s.log[n-1].Level != "dropped" {
+				s.log = append(s.log, logLine{Level: "dropped"})
+			}
+			return nil, nil
+		},
+		"__done": func(args []any) (any, error) {
+			text, _ := arg(args, 0).(string)
+			s.done = true
+			if err := json.Unmarshal([]byte(text), &s.report); err != nil {
+				s.report = report{Error: &scriptError{Message: "the script's report cannot be read: " + err.Error()}}
+			}
+			return nil, nil
+		},
+	}
+	for _, name := range []string{"__call", "__log", "__done"} {
+		if err := vm.RegisterHostFunc(name, fns[name]); err != nil {
+			return fmt.Errorf("codemode: register %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+func arg(args []any, i int) any {
+	if i < len(args) {
+		return args[i]
+	}
+	return nil
+}
+
+// settlement is how a call's result reaches the script: its structured content as JSON when it has some, else its
+// text; a failure as its message.
+func settlement(res *host.Result, err error) (kind, payload string) {
+	switch {
+	case err != nil:
+		return "error", err.Error()
+	case res == nil:
+		return "text", ""
+	case res.IsError:
+		if res.Text == "" {
+			return "error", "the tool failed"
+		}
+		return "error", res.Text
+	case len(res.Structured) > 0 && json.Valid(res.Structured):
+		return "json", string(res.Structured)
+	default:
+		return "text", res.Text
+	}
+}
+
+// failed is the outcome of a script the engine stopped: by ctx (timeout or cancel), by memory, or by an exception
+// that escaped the prelude's handlers (a syntax error).
+func (s *script) failed(ctx context.Context, err error) *outcome {
+	out := &outcome{log: s.log}
+	switch {
+	case errors.Is(context.Cause(ctx), errTimeout):
+		out.report.Error = &scriptError{Message: fmt.Sprintf("the script ran out of its %s", s.opts.Timeout)}
+	case ctx.Err() != nil:
+		out.cancelled = context.Cause(ctx)
+	case err != nil:
+		out.report.Error = &scriptError{Message: err.Error()}
+		var qe *quickjs.Error
+		if errors.As(err, &qe) {
+			if qe.Name != "" {
+				out.report.Error.Message = qe.Name + ": " + qe.Message
+			}
+			if qe.LineNumber > 0 {
+				out.report.Error.Line = max(qe.LineNumber-scriptOffset, 1)
+				out.report.Error.Column = qe.ColumnNumber
+				// Past the end of the script is the wrapper's closing line: the script ended too soon.
+				if lines := strings.Split(s.code, "\n"); out.report.Error.Line > len(lines) {
+					out.report.Error.Line = len(lines)
+					out.report.Error.Column = len(lines[len(lines)-1]) + 1
+				}
+			}
+		}
+	default:
+		out.report.Error = &scriptError{Message: "the script stopped"}
+	}
+	return out
+}
