@@ -305,3 +305,25 @@ func checkBalanced(t *testing.T, s string) {
 		t.Errorf("not closed: %s", s)
 	}
 }
+
+// FuzzDeclarations checks that any schema, JSON or not, gives a bounded, balanced declaration.
+func FuzzDeclarations(f *testing.F) {
+	for _, s := range []string{
+		`{"type":"object","properties":{"a":{"type":["string","null"],"description":"*/ x"}},"required":["a"]}`,
+		`{"$defs":{"n":{"properties":{"c":{"items":{"$ref":"#/$defs/n"}}}}},"$ref":"#/$defs/n"}`,
+		`{"anyOf":[{"enum":[1,"b",null]},{"allOf":[{"const":{"x":1}},{"type":"array","prefixItems":[true,false]}]}]}`,
+		`{"type":"object","additionalProperties":{"$ref":"#"},"properties":{"a b":{"nullable":true,"type":"integer"}}}`,
+		`[1,2`,
+	} {
+		f.Add("a-b", "desc", s, s)
+	}
+	f.Fuzz(func(t *testing.T, name, desc, input, output string) {
+		got := Declarations([]*host.ManagedTool{tool(name, desc, input, output)})
+		for _, l := range strings.Split(got, "\n") {
+			if len(l) > 2*maxTypeLen+4*maxToolDoc+200 { // two types, a doc comment, a quoted name
+				t.Fatalf("a line of %d characters", len(l))
+			}
+		}
+		checkBalanced(t, got)
+	})
+}
