@@ -31,6 +31,27 @@ type Config struct {
 	Serve      Serve
 	Telemetry  Telemetry
 	Eval       Eval
+	CodeMode   CodeMode
+}
+
+// CodeMode is the [code_mode] table: run_code, a tool that takes a short JavaScript program calling the agent's
+// tools (tools.<name>(args)), runs it in a sandbox inside agenthost and returns its result, so that many dependent
+// calls cost one model round trip. Every call from the program is a tool call of the run, with its policy.
+type CodeMode struct {
+	// Enabled offers run_code; default false.
+	Enabled bool
+	// Tools names the tools a program may call; nil (default) means every tool the agent offers. A list, when
+	// set, is not empty.
+	Tools []string
+	// Timeout bounds one program's wall-clock time, its tool calls included: positive, at most 10m, default 30s.
+	Timeout Duration
+	// MemoryLimit bounds the memory one program may allocate, in bytes: 1 MiB..1 GiB, default 64 MiB.
+	MemoryLimit int64
+	// MaxToolCalls bounds the tool calls of one program: 1..10000, default 100.
+	MaxToolCalls int
+	// MaxOutputBytes bounds what the model reads of a program's result, its value and its log: 1024..10 MiB,
+	// default 64 KiB.
+	MaxOutputBytes int
 }
 
 // Eval is the [eval] table: the evaluation checks of every answer.
@@ -722,6 +743,7 @@ func Default() *Config {
 			MaxSessionsPerSubject: 100,
 			MaxTasksPerSubject:    100,
 		},
+		CodeMode: CodeMode{Timeout: Duration{30 * time.Second}, MemoryLimit: 64 << 20, MaxToolCalls: 100, MaxOutputBytes: 64 << 10},
 	}
 }
 

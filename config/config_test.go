@@ -59,6 +59,7 @@ func TestDefault(t *testing.T) {
 		{"DefaultMCPServer", DefaultMCPServer(), MCPServer{ConnectTimeout: Duration{30 * time.Second}, ReconnectWait: Duration{10 * time.Second}, SamplingMaxTokens: 1024}},
 		{"Serve.A2APublicURL", c.Serve.A2APublicURL, ""},
 		{"Serve.Skills", c.Serve.Skills, []Skill(nil)},
+		{"CodeMode", c.CodeMode, CodeMode{Timeout: Duration{30 * time.Second}, MemoryLimit: 67108864, MaxToolCalls: 100, MaxOutputBytes: 65536}},
 		{"DefaultA2APeer", DefaultA2APeer(), A2APeer{Timeout: Duration{5 * time.Minute}, PollInterval: Duration{time.Second}}},
 	}
 	for _, tc := range checks {

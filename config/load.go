@@ -33,12 +33,13 @@ func Load(path string) (*Config, error) {
 // that refers to a variable may stand for a number or a boolean: max_tokens = "${MAX_TOKENS}".
 //
 // Unknown keys, wrong types, unset variables, bad durations and every problem Validate finds are reported
-// together, each with its line (see Error). Among them: an unknown built-in, and a tool policy ([tools."x"]) or a
-// sub-agent's tool that names no tool but is close to one, each with the name it is likely to mean; a schema_file
-// that cannot be read or is not JSON, and a root of an enabled file tool or doc_search that is not a directory, each
-// with the absolute path tried (a relative path starts from the config file's directory). Parse also resolves
-// provider "auto" against env and then requires model.model when it resolves to "openai", and gives
-// agent.conversation_ttl, when the file leaves it out, the default of the state backend (DefaultConversationTTL).
+// together, each with its line (see Error). Among them: an unknown built-in, and a tool policy ([tools."x"]), a
+// sub-agent's tool or a [code_mode] tool that names no tool but is close to one, each with the name it is likely to
+// mean; a schema_file that cannot be read or is not JSON, and a root of an enabled file tool or doc_search that is
+// not a directory, each with the absolute path tried (a relative path starts from the config file's directory).
+// Parse also resolves provider "auto" against env and then requires model.model when it resolves to "openai", and
+// gives agent.conversation_ttl, when the file leaves it out, the default of the state backend
+// (DefaultConversationTTL).
 func Parse(name string, data []byte, env func(string) (string, bool)) (*Config, error) {
 	if env == nil {
 		env = os.LookupEnv
@@ -271,6 +272,17 @@ func (d *decoder) config(c *Config, tree map[string]any) {
 				"headers":         d.strMap(&c.Telemetry.Headers),
 				"service_name":    d.str(&c.Telemetry.ServiceName),
 				"capture_content": d.boolean(&c.Telemetry.CaptureContent),
+			})
+		},
+		"code_mode": func(p []string, v any) {
+			cm := &c.CodeMode
+			d.table(p, v, map[string]fieldFunc{
+				"enabled":          d.boolean(&cm.Enabled),
+				"tools":            d.strList(&cm.Tools),
+				"timeout":          d.duration(&cm.Timeout),
+				"memory_limit":     d.int64(&cm.MemoryLimit),
+				"max_tool_calls":   d.integer(&cm.MaxToolCalls),
+				"max_output_bytes": d.integer(&cm.MaxOutputBytes),
 			})
 		},
 	})

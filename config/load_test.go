@@ -195,6 +195,14 @@ capture_content = true
 checks = ["citations", "grounded"]
 on_failure = "retry"
 model = "gpt-4o"
+
+[code_mode]
+enabled = true
+tools = ["fs_read_file", "analyst", "researcher"]
+timeout = "1m"
+memory_limit = 1048576
+max_tool_calls = 10000
+max_output_bytes = 1024
 `
 	got, err := Parse("/etc/agenthost/agent.toml", []byte(src), envOf(nil))
 	if err != nil {
@@ -282,6 +290,8 @@ model = "gpt-4o"
 		Telemetry: Telemetry{Exporter: "otlp", Protocol: "grpc", Endpoint: "http://collector:4317", Headers: map[string]string{"api-key": "k"},
 			ServiceName: "helper-agent", CaptureContent: true},
 		Eval: Eval{Checks: []string{"citations", "grounded"}, OnFailure: "retry", Model: "gpt-4o"},
+		CodeMode: CodeMode{Enabled: true, Tools: []string{"fs_read_file", "analyst", "researcher"}, Timeout: Duration{time.Minute},
+			MemoryLimit: 1 << 20, MaxToolCalls: 10000, MaxOutputBytes: 1024},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Parse =\n%#v\nwant\n%#v", got, want)
@@ -720,6 +730,39 @@ agent.toml:3: serve.max_tasks_per_subject: must be between 1 and 1000000 (got 10
 			`agent.toml:2: agent.tool_search: must be a table (got boolean true)`},
 		{"pinned wrong type", "[tools.current_time]\npinned = \"yes\"\n", nil,
 			`agent.toml:2: tools.current_time.pinned: must be a boolean (got string "yes")`},
+		{"code mode unknown key", "[code_mode]\nenable = true\n", nil,
+			`agent.toml:2: code_mode.enable: unknown key (did you mean "enabled"?)`},
+		{"code mode wrong types", "[code_mode]\nenabled = \"yes\"\ntimeout = 30\nmemory_limit = \"64MiB\"\ntools = \"current_time\"\n", nil,
+			"agent.toml:2: code_mode.enabled: must be a boolean (got string \"yes\")\n" +
+				"agent.toml:3: code_mode.timeout: must be a duration such as \"30s\" or \"2m\" (got integer 30)\n" +
+				"agent.toml:4: code_mode.memory_limit: must be an integer (got string \"64MiB\")\n" +
+				"agent.toml:5: code_mode.tools: must be an array of strings (got string \"current_time\")"},
+		{"code mode bad duration", "[code_mode]\ntimeout = \"half a minute\"\n", nil,
+			`agent.toml:2: code_mode.timeout: must be a duration such as "30s" or "2m" (got "half a minute")`},
+		{"code mode timeout not positive", "[code_mode]\ntimeout = \"0s\"\n", nil,
+			`agent.toml:2: code_mode.timeout: must be positive and at most 10m (got "0s")`},
+		{"code mode timeout too long", "[code_mode]\ntimeout = \"10m1s\"\n", nil,
+			`agent.toml:2: code_mode.timeout: must be positive and at most 10m (got "10m1s")`},
+		{"code mode memory limit too small", "[code_mode]\nmemory_limit = 1048575\n", nil,
+			`agent.toml:2: code_mode.memory_limit: must be between 1048576 and 1073741824 (got 1048575)`},
+		{"code mode memory limit too large", "[code_mode]\nmemory_limit = 1073741825\n", nil,
+			`agent.toml:2: code_mode.memory_limit: must be between 1048576 and 1073741824 (got 1073741825)`},
+		{"code mode no tool calls", "[code_mode]\nmax_tool_calls = 0\n", nil,
+			`agent.toml:2: code_mode.max_tool_calls: must be between 1 and 10000 (got 0)`},
+		{"code mode too many tool calls", "[code_mode]\nmax_tool_calls = 10001\n", nil,
+			`agent.toml:2: code_mode.max_tool_calls: must be between 1 and 10000 (got 10001)`},
+		{"code mode output too small", "[code_mode]\nmax_output_bytes = 1023\n", nil,
+			`agent.toml:2: code_mode.max_output_bytes: must be between 1024 and 10485760 (got 1023)`},
+		{"code mode output too large", "[code_mode]\nmax_output_bytes = 10485761\n", nil,
+			`agent.toml:2: code_mode.max_output_bytes: must be between 1024 and 10485760 (got 10485761)`},
+		{"code mode tools empty", "[code_mode]\nenabled = true\ntools = []\n", nil,
+			`agent.toml:3: code_mode.tools: must name at least one tool; leave it out for every tool the agent offers`},
+		{"code mode tools", "[code_mode]\ntools = [\"current_time\", \"a b\", \"run_code\", \"current_time\"]\n", nil,
+			"agent.toml:2: code_mode.tools[1]: must be a tool name matching ^[a-zA-Z0-9_-]{1,64}$ (got \"a b\")\n" +
+				"agent.toml:2: code_mode.tools[2]: \"run_code\" is code mode's own tool: a program cannot call it\n" +
+				"agent.toml:2: code_mode.tools[3]: \"current_time\" is listed twice"},
+		{"code mode bounds from variables", "[code_mode]\nmax_tool_calls = \"${CALLS}\"\n", map[string]string{"CALLS": "0"},
+			`agent.toml:2: code_mode.max_tool_calls: must be between 1 and 10000 (got 0)`},
 		{"sub-agent cycle of three", "[agents.a]\ndescription = \"a\"\ntools = [\"b\"]\n[agents.b]\ndescription = \"b\"\ntools = [\"c\"]\n[agents.c]\ndescription = \"c\"\ntools = [\"a\"]\n", nil,
 			"agent.toml:3: agents.a.tools: sub-agents call each other in a cycle: a -> b -> c -> a"},
 	}
@@ -1134,6 +1177,20 @@ func TestExampleTelemetry(t *testing.T) {
 	}
 }
 
+// TestExampleCodeMode checks that the commented [code_mode] example loads once it is uncommented, with the
+// defaults it spells out.
+func TestExampleCodeMode(t *testing.T) {
+	c, err := Parse("agent.toml", []byte(uncommentExample(t, "[code_mode]")), envOf(nil))
+	if err != nil {
+		t.Fatalf("agent.toml with [code_mode] uncommented:\n%v", err)
+	}
+	want := Default().CodeMode
+	want.Enabled, want.Tools = true, []string{"current_time", "calculate"}
+	if !reflect.DeepEqual(c.CodeMode, want) {
+		t.Errorf("code_mode = %+v, want %+v", c.CodeMode, want)
+	}
+}
+
 // TestExampleServeOAuth checks that the commented [serve.oauth] example loads once it is uncommented.
 func TestExampleServeOAuth(t *testing.T) {
 	c, err := Parse("agent.toml", []byte(uncommentExample(t, "[serve.oauth]")), envOf(nil))
@@ -1158,7 +1215,7 @@ func TestExampleFileDocumentsEveryKey(t *testing.T) {
 		reflect.TypeFor[ToolPolicy](), reflect.TypeFor[MCPServer](), reflect.TypeFor[A2APeer](), reflect.TypeFor[Serve](),
 		reflect.TypeFor[Skill](), reflect.TypeFor[FetchURL](), reflect.TypeFor[WebSearch](), reflect.TypeFor[Files](),
 		reflect.TypeFor[DocSearch](), reflect.TypeFor[Calculate](), reflect.TypeFor[SubAgent](), reflect.TypeFor[ServeOAuth](),
-		reflect.TypeFor[Telemetry](), reflect.TypeFor[Eval](),
+		reflect.TypeFor[Telemetry](), reflect.TypeFor[Eval](), reflect.TypeFor[CodeMode](),
 	} {
 		for f := range typ.Fields() {
 			key := snake(f.Name)

@@ -230,7 +230,40 @@ func (c *Config) check() issues {
 	}
 	checkServe(&is, &c.Serve)
 	checkTelemetry(&is, &c.Telemetry)
+	checkCodeMode(&is, &c.CodeMode, names)
 	return is
+}
+
+// codeToolName is the name of code mode's tool (host.CodeToolName), which a program cannot call.
+const codeToolName = "run_code"
+
+// checkCodeMode checks [code_mode]: its tools as a sub-agent's are checked, and its bounds.
+func checkCodeMode(is *issues, cm *CodeMode, names toolNames) {
+	p := func(key string) []string { return []string{"code_mode", key} }
+	if cm.Tools != nil && len(cm.Tools) == 0 {
+		is.add(p("tools"), "must name at least one tool; leave it out for every tool the agent offers")
+	}
+	seen := map[string]bool{}
+	for i, t := range cm.Tools {
+		key := fmt.Sprintf("code_mode.tools[%d]", i)
+		switch {
+		case !validName(t):
+			is.addKey(p("tools"), key, "must be a tool name matching %s (got %q)", namePattern, t)
+		case t == codeToolName:
+			is.addKey(p("tools"), key, "%q is code mode's own tool: a program cannot call it", t)
+		case seen[t]:
+			is.addKey(p("tools"), key, "%q is listed twice", t)
+		default:
+			if why := names.typo(t, ""); why != "" {
+				is.addKey(p("tools"), key, "%q matches no tool%s", t, why)
+			}
+		}
+		seen[t] = true
+	}
+	checkDuration(is, p("timeout"), cm.Timeout, "10m")
+	checkRange(is, p("memory_limit"), cm.MemoryLimit, 1<<20, 1<<30)
+	checkRange(is, p("max_tool_calls"), cm.MaxToolCalls, 1, 10000)
+	checkRange(is, p("max_output_bytes"), cm.MaxOutputBytes, 1024, 10<<20)
 }
 
 // toolNames is what is known of the tool names before the MCP servers and A2A peers are reached: the built-ins,

@@ -83,6 +83,8 @@ func TestParseToolNames(t *testing.T) {
 			`agent.toml:3: agents.a.tools[1]: "web_serch" matches no tool (did you mean "web_search"?)` + notKnown},
 		{"sub-agent typo of another", "[agents.writer]\ndescription = \"d\"\ntools = [\"reseacher\"]\n[agents.researcher]\ndescription = \"d\"\n",
 			`agent.toml:3: agents.writer.tools[0]: "reseacher" matches no tool (did you mean "researcher"?)` + notKnown},
+		{"code mode tool typo", "[agents.researcher]\ndescription = \"d\"\n[code_mode]\ntools = [\"current_time\", \"reseacher\"]\n",
+			`agent.toml:4: code_mode.tools[1]: "reseacher" matches no tool (did you mean "researcher"?)` + notKnown},
 
 		// Names that may be tools, or are like none (a policy for no tool, as before: check warns about it).
 		{"policy of a built-in not enabled", "[builtin]\ntools = []\n[tools.fetch_url]\nenabled = false\n", ""},
@@ -92,6 +94,8 @@ func TestParseToolNames(t *testing.T) {
 		{"policy like no tool", "[tools.not_a_tool]\nenabled = false\n", ""},
 		{"sub-agent and peer tools", "[agents.a]\ndescription = \"d\"\ntools = [\"b\", \"p\", \"fs_x\"]\n[agents.b]\ndescription = \"d\"\n" +
 			"[a2a.peers.p]\nurl = \"http://127.0.0.1:1\"\n[mcp.servers.fs]\ncommand = \"fs\"\n", ""},
+		{"code mode tools of every kind", "[agents.b]\ndescription = \"d\"\n[a2a.peers.p]\nurl = \"http://127.0.0.1:1\"\n" +
+			"[mcp.servers.fs]\ncommand = \"fs\"\n[code_mode]\ntools = [\"b\", \"p\", \"fs_x\", \"calculate\"]\n", ""},
 		{"a sub-agent is not suggested to itself", "[agents.ab]\ndescription = \"d\"\ntools = [\"ac\"]\n", ""},
 	}
 	for _, tc := range tests {
