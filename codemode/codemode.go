@@ -85,7 +85,14 @@ func New(opts *Options) *Runner {
 
 // Describe implements host.CodeRunner.
 func (r *Runner) Describe(tools []*host.ManagedTool) string {
-	return Declarations(tools)
+	return fmt.Sprintf("Runs a JavaScript program that calls the tools declared below, in one step: use it when a task needs "+
+		"many tool calls, calls that depend on each other, loops, filtering or aggregation, and return only what matters. "+
+		"The code is the body of an async function: use await, and `return` the result (any JSON value). "+
+		"tools.<name>(args) returns a Promise of the tool's result (its structured content when it has one, else its text) "+
+		"and rejects with an Error carrying the tool's error message. Start independent calls together with Promise.all. "+
+		"console.log lines are shown to you with the result. There is no network, file system, module or timer: only the tools. "+
+		"Limits: %s of time, %d tool calls, %d bytes of output.\n\n%s",
+		r.opts.Timeout, r.opts.MaxToolCalls, r.opts.MaxOutputBytes, Declarations(tools))
 }
 
 // Run implements host.CodeRunner. A script that fails, runs out of time or memory, or awaits what can never settle

@@ -28,6 +28,7 @@ import (
 
 	"github.com/agenthost/agenthost/a2a"
 	"github.com/agenthost/agenthost/builtin"
+	"github.com/agenthost/agenthost/codemode"
 	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/durable"
 	"github.com/agenthost/agenthost/host"
@@ -130,6 +131,7 @@ func HostOptions(cfg *config.Config, logger *slog.Logger) *host.Options {
 		Limits:         host.Limits{Requests: cfg.Limits.Requests, TotalTokens: cfg.Limits.TotalTokens, ToolCalls: cfg.Limits.ToolCalls},
 		ContextTokens:  cfg.Model.ContextTokens,
 		ToolSearch:     host.ToolSearchOptions{Mode: host.ToolSearchMode(cfg.Agent.ToolSearch.Mode), Threshold: cfg.Agent.ToolSearch.Threshold},
+		CodeMode:       CodeMode(cfg),
 		Conversations:  host.NewMemoryStore(&host.MemoryStoreOptions{MaxConversations: cfg.Agent.MaxConversations, IdleTTL: cfg.Agent.ConversationTTL.Duration}),
 		Logger:         logger,
 		Name:           cfg.Agent.Name,
@@ -140,6 +142,17 @@ func HostOptions(cfg *config.Config, logger *slog.Logger) *host.Options {
 		Checks:         cfg.Eval.Checks,
 		OnCheckFailure: host.CheckPolicy(cfg.Eval.OnFailure),
 	}
+}
+
+// CodeMode returns run_code's options for cfg: off unless [code_mode] enabled, else a sandbox with its bounds.
+func CodeMode(cfg *config.Config) host.CodeModeOptions {
+	c := cfg.CodeMode
+	if !c.Enabled {
+		return host.CodeModeOptions{}
+	}
+	runner := codemode.New(&codemode.Options{Timeout: c.Timeout.Duration, MemoryLimit: c.MemoryLimit,
+		MaxToolCalls: c.MaxToolCalls, MaxOutputBytes: c.MaxOutputBytes})
+	return host.CodeModeOptions{Runner: runner, Tools: c.Tools}
 }
 
 // outputRetries maps [agent] output_retries, where 0 means none, onto host.Options.OutputRetries, where it means
