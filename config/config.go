@@ -561,7 +561,8 @@ type Serve struct {
 	ExposeTools bool
 	// GatewayTools shapes what gateway mode offers: GatewayToolsAll (default) every enabled tool by name,
 	// GatewayToolsSearch the agent's tool, the pinned tools, search_tools and call_tool, for clients that cap the
-	// tools they take. It matters only with ExposeTools.
+	// tools they take; GatewayToolsCode the same with run_code in place of call_tool, whose script calls the tools.
+	// It matters only with ExposeTools.
 	GatewayTools string
 	// ExposePrompts offers the MCP servers' prompts too in gateway mode, named as their tools are; nil (default)
 	// means true. It matters only with ExposeTools.
@@ -794,4 +795,5 @@ func (m Model) ResolveProvider(env func(string) (string, bool)) string {
 const (
 	GatewayToolsAll    = "all"
 	GatewayToolsSearch = "search"
+	GatewayToolsCode   = "code"
 )

@@ -199,7 +199,7 @@ mcp.servers.fs.sampling_max_tokens: must be at least 1 (got 0)`
 serve.a2a: must be a listen address host:port such as "127.0.0.1:8766" (got "")
 serve.path: must be a URL path such as "/mcp": starting with "/", without spaces, ?, #, { or } (got "")
 serve.max_body_bytes: must be between 1024 and 1073741824 (got 0)
-serve.gateway_tools: must be one of "all", "search" (got "")
+serve.gateway_tools: must be one of "all", "search", "code" (got "")
 serve.progress_interval: must be positive (got "0s")
 serve.input_timeout: must be positive (got "0s")
 serve.max_waiting_calls: must be between 1 and 100000 (got 0)

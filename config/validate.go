@@ -835,14 +835,15 @@ func checkServe(is *issues, s *Serve) {
 		}
 	}
 	checkRange(is, p("max_body_bytes"), s.MaxBodyBytes, 1024, 1<<30)
-	if modes := []string{GatewayToolsAll, GatewayToolsSearch}; !slices.Contains(modes, s.GatewayTools) {
-		is.add(p("gateway_tools"), "must be one of \"all\", \"search\" (got %q)%s", s.GatewayTools, didYouMean(s.GatewayTools, modes))
-	} else if s.GatewayTools == GatewayToolsSearch {
+	if modes := []string{GatewayToolsAll, GatewayToolsSearch, GatewayToolsCode}; !slices.Contains(modes, s.GatewayTools) {
+		is.add(p("gateway_tools"), "must be one of \"all\", \"search\", \"code\" (got %q)%s", s.GatewayTools, didYouMean(s.GatewayTools, modes))
+	} else if s.GatewayTools != GatewayToolsAll {
 		if !s.ExposeTools {
 			is.add(p("gateway_tools"), "only used with expose_tools = true (gateway mode); expose_tools is false")
 		}
-		if s.ToolName == "search_tools" || s.ToolName == "call_tool" {
-			is.add(p("tool_name"), "%q is a tool of gateway_tools = \"search\"; name the agent tool otherwise", s.ToolName)
+		// The code form does not offer call_tool, but keeps its name free, so that switching forms renames nothing.
+		if s.ToolName == "search_tools" || s.ToolName == "call_tool" || (s.GatewayTools == GatewayToolsCode && s.ToolName == "run_code") {
+			is.add(p("tool_name"), "%q is a tool of gateway_tools = %q; name the agent tool otherwise", s.ToolName, s.GatewayTools)
 		}
 	}
 	checkPositive(is, p("progress_interval"), s.ProgressInterval)

@@ -30,7 +30,8 @@ const defaultToolsPollInterval = time.Second
 // it forwards.
 type gateway struct {
 	expose    bool
-	search    bool                      // the search form: only the pinned tools are offered by name (gatewaysearch.go)
+	search    bool                      // the search or code form: only the pinned tools are offered by name (gatewaysearch.go)
+	code      host.CodeRunner           // the code form's runner (gatewaycode.go); nil in the other forms
 	agent     func([]*host.ManagedTool) // refreshes the agent tool
 	mcp       *mcp.Server
 	tools     *host.ToolManager
@@ -43,6 +44,7 @@ type gateway struct {
 	mu       sync.Mutex
 	last     []*host.ManagedTool      // the list synced last, to skip the work while it is the same slice
 	exported map[string]host.ToolSpec // what is offered, by name
+	codeDesc string                   // run_code's description as offered last, in the code form
 	warned   map[string]bool          // tools whose problem was logged, by name and problem
 
 	stop context.CancelFunc
@@ -50,7 +52,7 @@ type gateway struct {
 }
 
 // startGateway offers tools now, and watches the merged list until ctx ends or close is called (see watch).
-func startGateway(ctx context.Context, s *Server, tools []*host.ManagedTool, interval time.Duration, expose, search bool) *gateway {
+func startGateway(ctx context.Context, s *Server, tools []*host.ManagedTool, interval time.Duration, expose, search bool, code host.CodeRunner) *gateway {
 	g := &gateway{
 		expose:    expose,
 		search:    expose && search,
@@ -66,6 +68,7 @@ func startGateway(ctx context.Context, s *Server, tools []*host.ManagedTool, int
 		done:      make(chan struct{}),
 	}
 	if g.search {
+		g.code = code
 		g.offerSearch()
 	}
 	g.sync(tools)
@@ -137,8 +140,9 @@ func relayToCaller(ctx context.Context, session *mcp.ServerSession, c caller, me
 	return json.Marshal(res)
 }
 
-// sync makes the offered tools those of tools that are enabled (and, in the search form, pinned). The SDK sends notifications/tools/list_changed to
-// the connected clients when a tool is added, replaced or removed, so only tools whose spec changed are touched.
+// sync makes the offered tools those of tools that are enabled (and, in the search and code forms, pinned), and in the
+// code form describes run_code's tools anew. The SDK sends notifications/tools/list_changed to the connected clients
+// when a tool is added, replaced or removed, so only tools whose spec changed are touched.
 func (g *gateway) sync(tools []*host.ManagedTool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -153,6 +157,9 @@ func (g *gateway) sync(tools []*host.ManagedTool) {
 	if !g.expose {
 		return
 	}
+	if g.code != nil {
+		g.offerCode(tools)
+	}
 	want := make(map[string]*mcp.Tool, len(tools))
 	specs := make(map[string]host.ToolSpec, len(tools))
 	for _, t := range tools {
@@ -165,7 +172,11 @@ func (g *gateway) sync(tools []*host.ManagedTool) {
 			continue
 		}
 		if g.reserved(name) {
-			g.warnOnce(name, "tool not offered by name in gateway mode: its name is that of a tool of the search form; call it through "+CallToolName, "source", t.Source)
+			msg := "tool not offered by name in gateway mode: its name is that of a tool of the search form; call it through " + CallToolName
+			if g.code != nil {
+				msg = "tool not offered in gateway mode: its name is that of a tool of the code form; rename it"
+			}
+			g.warnOnce(name, msg, "source", t.Source)
 			continue
 		}
 		mt, err := mcpTool(t.Spec)
@@ -268,16 +279,7 @@ func (g *gateway) call(ctx context.Context, name string, args json.RawMessage, r
 	interactor := interactorFor(req.Session, c)
 	relay := &progressRelay{}
 	invoke := func(ctx context.Context) (*mcp.CallToolResult, error) {
-		id := fmt.Sprintf("gateway-%d", g.calls.Add(1))
-		call := host.NewCall(id, name, t.Source, relay.report, interactor).WithLog(func(m host.LogMessage) {
-			// The caller's session filters by the level the caller set; a caller gone is no matter.
-			_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: mcp.LoggingLevel(m.Level), Logger: m.Logger, Data: m.Data})
-		}).WithRelay(func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-			return relayToCaller(ctx, req.Session, c, method, params)
-		})
-		start := time.Now()
-		res, approval, err := g.tools.Invoke(ctx, t, args, call, g.timeout)
-		g.logger.Debug("gateway call", "tool", name, "source", t.Source, "approval", approval, "duration", time.Since(start), "err", err)
+		res, _, err := g.invoke(ctx, t, args, req, c, interactor, relay)
 		switch {
 		case err != nil && ctx.Err() != nil:
 			return nil, ctx.Err() // the caller cancelled: nobody reads the result
@@ -292,6 +294,24 @@ func (g *gateway) call(ctx context.Context, name string, args json.RawMessage, r
 	relay.attach(ctx, req)
 	defer relay.detach()
 	return invoke(ctx)
+}
+
+// invoke makes one call of t with args for the request req, whose caller c is asked the questions (through
+// interactor) and whose progress token gets the progress (through relay): the tool's policy, approval and timeout
+// apply, as Invoke has them.
+func (g *gateway) invoke(ctx context.Context, t *host.ManagedTool, args json.RawMessage, req *mcp.CallToolRequest, c caller, interactor host.Interactor, relay *progressRelay) (*host.Result, string, error) {
+	name := t.Spec.Name
+	id := fmt.Sprintf("gateway-%d", g.calls.Add(1))
+	call := host.NewCall(id, name, t.Source, relay.report, interactor).WithLog(func(m host.LogMessage) {
+		// The caller's session filters by the level the caller set; a caller gone is no matter.
+		_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: mcp.LoggingLevel(m.Level), Logger: m.Logger, Data: m.Data})
+	}).WithRelay(func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+		return relayToCaller(ctx, req.Session, c, method, params)
+	})
+	start := time.Now()
+	res, approval, err := g.tools.Invoke(ctx, t, args, call, g.timeout)
+	g.logger.Debug("gateway call", "tool", name, "source", t.Source, "approval", approval, "duration", time.Since(start), "err", err)
+	return res, approval, err
 }
 
 // find returns the enabled tool named name in the current merged list, or nil.

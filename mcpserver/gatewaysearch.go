@@ -22,6 +22,8 @@ const (
 	GatewayToolsAll = "all"
 	// GatewayToolsSearch offers the pinned tools, search_tools and call_tool.
 	GatewayToolsSearch = "search"
+	// GatewayToolsCode offers the pinned tools, search_tools and run_code (gatewaycode.go).
+	GatewayToolsCode = "code"
 )
 
 // CallToolName is the tool of the search form that calls any enabled tool by its gateway name.
@@ -82,8 +84,14 @@ var (
 	}
 )
 
-// offerSearch adds search_tools and call_tool. They do not change with the merged list, so they are added once.
+// offerSearch adds search_tools and call_tool, or in the code form search_tools as it is there (run_code is added by
+// sync, since its description follows the merged list). They do not change with the merged list, so they are added
+// once.
 func (g *gateway) offerSearch() {
+	if g.code != nil {
+		g.mcp.AddTool(searchCodeToolDef, g.searchTools)
+		return
+	}
 	g.mcp.AddTool(searchToolDef, g.searchTools)
 	g.mcp.AddTool(callToolDef, g.callTool)
 }
@@ -95,7 +103,18 @@ func (g *gateway) offered(t *host.ManagedTool) bool {
 
 // reserved reports whether name is taken by a tool the gateway itself offers.
 func (g *gateway) reserved(name string) bool {
-	return name == g.agentTool || (g.search && (name == host.SearchToolName || name == CallToolName))
+	switch {
+	case name == g.agentTool:
+		return true
+	case g.code != nil:
+		return name == host.SearchToolName || name == host.CodeToolName
+	}
+	return g.search && (name == host.SearchToolName || name == CallToolName)
+}
+
+// searchable reports whether search_tools returns t: in the code form, only the tools a script may call.
+func (g *gateway) searchable(t *host.ManagedTool) bool {
+	return !g.reserved(t.Spec.Name) && (g.code == nil || !t.Policy.TakesControl)
 }
 
 // searchTools serves search_tools: the tools named, then the best matches of the query, each with its full input
@@ -135,16 +154,14 @@ func (g *gateway) searchTools(ctx context.Context, req *mcp.CallToolRequest) (*m
 		out.Tools = append(out.Tools, foundTool{Name: t.Spec.Name, Source: t.Source, Description: t.Spec.Description, InputSchema: schema})
 	}
 	for _, name := range in.Names {
-		if t := g.find(ctx, name); t != nil {
+		if t := g.find(ctx, name); t != nil && (g.code == nil || g.searchable(t)) {
 			add(t)
 		} else {
 			out.Unknown = append(out.Unknown, name)
 		}
 	}
 	if in.Query != "" {
-		hits, err := g.tools.Search(ctx, in.Query, &host.SearchOptions{MaxResults: limit, Allow: func(t *host.ManagedTool) bool {
-			return !g.reserved(t.Spec.Name)
-		}})
+		hits, err := g.tools.Search(ctx, in.Query, &host.SearchOptions{MaxResults: limit, Allow: g.searchable})
 		if err != nil {
 			return toolError("%s: %v", host.SearchToolName, err), nil
 		}
@@ -152,17 +169,22 @@ func (g *gateway) searchTools(ctx context.Context, req *mcp.CallToolRequest) (*m
 			add(h.Tool)
 		}
 	}
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: searchText(in.Query, out)}}, StructuredContent: out}, nil
+	how := fmt.Sprintf("Call these with %s {name, arguments}:", CallToolName)
+	if g.code != nil {
+		how = fmt.Sprintf("Call these from the code of %s, as tools.<name>(arguments):", host.CodeToolName)
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: searchText(in.Query, how, out)}}, StructuredContent: out}, nil
 }
 
-// searchText writes a search's result for a model: each tool's name, source and description, and its schema.
-func searchText(query string, out searchOutput) string {
+// searchText writes a search's result for a model: how to call the tools, then each tool's name, source and
+// description, and its schema.
+func searchText(query, how string, out searchOutput) string {
 	var b strings.Builder
 	switch {
 	case len(out.Tools) == 0 && query != "":
 		fmt.Fprintf(&b, "No tool matches %q; try other words.\n", query)
 	case len(out.Tools) > 0:
-		fmt.Fprintf(&b, "Call these with %s {name, arguments}:\n", CallToolName)
+		b.WriteString(how + "\n")
 	}
 	for _, t := range out.Tools {
 		fmt.Fprintf(&b, "\n%s (from %s): %s\ninput schema: %s\n", t.Name, t.Source, t.Description, t.InputSchema)

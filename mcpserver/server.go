@@ -61,8 +61,12 @@ type Options struct {
 	ExposeTools bool
 	// GatewayTools shapes what gateway mode offers: GatewayToolsAll ("" too) every enabled tool by name;
 	// GatewayToolsSearch the agent tool, the pinned tools (host.ToolPolicy.Pinned), search_tools and call_tool, for
-	// clients that cap the tools they take (see gatewaysearch.go). It is ignored without ExposeTools.
+	// clients that cap the tools they take (see gatewaysearch.go); GatewayToolsCode the agent tool, the pinned tools,
+	// search_tools and run_code, whose scripts call every other tool (see gatewaycode.go). It is ignored without
+	// ExposeTools.
 	GatewayTools string
+	// CodeRunner runs run_code's scripts in GatewayToolsCode; it must be set in that form.
+	CodeRunner host.CodeRunner
 	// Prompts are the upstream servers whose prompts gateway mode offers too, named as their tools are; none offers
 	// no prompts. They are ignored without ExposeTools.
 	Prompts []PromptSource
@@ -146,6 +150,7 @@ func New(ctx context.Context, orch *host.Orchestrator, opts *Options) (*Server, 
 		return nil, fmt.Errorf("mcpserver: invalid tool name %q", s.toolName)
 	}
 	search := false
+	var code host.CodeRunner // set in the code form of gateway mode
 	switch s.opts.GatewayTools {
 	case "", GatewayToolsAll:
 	case GatewayToolsSearch:
@@ -154,8 +159,18 @@ func New(ctx context.Context, orch *host.Orchestrator, opts *Options) (*Server, 
 		if search && (s.toolName == host.SearchToolName || s.toolName == CallToolName) {
 			return nil, fmt.Errorf("mcpserver: the agent tool cannot be named %q: gateway tools %q offer a tool of that name", s.toolName, GatewayToolsSearch)
 		}
+	case GatewayToolsCode:
+		search = s.opts.ExposeTools
+		s.search = search
+		if search && (s.toolName == host.SearchToolName || s.toolName == host.CodeToolName) {
+			return nil, fmt.Errorf("mcpserver: the agent tool cannot be named %q: gateway tools %q offer a tool of that name", s.toolName, GatewayToolsCode)
+		}
+		if search && s.opts.CodeRunner == nil {
+			return nil, fmt.Errorf("mcpserver: gateway tools %q: no code runner to run %s's scripts", GatewayToolsCode, host.CodeToolName)
+		}
+		code = s.opts.CodeRunner
 	default:
-		return nil, fmt.Errorf("mcpserver: gateway tools %q: want %q or %q", s.opts.GatewayTools, GatewayToolsAll, GatewayToolsSearch)
+		return nil, fmt.Errorf("mcpserver: gateway tools %q: want %q, %q or %q", s.opts.GatewayTools, GatewayToolsAll, GatewayToolsSearch, GatewayToolsCode)
 	}
 	tools, err := orch.Tools().Tools(ctx)
 	if err != nil {
@@ -190,7 +205,7 @@ func New(ctx context.Context, orch *host.Orchestrator, opts *Options) (*Server, 
 	if s.opts.ExposeTools && s.opts.LogLevel != nil {
 		s.mcp.AddReceivingMiddleware(s.forwardLogLevel)
 	}
-	s.gateway = startGateway(ctx, s, tools, s.opts.ToolsPollInterval, s.opts.ExposeTools, search)
+	s.gateway = startGateway(ctx, s, tools, s.opts.ToolsPollInterval, s.opts.ExposeTools, search, code)
 	if withPrompts {
 		s.prompts = startPrompts(ctx, s.mcp, s.opts.Prompts, s.logger)
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/internal/testkit/testwait"
+	"github.com/agenthost/agenthost/mcpserver"
 )
 
 // buildServer builds the MCP test server conformanceserver, a real child process for the app to start.
@@ -187,5 +188,35 @@ func TestConfigErrors(t *testing.T) {
 	err = app.Serve(t.Context(), &ServeOptions{HTTP: taken.Addr().String(), Listening: func(*Endpoint) { t.Error("announced on an address in use") }})
 	if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "serve --http "+taken.Addr().String()) {
 		t.Errorf("Serve on an address in use: %v, want ErrConfig", err)
+	}
+}
+
+// TestGatewayCodeWithoutRunner: [serve] gateway_tools = "code" reaches the MCP server's options, and while no code
+// runner is wired in, `agenthost serve` refuses to start, as a configuration error that says why.
+func TestGatewayCodeWithoutRunner(t *testing.T) {
+	cfg, err := config.Parse("agent.toml", []byte(`[model]
+provider = "test"
+
+[state]
+backend = "memory"
+
+[serve]
+expose_tools = true
+gateway_tools = "code"
+`), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ServerOptions(cfg, "v", mcpserver.SamplingAuto, nil).GatewayTools; got != mcpserver.GatewayToolsCode {
+		t.Errorf("ServerOptions' gateway tools %q, want %q", got, mcpserver.GatewayToolsCode)
+	}
+	app, err := Build(t.Context(), cfg, &Options{Getenv: func(string) string { return "" }, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close()
+	err = app.Serve(t.Context(), &ServeOptions{HTTP: "127.0.0.1:0", Listening: func(*Endpoint) { t.Error("announced a server without run_code's runner") }})
+	if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), `gateway tools "code": no code runner`) {
+		t.Errorf("Serve with gateway_tools = \"code\": %v, want ErrConfig saying there is no code runner", err)
 	}
 }
