@@ -191,14 +191,20 @@ func TestConfigErrors(t *testing.T) {
 	}
 }
 
-// TestGatewayCodeWithoutRunner: [serve] gateway_tools = "code" reaches the MCP server's options, and while no code
-// runner is wired in, `agenthost serve` refuses to start, as a configuration error that says why.
-func TestGatewayCodeWithoutRunner(t *testing.T) {
+// TestGatewayCode: [serve] gateway_tools = "code" serves run_code on the sandbox with [code_mode]'s bounds, and a
+// program an MCP client sends calls the agent's tools through the gateway.
+func TestGatewayCode(t *testing.T) {
 	cfg, err := config.Parse("agent.toml", []byte(`[model]
 provider = "test"
 
+[builtin]
+tools = ["calculate", "current_time"]
+
 [state]
 backend = "memory"
+
+[code_mode]
+max_tool_calls = 3
 
 [serve]
 expose_tools = true
@@ -207,16 +213,64 @@ gateway_tools = "code"
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := ServerOptions(cfg, "v", mcpserver.SamplingAuto, nil).GatewayTools; got != mcpserver.GatewayToolsCode {
-		t.Errorf("ServerOptions' gateway tools %q, want %q", got, mcpserver.GatewayToolsCode)
+	if o := ServerOptions(cfg, "v", mcpserver.SamplingAuto, nil); o.GatewayTools != mcpserver.GatewayToolsCode || o.CodeRunner == nil {
+		t.Fatalf("ServerOptions: gateway tools %q, code runner %v", o.GatewayTools, o.CodeRunner)
 	}
 	app, err := Build(t.Context(), cfg, &Options{Getenv: func(string) string { return "" }, Version: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer app.Close()
-	err = app.Serve(t.Context(), &ServeOptions{HTTP: "127.0.0.1:0", Listening: func(*Endpoint) { t.Error("announced a server without run_code's runner") }})
-	if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), `gateway tools "code": no code runner`) {
-		t.Errorf("Serve with gateway_tools = \"code\": %v, want ErrConfig saying there is no code runner", err)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	endpoints := make(chan *Endpoint, 2)
+	served := make(chan error, 1)
+	go func() {
+		served <- app.Serve(ctx, &ServeOptions{HTTP: "127.0.0.1:0", Listening: func(e *Endpoint) { endpoints <- e }})
+	}()
+	var e *Endpoint
+	select {
+	case e = <-endpoints:
+	case err := <-served:
+		t.Fatalf("Serve returned before it listened: %v", err)
+	}
+	session, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: e.URL}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer session.Close()
+	list, err := session.ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range list.Tools {
+		names = append(names, tool.Name)
+	}
+	slices.Sort(names)
+	if want := []string{e.Tool, "run_code", "search_tools"}; !slices.Equal(names, want) {
+		t.Errorf("tools/list offers %v, want %v", names, want)
+	}
+	code := `const r = await Promise.all([tools.calculate({expression: "6*7"}), tools.calculate({expression: "1+1"})]);
+return r.map(x => x.result);`
+	res, err := session.CallTool(t.Context(), &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"code": code}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text := res.Content[0].(*mcp.TextContent).Text; res.IsError || !strings.Contains(text, `["42","2"]`) {
+		t.Errorf("run_code: isError %v, %q", res.IsError, text)
+	}
+	// [code_mode] max_tool_calls bounds the gateway's programs too.
+	code = `for (let i = 0; i < 4; i++) await tools.calculate({expression: String(i)}); return "done";`
+	res, err = session.CallTool(t.Context(), &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"code": code}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text := res.Content[0].(*mcp.TextContent).Text; !res.IsError || !strings.Contains(text, "at most 3 tool calls per script") {
+		t.Errorf("a program past max_tool_calls: isError %v, %q", res.IsError, text)
+	}
+	cancel()
+	if err := <-served; err != nil {
+		t.Errorf("Serve: %v", err)
 	}
 }

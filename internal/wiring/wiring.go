@@ -146,13 +146,17 @@ func HostOptions(cfg *config.Config, logger *slog.Logger) *host.Options {
 
 // CodeMode returns run_code's options for cfg: off unless [code_mode] enabled, else a sandbox with its bounds.
 func CodeMode(cfg *config.Config) host.CodeModeOptions {
-	c := cfg.CodeMode
-	if !c.Enabled {
+	if !cfg.CodeMode.Enabled {
 		return host.CodeModeOptions{}
 	}
-	runner := codemode.New(&codemode.Options{Timeout: c.Timeout.Duration, MemoryLimit: c.MemoryLimit,
+	return host.CodeModeOptions{Runner: codeRunner(cfg), Tools: cfg.CodeMode.Tools}
+}
+
+// codeRunner returns a sandbox with the bounds of [code_mode], for the loop's run_code and the gateway's.
+func codeRunner(cfg *config.Config) *codemode.Runner {
+	c := cfg.CodeMode
+	return codemode.New(&codemode.Options{Timeout: c.Timeout.Duration, MemoryLimit: c.MemoryLimit,
 		MaxToolCalls: c.MaxToolCalls, MaxOutputBytes: c.MaxOutputBytes})
-	return host.CodeModeOptions{Runner: runner, Tools: c.Tools}
 }
 
 // outputRetries maps [agent] output_retries, where 0 means none, onto host.Options.OutputRetries, where it means
@@ -296,7 +300,12 @@ func Policies(tools map[string]config.ToolPolicy) map[string]host.ToolPolicy {
 // how the caller's model is used, when the provider is "sampling".
 func ServerOptions(cfg *config.Config, version string, sampling mcpserver.Sampling, logger *slog.Logger) *mcpserver.Options {
 	sc := cfg.Serve
+	var code host.CodeRunner
+	if sc.ExposeTools && sc.GatewayTools == mcpserver.GatewayToolsCode {
+		code = codeRunner(cfg)
+	}
 	return &mcpserver.Options{
+		CodeRunner:       code,
 		Name:             cfg.Agent.Name,
 		Version:          version,
 		ToolName:         sc.ToolName,
