@@ -199,7 +199,7 @@ model = "gpt-4o"
 [code_mode]
 enabled = true
 tools = ["fs_read_file", "analyst", "researcher"]
-timeout = "1m"
+timeout = "20s"
 memory_limit = 1048576
 max_tool_calls = 10000
 max_output_bytes = 1024
@@ -290,7 +290,7 @@ max_output_bytes = 1024
 		Telemetry: Telemetry{Exporter: "otlp", Protocol: "grpc", Endpoint: "http://collector:4317", Headers: map[string]string{"api-key": "k"},
 			ServiceName: "helper-agent", CaptureContent: true},
 		Eval: Eval{Checks: []string{"citations", "grounded"}, OnFailure: "retry", Model: "gpt-4o"},
-		CodeMode: CodeMode{Enabled: true, Tools: []string{"fs_read_file", "analyst", "researcher"}, Timeout: Duration{time.Minute},
+		CodeMode: CodeMode{Enabled: true, Tools: []string{"fs_read_file", "analyst", "researcher"}, Timeout: Duration{20 * time.Second},
 			MemoryLimit: 1 << 20, MaxToolCalls: 10000, MaxOutputBytes: 1024},
 	}
 	if !reflect.DeepEqual(got, want) {
@@ -749,8 +749,10 @@ agent.toml:3: serve.max_tasks_per_subject: must be between 1 and 1000000 (got 10
 			`agent.toml:2: code_mode.timeout: must be a duration such as "30s" or "2m" (got "half a minute")`},
 		{"code mode timeout not positive", "[code_mode]\ntimeout = \"0s\"\n", nil,
 			`agent.toml:2: code_mode.timeout: must be positive and at most 10m (got "0s")`},
-		{"code mode timeout too long", "[code_mode]\ntimeout = \"10m1s\"\n", nil,
-			`agent.toml:2: code_mode.timeout: must be positive and at most 10m (got "10m1s")`},
+		{"code mode timeout too long", "[agent]\ntool_timeout = \"20m\"\n[code_mode]\ntimeout = \"10m1s\"\n", nil,
+			`agent.toml:4: code_mode.timeout: must be positive and at most 10m (got "10m1s")`},
+		{"code mode timeout past tool_timeout", "[agent]\ntool_timeout = \"1m\"\n[code_mode]\ntimeout = \"90s\"\n", nil,
+			`agent.toml:4: code_mode.timeout: must not exceed [agent] tool_timeout (1m0s), which bounds run_code as any tool call (got 1m30s)`},
 		{"code mode memory limit too small", "[code_mode]\nmemory_limit = 1048575\n", nil,
 			`agent.toml:2: code_mode.memory_limit: must be between 1048576 and 1073741824 (got 1048575)`},
 		{"code mode memory limit too large", "[code_mode]\nmemory_limit = 1073741825\n", nil,

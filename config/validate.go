@@ -230,7 +230,7 @@ func (c *Config) check() issues {
 	}
 	checkServe(&is, &c.Serve)
 	checkTelemetry(&is, &c.Telemetry)
-	checkCodeMode(&is, &c.CodeMode, names)
+	checkCodeMode(&is, &c.CodeMode, names, c.Agent.ToolTimeout)
 	return is
 }
 
@@ -238,7 +238,7 @@ func (c *Config) check() issues {
 const codeToolName = "run_code"
 
 // checkCodeMode checks [code_mode]: its tools as a sub-agent's are checked, and its bounds.
-func checkCodeMode(is *issues, cm *CodeMode, names toolNames) {
+func checkCodeMode(is *issues, cm *CodeMode, names toolNames, toolTimeout Duration) {
 	p := func(key string) []string { return []string{"code_mode", key} }
 	if cm.Tools != nil && len(cm.Tools) == 0 {
 		is.add(p("tools"), "must name at least one tool; leave it out for every tool the agent offers")
@@ -261,6 +261,11 @@ func checkCodeMode(is *issues, cm *CodeMode, names toolNames) {
 		seen[t] = true
 	}
 	checkDuration(is, p("timeout"), cm.Timeout, "10m")
+	// run_code is one tool call of its round, which [agent] tool_timeout bounds: a longer program would be cut off
+	// there, without its log.
+	if t := toolTimeout.Duration; t > 0 && cm.Timeout.Duration > t {
+		is.add(p("timeout"), "must not exceed [agent] tool_timeout (%s), which bounds run_code as any tool call (got %s)", t, cm.Timeout.Duration)
+	}
 	checkRange(is, p("memory_limit"), cm.MemoryLimit, 1<<20, 1<<30)
 	checkRange(is, p("max_tool_calls"), cm.MaxToolCalls, 1, 10000)
 	checkRange(is, p("max_output_bytes"), cm.MaxOutputBytes, 1024, 10<<20)
