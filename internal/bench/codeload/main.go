@@ -33,8 +33,8 @@ import (
 	"strconv"
 	"text/tabwriter"
 
-	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/internal/bench/benchcfg"
 	"github.com/agenthost/agenthost/internal/bench/benchcli"
 	"github.com/agenthost/agenthost/internal/testkit/fakellm"
 	"github.com/agenthost/agenthost/internal/wiring"
@@ -105,16 +105,10 @@ func measure(ctx context.Context, server []string, codeMode bool) (*measurement,
 	defer fake.Close()
 	fake.SetResponder(respond)
 
-	cfg := config.Default()
-	cfg.Model.Provider, cfg.Model.BaseURL, cfg.Model.Model, cfg.Model.APIKeyEnv = config.ProviderOpenAI, fake.URL, "fake-model", ""
-	cfg.Builtin.Tools = []string{}
-	cfg.State.Backend = config.StateMemory
+	cfg := benchcfg.Bare(fake.URL)
 	cfg.Agent.MaxToolCalls = 10 // the default, stated: a round of 10 parallel calls fits it
 	cfg.CodeMode.Enabled = codeMode
-	s := config.DefaultMCPServer()
-	s.Transport, s.Command, s.Args, s.Required = config.TransportStdio, server[0], server[1:], true
-	cfg.MCP.Servers["shop"] = s
-	cfg.MCP.Order = append(cfg.MCP.Order, "shop")
+	benchcfg.AddStdio(cfg, "shop", server[0], server[1:]...)
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

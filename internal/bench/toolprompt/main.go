@@ -30,6 +30,7 @@ import (
 
 	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/internal/bench/benchcfg"
 	"github.com/agenthost/agenthost/internal/bench/benchcli"
 	"github.com/agenthost/agenthost/internal/testkit/fakellm"
 	"github.com/agenthost/agenthost/internal/wiring"
@@ -136,17 +137,10 @@ func measure(ctx context.Context, catalog string, themes []string, tools int, mo
 	defer fake.Close()
 	fake.SetResponder(respond)
 
-	cfg := config.Default()
-	cfg.Model.Provider, cfg.Model.BaseURL, cfg.Model.Model, cfg.Model.APIKeyEnv = config.ProviderOpenAI, fake.URL, "fake-model", ""
-	cfg.Builtin.Tools = []string{}
-	cfg.State.Backend = config.StateMemory
+	cfg := benchcfg.Bare(fake.URL)
 	cfg.Agent.ToolSearch.Mode = mode
 	for _, theme := range themes {
-		s := config.DefaultMCPServer()
-		s.Transport, s.Command, s.Required = config.TransportStdio, catalog, true
-		s.Args = []string{"-theme", theme, "-tools", strconv.Itoa(tools)}
-		cfg.MCP.Servers[theme] = s
-		cfg.MCP.Order = append(cfg.MCP.Order, theme)
+		benchcfg.AddStdio(cfg, theme, catalog, "-theme", theme, "-tools", strconv.Itoa(tools))
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err

@@ -29,8 +29,8 @@ import (
 	"slices"
 	"text/tabwriter"
 
-	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/internal/bench/benchcfg"
 	"github.com/agenthost/agenthost/internal/bench/benchcli"
 	"github.com/agenthost/agenthost/internal/testkit/fakellm"
 	"github.com/agenthost/agenthost/internal/wiring"
@@ -163,14 +163,8 @@ func rankOf(ranked []int, answer int) int {
 func searchAgenthost(ctx context.Context, d *dataset, qs []question, server []string, r *result) error {
 	fake := fakellm.New()
 	defer fake.Close()
-	cfg := config.Default()
-	cfg.Model.Provider, cfg.Model.BaseURL, cfg.Model.Model, cfg.Model.APIKeyEnv = config.ProviderOpenAI, fake.URL, "fake-model", ""
-	cfg.Builtin.Tools = []string{}
-	cfg.State.Backend = config.StateMemory
-	s := config.DefaultMCPServer()
-	s.Transport, s.Command, s.Args, s.Required = config.TransportStdio, server[0], server[1:], true
-	cfg.MCP.Servers[d.Name] = s
-	cfg.MCP.Order = append(cfg.MCP.Order, d.Name)
+	cfg := benchcfg.Bare(fake.URL)
+	benchcfg.AddStdio(cfg, d.Name, server[0], server[1:]...)
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -186,7 +180,7 @@ func searchAgenthost(ctx context.Context, d *dataset, qs []question, server []st
 	// The served tools by the names agenthost gives them.
 	index := map[string]int{}
 	for i, t := range d.Tools {
-		index[host.ToolName(s.PrefixOrName(d.Name), t.Name)] = i
+		index[host.ToolName(cfg.MCP.Servers[d.Name].PrefixOrName(d.Name), t.Name)] = i
 	}
 	if len(listed) != len(d.Tools) {
 		return fmt.Errorf("%d tools listed, want %d", len(listed), len(d.Tools))
