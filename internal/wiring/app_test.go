@@ -101,19 +101,8 @@ enabled = false
 		t.Fatalf("%d children run the MCP server, want 1", len(got))
 	}
 
-	ctx, cancel := context.WithCancel(t.Context())
+	e, cancel, served := serveHTTP(t, app)
 	defer cancel()
-	endpoints := make(chan *Endpoint, 2)
-	served := make(chan error, 1)
-	go func() {
-		served <- app.Serve(ctx, &ServeOptions{HTTP: "127.0.0.1:0", Listening: func(e *Endpoint) { endpoints <- e }})
-	}()
-	var e *Endpoint
-	select {
-	case e = <-endpoints:
-	case err := <-served:
-		t.Fatalf("Serve returned before it listened: %v", err)
-	}
 	if e.Front != "mcp" || e.URL != "http://"+e.Addr.String()+"/mcp" || e.Tool == "" {
 		t.Fatalf("endpoint %+v", e)
 	}
@@ -221,19 +210,8 @@ gateway_tools = "code"
 		t.Fatal(err)
 	}
 	defer app.Close()
-	ctx, cancel := context.WithCancel(t.Context())
+	e, cancel, served := serveHTTP(t, app)
 	defer cancel()
-	endpoints := make(chan *Endpoint, 2)
-	served := make(chan error, 1)
-	go func() {
-		served <- app.Serve(ctx, &ServeOptions{HTTP: "127.0.0.1:0", Listening: func(e *Endpoint) { endpoints <- e }})
-	}()
-	var e *Endpoint
-	select {
-	case e = <-endpoints:
-	case err := <-served:
-		t.Fatalf("Serve returned before it listened: %v", err)
-	}
 	session, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: e.URL}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -272,5 +250,25 @@ return r.map(x => x.result);`
 	cancel()
 	if err := <-served; err != nil {
 		t.Errorf("Serve: %v", err)
+	}
+}
+
+// serveHTTP serves app over MCP on a free loopback port and returns its endpoint once it listens, the function
+// that stops it, and the channel that gets Serve's outcome.
+func serveHTTP(t *testing.T, app *App) (*Endpoint, context.CancelFunc, <-chan error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	endpoints := make(chan *Endpoint, 2)
+	served := make(chan error, 1)
+	go func() {
+		served <- app.Serve(ctx, &ServeOptions{HTTP: "127.0.0.1:0", Listening: func(e *Endpoint) { endpoints <- e }})
+	}()
+	select {
+	case e := <-endpoints:
+		return e, cancel, served
+	case err := <-served:
+		cancel()
+		t.Fatalf("Serve returned before it listened: %v", err)
+		return nil, nil, nil
 	}
 }
