@@ -13,8 +13,8 @@ import (
 // instant is a tool caller whose every tool answers at once, so a benchmark measures the sandbox alone.
 type instant struct{}
 
-func (instant) CallTool(_ context.Context, _ string, args json.RawMessage) (*host.Result, error) {
-	return &host.Result{Structured: args}, nil
+func (instant) StartTool(_ context.Context, _ string, args json.RawMessage) func() (*host.Result, error) {
+	return func() (*host.Result, error) { return &host.Result{Structured: args}, nil }
 }
 
 // benchmarkScript runs code b.N times and reports the p50 and p99 of one script's wall time, as Run's caller sees it.

@@ -268,8 +268,11 @@ func (s *script) register(vm *quickjs.VM, ctx context.Context, wg *sync.WaitGrou
 			s.calls++
 			s.pending++
 			id := s.calls
+			// Started here, on the engine's goroutine in the script's order, which numbers the call; only its
+			// outcome is awaited elsewhere.
+			wait := s.tools.StartTool(ctx, name, json.RawMessage(text))
 			wg.Go(func() {
-				res, err := s.tools.CallTool(ctx, name, json.RawMessage(text))
+				res, err := wait()
 				s.results <- callResult{id: id, res: res, err: err}
 			})
 			return id, nil

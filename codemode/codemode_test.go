@@ -18,20 +18,38 @@ import (
 // fakeTools is a host.ToolCaller whose tools are Go functions; it records every call.
 type fakeTools struct {
 	fns map[string]func(ctx context.Context, args json.RawMessage) (*host.Result, error)
+	// starting, when set, runs as a call starts, before it is recorded.
+	starting func(name string, args json.RawMessage)
 
 	mu    sync.Mutex
 	calls []string // "name args"
 }
 
-func (f *fakeTools) CallTool(ctx context.Context, name string, args json.RawMessage) (*host.Result, error) {
+// StartTool records the call when it starts, in the order the script made it, and runs the tool on a goroutine.
+func (f *fakeTools) StartTool(ctx context.Context, name string, args json.RawMessage) func() (*host.Result, error) {
+	if f.starting != nil {
+		f.starting(name, args)
+	}
 	f.mu.Lock()
 	f.calls = append(f.calls, name+" "+string(args))
 	f.mu.Unlock()
 	fn, ok := f.fns[name]
 	if !ok {
-		return nil, fmt.Errorf("host: unknown tool %q", name)
+		return func() (*host.Result, error) { return nil, fmt.Errorf("host: unknown tool %q", name) }
 	}
-	return fn(ctx, args)
+	type outcome struct {
+		res *host.Result
+		err error
+	}
+	ch := make(chan outcome, 1)
+	go func() {
+		res, err := fn(ctx, args)
+		ch <- outcome{res, err}
+	}()
+	return func() (*host.Result, error) {
+		o := <-ch
+		return o.res, o.err
+	}
 }
 
 func (f *fakeTools) called() []string {
@@ -185,6 +203,56 @@ func TestPromiseAllRunsCallsInParallel(t *testing.T) {
 		fmt.Sprintf(`const r = await Promise.all([...Array(%d).keys()].map(i => tools.wait({i}))); return r.map(x => x.i)`, n))
 	if res.IsError || string(d.Value) != `[0,1,2,3,4]` {
 		t.Fatalf("Promise.all: %s", res.Text)
+	}
+}
+
+// Calls are started in the script's order, on the engine's goroutine, even when Promise.all runs them together and
+// they finish in reverse order: the host numbers them by their start.
+func TestCallsStartInScriptOrder(t *testing.T) {
+	const n = 4
+	finished := make([]chan struct{}, n+1)
+	for i := range finished {
+		finished[i] = make(chan struct{})
+	}
+	close(finished[n])
+	tools := &fakeTools{fns: map[string]func(context.Context, json.RawMessage) (*host.Result, error){
+		// Call i returns once call i+1 has: the last one first.
+		"step": func(ctx context.Context, args json.RawMessage) (*host.Result, error) {
+			var in struct{ I int }
+			if err := json.Unmarshal(args, &in); err != nil {
+				return nil, err
+			}
+			select {
+			case <-finished[in.I+1]:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			close(finished[in.I])
+			return &host.Result{Structured: args}, nil
+		},
+	}}
+	// The first call is slow to start: it gives the second one a while to overtake it, which it must not (the
+	// engine waits for the start of each call before it goes on, so here the wait always runs out).
+	second := make(chan struct{})
+	tools.starting = func(_ string, args json.RawMessage) {
+		switch string(args) {
+		case `{"i":0}`:
+			select {
+			case <-second:
+			case <-time.After(200 * time.Millisecond):
+			}
+		case `{"i":1}`:
+			close(second)
+		}
+	}
+	res, d := run(t, &Options{Timeout: time.Minute}, tools,
+		fmt.Sprintf(`const r = await Promise.all([...Array(%d).keys()].map(i => tools.step({i}))); return r.map(x => x.i)`, n))
+	if res.IsError || string(d.Value) != `[0,1,2,3]` {
+		t.Fatalf("Promise.all: %s", res.Text)
+	}
+	want := []string{`step {"i":0}`, `step {"i":1}`, `step {"i":2}`, `step {"i":3}`}
+	if got := tools.called(); !slices.Equal(got, want) {
+		t.Errorf("calls started in the order %q, want %q", got, want)
 	}
 }
 

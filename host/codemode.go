@@ -23,11 +23,21 @@ type CodeRunner interface {
 }
 
 // ToolCaller makes tool calls for a script, each one as the run makes the model's: policy, approval, de-duplication,
-// timeout, progress, references numbered in the run, debug info and spans. It is safe for concurrent use.
+// timeout, progress, references numbered in the run, debug info and spans.
+//
+// What a runner must do: call StartTool in the script's order, from one goroutine (the one running the script), and
+// wait for the outcomes anywhere. A call's number (its id, "c1/3", and the name of its durable step) is the order in
+// which StartTool was entered, and a durable run resumed mid-script hands each call the outcome recorded under its
+// number: calls started from several goroutines at once would be numbered as they happen to come, and on resume one
+// call could get another's outcome. The waits may be called from any goroutine, in any order, concurrently.
 type ToolCaller interface {
-	// CallTool calls the tool name with args (a JSON object). A tool that ran and failed is a Result with IsError;
-	// a Go error means the call could not happen (unknown tool, invalid arguments, refused, cancelled).
-	CallTool(ctx context.Context, name string, args json.RawMessage) (*Result, error)
+	// StartTool begins a call of the tool name with args (a JSON object) on the caller's goroutine, in the script's
+	// order: it checks, numbers and records the call's start there (approval included, which may block while the
+	// user decides), and returns the function that waits for its outcome, which may be called from any goroutine.
+	// The call runs whether or not its outcome is awaited, and ends when ctx does. A tool that ran and failed is a
+	// Result with IsError; a Go error means the call could not happen (unknown tool, invalid arguments, refused,
+	// cancelled).
+	StartTool(ctx context.Context, name string, args json.RawMessage) (wait func() (*Result, error))
 }
 
 // CodeModeOptions turns on run_code (Options.CodeMode).

@@ -28,9 +28,9 @@ import (
 // Durability: run_code is not a step itself; each call it makes is, named after its parent call and its number in
 // the script ("iteration 2: code call get_weather (c1/3)"), and so is each approval. A run resumed mid-script runs
 // the script again from its start, and the calls it makes again get their recorded outcomes instead of running. This
-// holds when the script makes its calls in the same order: calls are numbered in the order CallTool is entered, so a
-// runner should enter it in the script's order (on the script's thread, waiting for the outcome elsewhere), and a
-// script should not race calls against each other. Two run_code calls of one round number their steps in the order
+// holds because the script makes its calls in the same order: calls are numbered, and their steps started (with
+// StepRunner.Go, from the script's goroutine), in the order StartTool is entered, which a runner keeps to the
+// script's order (see ToolCaller), however the calls' executions interleave and in whatever order they finish. Two run_code calls of one round number their steps in the order
 // their calls happen to come, so such a round may not replay.
 
 // CodeToolSource is the Source of a run's run_code, in debug info and to an Observer.
@@ -183,17 +183,24 @@ type nestedCall struct {
 	tool    *ManagedTool
 }
 
-// CallTool implements ToolCaller.
-func (sc *codeScope) CallTool(ctx context.Context, name string, args json.RawMessage) (*Result, error) {
+// StartTool implements ToolCaller. What decides a call's fate in the script's order happens here, on the script's
+// goroutine: its number, the checks, the lookup of an identical call, the run's limit and the approval step. The
+// call itself is started as a step with the run's StepRunner.Go, so that a durable runner sees the steps of a script
+// started in its order from one goroutine, as the round starts the model's parallel calls; its outcome is awaited on
+// a goroutine of its own, which ends it (and closes done) whether or not the script waits.
+func (sc *codeScope) StartTool(ctx context.Context, name string, args json.RawMessage) func() (*Result, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err // the script was stopped: no call starts
+		return func() (*Result, error) { return nil, err } // the script was stopped: no call starts
 	}
 	sc.mu.Lock()
 	sc.seq++
 	nc := &nestedCall{done: make(chan struct{}), info: ToolCallInfo{ID: fmt.Sprintf("%s/%d", sc.parent, sc.seq), Name: name, Iteration: sc.iter, Parent: sc.parent}}
 	sc.calls = append(sc.calls, nc)
 	sc.mu.Unlock()
-	defer close(nc.done)
+	wait := func() (*Result, error) {
+		<-nc.done
+		return nc.res, nc.err
+	}
 
 	t, argsOK, key, problem := sc.check(name, args)
 	if t != nil {
@@ -202,7 +209,9 @@ func (sc *codeScope) CallTool(ctx context.Context, name string, args json.RawMes
 	}
 	if problem != "" {
 		nc.info.NotRun = problem
-		return nc.fail(errors.New(problem))
+		nc.fail(errors.New(problem))
+		close(nc.done)
+		return wait
 	}
 	sc.mu.Lock()
 	first, dup := sc.byKey[key]
@@ -212,24 +221,35 @@ func (sc *codeScope) CallTool(ctx context.Context, name string, args json.RawMes
 	sc.mu.Unlock()
 	if dup {
 		nc.info.Duplicate = true
-		select {
-		case <-first.done:
-		case <-ctx.Done():
-			return nc.fail(ctx.Err())
-		}
-		nc.res, nc.err = first.res, first.err
-		nc.info.OK, nc.info.Error, nc.info.Bytes = first.info.OK, first.info.Error, first.info.Bytes
-		return nc.res, nc.err
+		go func() {
+			defer close(nc.done)
+			select {
+			case <-first.done:
+			case <-ctx.Done():
+				nc.fail(ctx.Err())
+				return
+			}
+			nc.res, nc.err = first.res, first.err
+			nc.info.OK, nc.info.Error, nc.info.Bytes = first.info.OK, first.info.Error, first.info.Bytes
+		}()
+		return wait
 	}
 	nc.primary = true
-	return sc.run(ctx, nc, t, argsOK)
+	if finish := sc.start(ctx, nc, t, argsOK); finish != nil {
+		go func() {
+			defer close(nc.done)
+			finish()
+		}()
+	} else {
+		close(nc.done)
+	}
+	return wait
 }
 
 // fail ends nc with err, which the script sees.
-func (nc *nestedCall) fail(err error) (*Result, error) {
+func (nc *nestedCall) fail(err error) {
 	nc.err = err
 	nc.info.Error = err.Error()
-	return nil, err
 }
 
 // check finds the tool and checks the arguments as the round checks the model's: it returns the tool, the
@@ -275,12 +295,15 @@ func (sc *codeScope) refusal(name string) string {
 	return fmt.Sprintf("tool %q may not be called from code in this run", name)
 }
 
-// run makes nc, a call of t that is not a duplicate: approval, the run's tool-call limit, then the call as a step.
-func (sc *codeScope) run(ctx context.Context, nc *nestedCall, t *ManagedTool, args json.RawMessage) (*Result, error) {
+// start makes nc, a call of t that is not a duplicate: the run's tool-call limit and approval, on the caller's
+// goroutine, then the call started as a step. It returns the function that awaits the step and sets nc's outcome, or
+// nil when the call does not run (nc's outcome is then set).
+func (sc *codeScope) start(ctx context.Context, nc *nestedCall, t *ManagedTool, args json.RawMessage) (finish func()) {
 	o := sc.r.o
 	if !sc.round.reserve() {
 		nc.info.NotRun = "tool call limit"
-		return nc.fail(fmt.Errorf("not executed: the run reached its limit of %d tool calls", sc.round.limit))
+		nc.fail(fmt.Errorf("not executed: the run reached its limit of %d tool calls", sc.round.limit))
+		return nil
 	}
 	id := nc.info.ID
 	call := &Call{ID: id, Tool: t.Spec.Name, Source: t.Source, ConversationID: sc.r.convID, interactor: sc.call.interactor, model: sc.call.model, parent: sc.parent}
@@ -301,20 +324,22 @@ func (sc *codeScope) run(ctx context.Context, nc *nestedCall, t *ManagedTool, ar
 				nc.info.Approval, nc.info.NotRun = "unavailable", "approval unavailable"
 				err = fmt.Errorf("asking the user for approval failed (%v); the call did not run", err)
 			}
-			return nc.fail(err)
+			nc.fail(err)
+			return nil
 		}
 		nc.info.Approval = out.Approval
 		if out.Refusal != nil {
 			sc.round.release()
 			nc.info.NotRun = "approval " + out.Approval
-			return nc.fail(errors.New(out.Refusal.Text))
+			nc.fail(errors.New(out.Refusal.Text))
+			return nil
 		}
 	}
 	sc.relay.send(&Event{Kind: EventToolStart, Iteration: sc.iter, ToolCall: &ToolEvent{ID: id, Name: t.Spec.Name, Source: t.Source, Parent: sc.parent, Arguments: args}})
 	start := time.Now()
 	timeout := o.opts.ToolTimeout
 	name := fmt.Sprintf("iteration %d: code call %s (%s)", sc.iter, t.Spec.Name, id)
-	out, err := stepJSON(ctx, sc.r.steps, name, func(ctx context.Context) (toolOutcome, error) {
+	wait := goJSON(ctx, sc.r.steps, name, func(ctx context.Context) (toolOutcome, error) {
 		res, err := o.tools.run(ctx, t, args, call, timeout)
 		switch {
 		case err == nil:
@@ -324,26 +349,28 @@ func (sc *codeScope) run(ctx context.Context, nc *nestedCall, t *ManagedTool, ar
 		}
 		return toolOutcome{Error: err.Error()}, nil
 	})
-	if err == nil {
-		err = out.err()
+	return func() {
+		out, err := wait()
+		if err == nil {
+			err = out.err()
+		}
+		nc.info.Duration = time.Since(start)
+		nc.res, nc.err = out.Result.result(), err
+		switch {
+		case err != nil:
+			nc.info.Error = err.Error()
+		case nc.res.IsError:
+			nc.info.Error = firstLine(nc.res.Text)
+		default:
+			nc.info.OK = true
+		}
+		if nc.res != nil {
+			nc.info.Debug, nc.info.References = nc.res.Debug, len(nc.res.References)
+			nc.info.Bytes = len(nc.res.Text) + len(nc.res.Structured)
+		}
+		info := nc.info
+		sc.relay.send(&Event{Kind: EventToolEnd, Iteration: sc.iter, ToolCall: &ToolEvent{ID: id, Name: t.Spec.Name, Source: t.Source, Parent: sc.parent, Arguments: args, Result: nc.res, Info: &info}})
 	}
-	nc.info.Duration = time.Since(start)
-	nc.res, nc.err = out.Result.result(), err
-	switch {
-	case err != nil:
-		nc.info.Error = err.Error()
-	case nc.res.IsError:
-		nc.info.Error = firstLine(nc.res.Text)
-	default:
-		nc.info.OK = true
-	}
-	if nc.res != nil {
-		nc.info.Debug, nc.info.References = nc.res.Debug, len(nc.res.References)
-		nc.info.Bytes = len(nc.res.Text) + len(nc.res.Structured)
-	}
-	info := nc.info
-	sc.relay.send(&Event{Kind: EventToolEnd, Iteration: sc.iter, ToolCall: &ToolEvent{ID: id, Name: t.Spec.Name, Source: t.Source, Parent: sc.parent, Arguments: args, Result: nc.res, Info: &info}})
-	return nc.res, nc.err
 }
 
 // reserve counts a call toward the run's limit, and reports whether it may run.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -62,9 +63,11 @@ func (s *scriptRunner) Run(ctx context.Context, code string, tools ToolCaller) (
 		outcomes := make([]scriptOutcome, len(g))
 		var wg sync.WaitGroup
 		for i, c := range g {
+			// Started in the script's order on this goroutine, awaited concurrently, as codemode does.
+			wait := tools.StartTool(ctx, c.Tool, c.Args)
 			wg.Go(func() {
 				o := scriptOutcome{Tool: c.Tool}
-				res, err := tools.CallTool(ctx, c.Tool, c.Args)
+				res, err := wait()
 				switch {
 				case err != nil:
 					o.Error = err.Error()
@@ -303,8 +306,8 @@ func TestCodeModeCalls(t *testing.T) {
 		t.Errorf("the second script saw %+v", got)
 	}
 
-	// Run_code's call, then its script's in the order they were made: numbered in that order, which within a group
-	// of concurrent calls is the order they reached the caller.
+	// Run_code's call, then its script's in the order the script made them, numbered in that order even within a
+	// group of concurrent calls.
 	type row struct {
 		Name, Parent, NotRun string
 		OK, Duplicate        bool
@@ -317,23 +320,16 @@ func TestCodeModeCalls(t *testing.T) {
 	}
 	wantRows := []row{
 		{CodeToolName, "", "", true, false},
-		{"news", "c1", "", true, false},
 		{"weather", "c1", "", true, false},
+		{"news", "c1", "", true, false},
 		{"weather", "c1", "", true, true},
+		{"strict", "c1", "the arguments of strict do not match its schema: n: expected integer, got string", false, false},
+		{"secret", "c1", `tool "secret" is disabled by the configuration`, false, false},
 		{"handoff", "c1", "handoff hands the conversation over, so it cannot be called from code: call it directly", false, false},
 		{"nope", "c1", `unknown tool "nope"`, false, false},
 		{CodeToolName, "c1", "run_code cannot be called from code", false, false},
-		{"secret", "c1", `tool "secret" is disabled by the configuration`, false, false},
-		{"strict", "c1", "the arguments of strict do not match its schema: n: expected integer, got string", false, false},
 		{CodeToolName, "", "", true, false},
 		{"news", "c2", "", true, false},
-	}
-	byName := func(a, b row) int {
-		return strings.Compare(a.Name+fmt.Sprint(a.Duplicate), b.Name+fmt.Sprint(b.Duplicate))
-	}
-	if len(rows) == len(wantRows) {
-		slices.SortFunc(rows[1:4], byName)
-		slices.SortFunc(rows[4:9], byName)
 	}
 	if !reflect.DeepEqual(rows, wantRows) {
 		t.Errorf("tool calls:\n%+v\nwant\n%+v", rows, wantRows)
@@ -614,6 +610,205 @@ func TestCodeModeResume(t *testing.T) {
 	}
 	if got.Text != want.Text || !slices.Equal(resumed.started, wantNames) {
 		t.Errorf("resumed: %q, steps %q", got.Text, resumed.started)
+	}
+}
+
+// chainTools is one tool, echo, for scripts whose concurrent calls must finish in reverse order: echo {"n": k,
+// "after": m} returns {"n": k, "tag": tag} once the call with n = m has finished. It counts its calls by n and
+// records the order in which they finished.
+type chainTools struct {
+	tag      string
+	mu       sync.Mutex
+	finished map[int]chan struct{}
+	order    []int
+	calls    map[int]int
+}
+
+func newChainTools(tag string) *chainTools {
+	return &chainTools{tag: tag, finished: map[int]chan struct{}{}, calls: map[int]int{}}
+}
+
+func (c *chainTools) done(n int) chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.finished[n] == nil {
+		c.finished[n] = make(chan struct{})
+	}
+	return c.finished[n]
+}
+
+func (c *chainTools) tool() Tool {
+	return &funcTool{spec: ToolSpec{Name: "echo", InputSchema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"},"after":{"type":"integer"}},"required":["n"]}`)},
+		fn: func(ctx context.Context, args json.RawMessage, _ *Call) (*Result, error) {
+			var in struct{ N, After int }
+			if err := json.Unmarshal(args, &in); err != nil {
+				return nil, err
+			}
+			c.mu.Lock()
+			c.calls[in.N]++
+			c.mu.Unlock()
+			if in.After != 0 {
+				select {
+				case <-c.done(in.After):
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+			}
+			c.mu.Lock()
+			c.order = append(c.order, in.N)
+			c.mu.Unlock()
+			close(c.done(in.N))
+			return &Result{Structured: json.RawMessage(fmt.Sprintf(`{"n":%d,"tag":%q}`, in.N, c.tag))}, nil
+		}}
+}
+
+// reversed is a group of three concurrent echo calls that finish in reverse order: 3, then 2, then 1.
+var reversed = []scriptCall{sc("echo", `{"n":1,"after":2}`), sc("echo", `{"n":2,"after":3}`), sc("echo", `{"n":3}`)}
+
+// orderedSteps runs steps at once, as DirectSteps, and records the order in which they were started and whether Go
+// was ever entered while another Go was under way (a durable engine's step counter does not allow it).
+type orderedSteps struct {
+	DirectSteps
+	mu         sync.Mutex
+	entering   sync.Mutex
+	started    []string
+	concurrent atomic.Bool
+}
+
+func (s *orderedSteps) Step(ctx context.Context, name string, do func(context.Context) ([]byte, error)) ([]byte, error) {
+	return s.Go(ctx, name, do)()
+}
+
+func (s *orderedSteps) Go(ctx context.Context, name string, do func(context.Context) ([]byte, error)) func() ([]byte, error) {
+	if !s.entering.TryLock() {
+		s.concurrent.Store(true)
+		s.entering.Lock()
+	}
+	defer s.entering.Unlock()
+	s.mu.Lock()
+	s.started = append(s.started, name)
+	s.mu.Unlock()
+	return s.DirectSteps.Go(ctx, name, do)
+}
+
+// The calls of a script are numbered, and their steps started, in the script's order, even when they run
+// concurrently and finish in reverse order.
+func TestCodeModeScriptOrder(t *testing.T) {
+	chain := newChainTools("")
+	h := newHarness(t, harnessConfig{tools: []Tool{chain.tool()}, opts: Options{CodeMode: CodeModeOptions{Runner: &scriptRunner{}}}})
+	h.srv.Enqueue(
+		fakellm.Turn{ToolCalls: []fakellm.ToolCall{codeCall("c1", script(reversed, []scriptCall{sc("echo", `{"n":4}`)}))}},
+		fakellm.Turn{Text: "done"},
+	)
+	steps := &orderedSteps{}
+	ans := h.mustAsk(t, &Request{Prompt: "go", Steps: steps})
+	if !slices.Equal(chain.order, []int{3, 2, 1, 4}) {
+		t.Fatalf("the calls finished in the order %v, want 3, 2, 1, 4", chain.order)
+	}
+	var code []string
+	for _, name := range steps.started {
+		if strings.Contains(name, "code call") {
+			code = append(code, name)
+		}
+	}
+	want := []string{"iteration 0: code call echo (c1/1)", "iteration 0: code call echo (c1/2)", "iteration 0: code call echo (c1/3)", "iteration 0: code call echo (c1/4)"}
+	if !slices.Equal(code, want) {
+		t.Errorf("code call steps started %q, want %q", code, want)
+	}
+	if steps.concurrent.Load() {
+		t.Error("steps were started from several goroutines at once")
+	}
+	// Each id is the call the script made in that place: its arguments and its outcome.
+	for _, ev := range h.events {
+		if ev.ToolCall == nil || ev.ToolCall.Parent != "c1" || ev.Kind == EventToolProgress {
+			continue
+		}
+		n := strings.TrimPrefix(ev.ToolCall.ID, "c1/")
+		if !strings.HasPrefix(string(ev.ToolCall.Arguments), `{"n":`+n) {
+			t.Errorf("%s of %s has the arguments %s", ev.Kind, ev.ToolCall.ID, ev.ToolCall.Arguments)
+		}
+		if ev.Kind == EventToolEnd && !strings.HasPrefix(string(ev.ToolCall.Result.Structured), `{"n":`+n+`,`) {
+			t.Errorf("the end of %s has the result %s", ev.ToolCall.ID, ev.ToolCall.Result.Structured)
+		}
+	}
+	var ids []string
+	for _, c := range ans.ToolCalls {
+		ids = append(ids, c.ID)
+	}
+	if !slices.Equal(ids, []string{"c1", "c1/1", "c1/2", "c1/3", "c1/4"}) {
+		t.Errorf("tool call ids %q", ids)
+	}
+	got := outcomes(t, toolMessages(h.srv.LastRequest())["c1"])
+	for i, o := range got {
+		if want := fmt.Sprintf(`{"n":%d,"tag":""}`, i+1); string(o.Value) != want {
+			t.Errorf("the script's call %d saw %s, want %s", i+1, o.Value, want)
+		}
+	}
+}
+
+// A run resumed in a script whose concurrent calls finished in reverse order hands each call its own recorded
+// outcome.
+func TestCodeModeResumeConcurrent(t *testing.T) {
+	turns := []fakellm.Turn{
+		{ToolCalls: []fakellm.ToolCall{codeCall("c1", script(reversed, []scriptCall{sc("echo", `{"n":4}`)}))}},
+		{Text: "done"},
+	}
+	newOrch := func(t *testing.T, tag string) (*Orchestrator, *chainTools, *fakellm.Server) {
+		srv := fakellm.New()
+		t.Cleanup(srv.Close)
+		model, err := openai.New(&openai.Options{BaseURL: srv.URL, APIKey: "sk-test", Model: "fake-model", MaxRetries: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		chain := newChainTools(tag)
+		return New(model, NewToolManager([]Toolset{&staticSet{name: "test", tools: []Tool{chain.tool()}}}, nil), &Options{Conversations: NewMemoryStore(nil),
+			CodeMode: CodeModeOptions{Runner: &scriptRunner{}}}), chain, srv
+	}
+	ask := func(t *testing.T, orch *Orchestrator, steps StepRunner) (*Answer, error) {
+		return orch.Ask(t.Context(), &Request{Prompt: "go", ConversationID: "conv", StartConversation: true, Steps: steps}, nil)
+	}
+	wantNames := []string{
+		"load conversation",
+		"tool search decision",
+		"iteration 0: model call",
+		"iteration 0: code call echo (c1/1)",
+		"iteration 0: code call echo (c1/2)",
+		"iteration 0: code call echo (c1/3)",
+		"iteration 0: code call echo (c1/4)",
+		"iteration 1: model call",
+		"save conversation",
+	}
+	// The process dies after the concurrent calls, which finished in reverse order.
+	first := &journal{crashAt: 6, overlap: true}
+	orch1, chain1, srv1 := newOrch(t, "first")
+	srv1.Enqueue(turns[0])
+	if _, err := ask(t, orch1, first); !errors.Is(err, errCrash) {
+		t.Fatalf("the crashed run ended with %v", err)
+	}
+	if !slices.Equal(chain1.order, []int{3, 2, 1}) {
+		t.Fatalf("the calls finished in the order %v, want 3, 2, 1", chain1.order)
+	}
+	resumed := &journal{entries: first.recorded(t, 6), replay: 6, crashAt: -1, overlap: true}
+	orch2, chain2, srv2 := newOrch(t, "resumed")
+	srv2.Enqueue(turns[1])
+	if _, err := ask(t, orch2, resumed); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(resumed.started, wantNames) {
+		t.Errorf("resumed steps:\n%s", strings.Join(resumed.started, "\n"))
+	}
+	if want := map[int]int{4: 1}; !maps.Equal(chain2.calls, want) {
+		t.Errorf("the resumed run made the calls %v, want %v", chain2.calls, want)
+	}
+	got := outcomes(t, toolMessages(srv2.LastRequest())["c1"])
+	want := []string{`{"n":1,"tag":"first"}`, `{"n":2,"tag":"first"}`, `{"n":3,"tag":"first"}`, `{"n":4,"tag":"resumed"}`}
+	if len(got) != len(want) {
+		t.Fatalf("the resumed script saw %+v", got)
+	}
+	for i, o := range got {
+		if string(o.Value) != want[i] {
+			t.Errorf("the resumed script's call %d saw %s, want %s", i+1, o.Value, want[i])
+		}
 	}
 }
 

@@ -126,12 +126,30 @@ type scriptCalls struct {
 
 var _ host.ToolCaller = (*scriptCalls)(nil)
 
-// CallTool implements host.ToolCaller: the call goes to the tool as a direct call of it would. A call refused at
-// approval is an error, as is one the script may not make.
-func (sc *scriptCalls) CallTool(ctx context.Context, name string, args json.RawMessage) (*host.Result, error) {
+// StartTool implements host.ToolCaller: the call goes to the tool as a direct call of it would, on a goroutine of
+// its own (the gateway keeps no durable steps, so the order of starts numbers nothing). A call refused at approval
+// is an error, as is one the script may not make. Approvals are asked one at a time (oneQuestionAtATime).
+func (sc *scriptCalls) StartTool(ctx context.Context, name string, args json.RawMessage) func() (*host.Result, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err // the script was stopped: no call starts
+		return func() (*host.Result, error) { return nil, err } // the script was stopped: no call starts
 	}
+	type outcome struct {
+		res *host.Result
+		err error
+	}
+	ch := make(chan outcome, 1) // buffered: the call ends whether or not the script waits
+	go func() {
+		res, err := sc.call(ctx, name, args)
+		ch <- outcome{res, err}
+	}()
+	return func() (*host.Result, error) {
+		o := <-ch
+		return o.res, o.err
+	}
+}
+
+// call makes one call of a script.
+func (sc *scriptCalls) call(ctx context.Context, name string, args json.RawMessage) (*host.Result, error) {
 	t, err := sc.g.scriptTool(ctx, name)
 	if err != nil {
 		return nil, err

@@ -59,7 +59,8 @@ func (scriptRunner) Run(ctx context.Context, code string, tools host.ToolCaller)
 		errs := make([]error, len(group))
 		var wg sync.WaitGroup
 		for i, c := range group {
-			wg.Go(func() { results[i], errs[i] = tools.CallTool(ctx, c.Tool, c.Args) })
+			wait := tools.StartTool(ctx, c.Tool, c.Args) // in the script's order, awaited together
+			wg.Go(func() { results[i], errs[i] = wait() })
 		}
 		wg.Wait()
 		var texts []string

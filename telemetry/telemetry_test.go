@@ -251,7 +251,7 @@ type oneCall struct{}
 
 func (oneCall) Describe([]*host.ManagedTool) string { return "Calls ok." }
 func (oneCall) Run(ctx context.Context, _ string, tools host.ToolCaller) (*host.Result, error) {
-	return tools.CallTool(ctx, "ok", json.RawMessage(`{}`))
+	return tools.StartTool(ctx, "ok", json.RawMessage(`{}`))()
 }
 
 // A tool called from run_code's script has its execute_tool span under run_code's.
