@@ -152,7 +152,11 @@ type codeRound struct {
 	mu       sync.Mutex
 	executed int
 	limit    int
-	asking   sync.Mutex
+	// starting is held while a script of the round starts a step (a call, or an approval while the user decides):
+	// the durable step runner takes its steps' numbers from one goroutine at a time, and the questions go to the
+	// user one at a time, as the round asks the model's. Between the scripts of one round, the order of their steps
+	// is the order they reach it: such a round may not replay after a crash.
+	starting sync.Mutex
 }
 
 // codeScope is one run_code call's ToolCaller: the script's calls, made as the round makes the model's.
@@ -312,12 +316,12 @@ func (sc *codeScope) start(ctx context.Context, nc *nestedCall, t *ManagedTool, 
 	}
 	if t.Policy.RequireApproval {
 		name := fmt.Sprintf("iteration %d: code approval of %s (%s)", sc.iter, t.Spec.Name, id)
-		sc.round.asking.Lock() // one question at a time, as the round asks the model's
+		sc.round.starting.Lock()
 		out, err := stepJSON(ctx, sc.r.steps, name, func(ctx context.Context) (approvalOutcome, error) {
 			refusal, approval, err := o.tools.approve(ctx, t, args, call)
 			return approvalOutcome{Refusal: recordResult(refusal), Approval: approval}, err
 		})
-		sc.round.asking.Unlock()
+		sc.round.starting.Unlock()
 		if err != nil {
 			sc.round.release()
 			if ctx.Err() == nil {
@@ -339,6 +343,8 @@ func (sc *codeScope) start(ctx context.Context, nc *nestedCall, t *ManagedTool, 
 	start := time.Now()
 	timeout := o.opts.ToolTimeout
 	name := fmt.Sprintf("iteration %d: code call %s (%s)", sc.iter, t.Spec.Name, id)
+	sc.round.starting.Lock()
+	defer sc.round.starting.Unlock() // goJSON returns once the step started
 	wait := goJSON(ctx, sc.r.steps, name, func(ctx context.Context) (toolOutcome, error) {
 		res, err := o.tools.run(ctx, t, args, call, timeout)
 		switch {
