@@ -669,6 +669,7 @@ var reversed = []scriptCall{sc("echo", `{"n":1,"after":2}`), sc("echo", `{"n":2,
 // was ever entered while another Go was under way (a durable engine's step counter does not allow it).
 type orderedSteps struct {
 	DirectSteps
+	hold       time.Duration // how long each start takes, to widen the window where a second one could come in
 	mu         sync.Mutex
 	entering   sync.Mutex
 	started    []string
@@ -685,6 +686,7 @@ func (s *orderedSteps) Go(ctx context.Context, name string, do func(context.Cont
 		s.entering.Lock()
 	}
 	defer s.entering.Unlock()
+	time.Sleep(s.hold)
 	s.mu.Lock()
 	s.started = append(s.started, name)
 	s.mu.Unlock()
@@ -830,5 +832,29 @@ func TestCodeModeSubAgentUsage(t *testing.T) {
 	}
 	if ans.Usage.Requests != 3 {
 		t.Errorf("usage counts %d requests, want 3 (2 of the parent, 1 of the sub-agent)", ans.Usage.Requests)
+	}
+}
+
+// Two scripts in one round start their steps one at a time, never from two goroutines at once.
+func TestCodeModeTwoScriptsStartStepsOneAtATime(t *testing.T) {
+	h := newHarness(t, harnessConfig{tools: []Tool{described("ping", "Answers.")}, opts: Options{CodeMode: CodeModeOptions{Runner: &scriptRunner{}}}})
+	group := func(from int) []scriptCall {
+		var calls []scriptCall
+		for i := range 20 {
+			calls = append(calls, sc("ping", fmt.Sprintf(`{"i":%d}`, from+i)))
+		}
+		return calls
+	}
+	h.srv.Enqueue(
+		fakellm.Turn{ToolCalls: []fakellm.ToolCall{codeCall("a", script(group(0))), codeCall("b", script(group(100)))}},
+		fakellm.Turn{Text: "done"},
+	)
+	steps := &orderedSteps{hold: time.Millisecond}
+	ans := h.mustAsk(t, &Request{Prompt: "go", Steps: steps})
+	if n := len(ans.ToolCalls); n != 42 {
+		t.Errorf("%d tool calls, want 2 scripts of 20 calls each", n)
+	}
+	if steps.concurrent.Load() {
+		t.Error("steps were started from several goroutines at once")
 	}
 }
