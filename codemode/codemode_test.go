@@ -460,3 +460,109 @@ func TestPreludeFitsAboveTheScript(t *testing.T) {
 		t.Fatalf("the prelude has %d lines; the script starts at line %d", n, scriptOffset)
 	}
 }
+
+// returns runs code and fails the test if Run does not return within a minute: a hang is the bug these tests catch.
+func returns(t *testing.T, ctx context.Context, opts *Options, tools host.ToolCaller, code string) (*host.Result, error) {
+	t.Helper()
+	type ran struct {
+		res *host.Result
+		err error
+	}
+	done := make(chan ran, 1)
+	go func() {
+		res, err := New(opts).Run(ctx, code, tools)
+		done <- ran{res, err}
+	}()
+	select {
+	case r := <-done:
+		return r.res, r.err
+	case <-time.After(time.Minute):
+		t.Fatalf("Run(%q) did not return", code)
+		return nil, nil
+	}
+}
+
+// bigResult is about 8 MB of structured content, which the script's engine takes a while to parse.
+func bigResult() *host.Result {
+	var b strings.Builder
+	b.WriteString(`{"items":[`)
+	for i := range 100_000 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"id":%d,"name":"item %d %s"}`, i, i, strings.Repeat("x", 50))
+	}
+	b.WriteString(`]}`)
+	return &host.Result{Structured: json.RawMessage(b.String())}
+}
+
+func TestTimeoutDuringSettle(t *testing.T) {
+	// The result comes just before time runs out, so time runs out while the engine parses it: the interrupt must
+	// not be lost between that call and the next.
+	big := bigResult()
+	tools := &fakeTools{fns: map[string]func(context.Context, json.RawMessage) (*host.Result, error){
+		"big": func(ctx context.Context, _ json.RawMessage) (*host.Result, error) {
+			if deadline, ok := ctx.Deadline(); ok {
+				time.Sleep(time.Until(deadline) - 10*time.Millisecond)
+			}
+			return big, nil
+		},
+	}}
+	res, err := returns(t, t.Context(), &Options{Timeout: 300 * time.Millisecond}, tools, `const r = await tools.big({}); for (;;) {}`)
+	if err != nil || !res.IsError || !strings.Contains(res.Text, "the script ran out of its 300ms") {
+		t.Errorf("timeout during a settle: %v, %v", res, err)
+	}
+}
+
+func TestCancelDuringSettle(t *testing.T) {
+	big := bigResult()
+	ctx, cancel := context.WithCancel(t.Context())
+	tools := &fakeTools{fns: map[string]func(context.Context, json.RawMessage) (*host.Result, error){
+		"big": func(context.Context, json.RawMessage) (*host.Result, error) {
+			go func() {
+				time.Sleep(5 * time.Millisecond)
+				cancel()
+			}()
+			return big, nil
+		},
+	}}
+	res, err := returns(t, ctx, nil, tools, `const r = await tools.big({}); for (;;) {}`)
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("cancel during a settle: %v, %v; want context.Canceled", res, err)
+	}
+}
+
+func TestCallThatIgnoresItsContext(t *testing.T) {
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	stuck := make(chan struct{}, 2)
+	tools := &fakeTools{fns: map[string]func(context.Context, json.RawMessage) (*host.Result, error){
+		"stuck": func(context.Context, json.RawMessage) (*host.Result, error) {
+			stuck <- struct{}{}
+			<-release
+			return &host.Result{Text: "late"}, nil
+		},
+	}}
+	// The script fails with the call in flight, or runs out of time awaiting it: either way Run returns after the
+	// grace, and leaves the call behind.
+	res, err := returns(t, t.Context(), nil, tools, `tools.stuck({}).catch(() => {}); throw new Error("gave up")`)
+	if err != nil || !res.IsError || !strings.Contains(res.Text, "gave up") {
+		t.Errorf("script failed with a call in flight: %v, %v", res, err)
+	}
+	res, err = returns(t, t.Context(), &Options{Timeout: 200 * time.Millisecond}, tools, `await tools.stuck({})`)
+	if err != nil || !res.IsError || !strings.Contains(res.Text, "ran out of its 200ms") {
+		t.Errorf("timeout with a call in flight: %v, %v", res, err)
+	}
+	if len(stuck) != 2 {
+		t.Errorf("%d calls reached the tool, want 2", len(stuck))
+	}
+}
+
+func TestManyMicrotasks(t *testing.T) {
+	// Past the engine's bound on one drain of jobs (2^20, no knob), the script goes on. This takes a few seconds, and
+	// much longer with -race: the engine's bound cannot be lowered.
+	res, d := run(t, &Options{Timeout: 5 * time.Minute}, standard(), `let n = 0; for (let i = 0; i < 1050000; i++) { await null; n++ } return n`)
+	if res.IsError || string(d.Value) != "1050000" {
+		t.Errorf("many awaits: %s", res.Text)
+	}
+}
