@@ -420,6 +420,8 @@ func TestEscapes(t *testing.T) {
 		{"a getter on args calls a tool", `return await tools.echo({get a() { tools.text({}); return 1 }})`, `{"a":1}`},
 		{"console.log calls a tool", `console.log({toJSON() { tools.text({}); return "j" }}, {toString() { return tools.text({}) }}); return 1`, `1`},
 		{"JSON.parse replaced", `JSON.parse = () => "forged"; return await tools.echo({a: 1})`, `{"a":1}`},
+		{"Function.prototype.apply and call replaced", `Function.prototype.apply = Function.prototype.call = () => { throw 1 }; Reflect.apply = null;
+const p = tools.fail({}); try { await p } catch (e) { return [e.message, await tools.echo({a: 1})] }`, `["the disk is full",{"a":1}]`},
 		{"Promise replaced", `globalThis.Promise = function () { throw 1 }; return await tools.echo({a: 1})`, `{"a":1}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -12,7 +12,7 @@
 	const stringify = JSON.stringify, parse = JSON.parse, ErrorC = Error, TypeErrorC = TypeError, StringC = String;
 	const isArray = Array.isArray, freeze = Object.freeze, create = Object.create, WeakSetC = WeakSet, PromiseC = Promise;
 	const weakAdd = WeakSet.prototype.add, weakHas = WeakSet.prototype.has, exec = RegExp.prototype.exec;
-	const apply = (f, self, args) => Function.prototype.apply.call(f, self, args);
+	const apply = Reflect.apply;
 
 	// No code from strings: eval goes, and every function constructor throws.
 	const denied = function () {
