@@ -329,11 +329,18 @@ func keepInterrupting(ctx context.Context, vm *quickjs.VM) (stop func()) {
 	return func() { close(quit); <-exited }
 }
 
-// outOfMemory reports the engine's failed allocation in the words of the limit the script ran into.
+// outOfMemory reports the engine's failed allocation in the words of the limit the script ran into. When the engine
+// cannot even allocate the error for it, it throws null, which reads as a script's own throw null: the two cannot be
+// told apart, so that message names both.
 func (s *script) outOfMemory(out *outcome) {
-	if e := out.report.Error; e != nil && strings.Contains(e.Message, "out of memory") {
+	e := out.report.Error
+	switch {
+	case e == nil:
+	case strings.Contains(e.Message, "out of memory"):
 		e.Message = fmt.Sprintf("the script ran out of its %s of memory", bytesText(s.opts.MemoryLimit))
 		e.Line, e.Column = 0, 0
+	case e.Message == "Uncaught null":
+		e.Message = fmt.Sprintf("Uncaught null: the script threw null, or ran out of its %s of memory", bytesText(s.opts.MemoryLimit))
 	}
 }
 

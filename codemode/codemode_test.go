@@ -230,7 +230,7 @@ func TestThrownNonErrors(t *testing.T) {
 	for code, want := range map[string]string{
 		`throw 42`:                "Uncaught 42",
 		`throw {a: 1}`:            `Uncaught {"a":1}`,
-		`throw null`:              "Uncaught null",
+		`throw null`:              "Uncaught null: the script threw null, or ran out of its 64 MiB of memory",
 		`throw undefined`:         "Uncaught undefined",
 		`throw "words"`:           `Uncaught "words"`,
 		`await Promise.reject(7)`: "Uncaught 7",
@@ -333,6 +333,16 @@ func TestMemoryLimit(t *testing.T) {
 	// Within the limit, memory is there to use.
 	if got := value(t, standard(), `return new Array(1e6).fill(7).length`); got != "1000000" {
 		t.Errorf("a million items: %s", got)
+	}
+}
+
+func TestOutOfMemoryAsNull(t *testing.T) {
+	// Past the limit the engine may fail to allocate the error itself and throws null instead.
+	for _, code := range []string{`const a = []; for (;;) a.push([a.length])`, `const m = new Map(); for (let i = 0;; i++) m.set(i, {i})`} {
+		e := scriptErr(t, &Options{MemoryLimit: 4 << 20, Timeout: time.Minute}, standard(), code)
+		if !strings.Contains(e.Message, "ran out of its 4 MiB of memory") {
+			t.Errorf("Run(%q): %q", code, e.Message)
+		}
 	}
 }
 
