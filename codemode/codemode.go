@@ -47,7 +47,9 @@ const (
 type Options struct {
 	// Timeout bounds a script's wall-clock time, its tool calls included.
 	Timeout time.Duration
-	// MemoryLimit bounds the memory the script's engine may allocate, in bytes.
+	// MemoryLimit bounds the memory the script's engine may allocate, in bytes. It bounds the tool calls' arguments
+	// too, which Go holds outside the engine: one call's JSON may take MemoryLimit/16 bytes, and the calls in flight
+	// MemoryLimit in all; a call past either is rejected with an Error and never made.
 	MemoryLimit int64
 	// MaxToolCalls bounds the tool calls of one script.
 	MaxToolCalls int
@@ -228,7 +230,7 @@ func (s *script) run(ctx context.Context, code string) (out *outcome, err error)
 	if !enter() {
 		return s.failed(ctx, nil), nil
 	}
-	ctl, err := setup.CallValue(quickjs.UndefinedValue, s.opts.MaxToolCalls, scriptOffset)
+	ctl, err := setup.CallValue(quickjs.UndefinedValue, s.opts.MaxToolCalls, scriptOffset, s.opts.MemoryLimit/16, s.opts.MemoryLimit)
 	if err != nil {
 		if ctx.Err() != nil {
 			return s.failed(ctx, nil), nil

@@ -346,6 +346,34 @@ func TestOutOfMemoryAsNull(t *testing.T) {
 	}
 }
 
+func TestArgumentBounds(t *testing.T) {
+	opts := &Options{MemoryLimit: 16 << 20} // one call's arguments: 1 MiB; all in flight: 16 MiB
+	tools := standard()
+	for _, code := range []string{
+		`await tools.echo({s: "x".repeat(2 << 20)})`,
+		`await tools.echo({s: "é".repeat(600 << 10)})`, // 600 Ki characters, 1.2 MB of UTF-8
+	} {
+		e := scriptErr(t, opts, tools, code)
+		if !strings.Contains(e.Message, "past the 1048576 one call may take") || e.Line != 1 {
+			t.Errorf("Run(%q): %+v", code, e)
+		}
+	}
+	if calls := tools.called(); len(calls) != 0 {
+		t.Errorf("%d calls past the bound reached the host", len(calls))
+	}
+	// Twenty calls of 900 KiB each, all in flight at once: 18 fit in 16 MiB, the last two are refused; once the
+	// first ones settled, there is room again.
+	_, d := run(t, opts, tools, `const s = "x".repeat(900 << 10);
+const r = await Promise.all([...Array(20).keys()].map(i => tools.echo({s}).then(() => "ok", e => e.message)));
+await tools.echo({s});
+return [r.filter(x => x === "ok").length, r[19]]`)
+	var got []any
+	if err := json.Unmarshal(d.Value, &got); err != nil || len(got) != 2 || got[0] != 18.0 ||
+		!strings.Contains(fmt.Sprint(got[1]), "the calls in flight hold 16588944 bytes of arguments") {
+		t.Errorf("calls in flight: %s (%v)", d.Value, d.Error)
+	}
+}
+
 func TestRecursion(t *testing.T) {
 	for _, code := range []string{`function f() { return f() + 1 } f()`, `const f = async () => await f(); await f()`} {
 		res, d := run(t, &Options{Timeout: 20 * time.Second}, standard(), code)
