@@ -47,7 +47,9 @@ const (
 type Options struct {
 	// Timeout bounds a script's wall-clock time, its tool calls included.
 	Timeout time.Duration
-	// MemoryLimit bounds the memory the script's engine may allocate, in bytes.
+	// MemoryLimit bounds the memory the script's engine may allocate, in bytes. It bounds the tool calls' arguments
+	// too, which Go holds outside the engine: one call's JSON may take MemoryLimit/16 bytes, and the calls in flight
+	// MemoryLimit in all; a call past either is rejected with an Error and never made.
 	MemoryLimit int64
 	// MaxToolCalls bounds the tool calls of one script.
 	MaxToolCalls int
@@ -100,7 +102,8 @@ func (r *Runner) Describe(tools []*host.ManagedTool) string {
 func (r *Runner) Run(ctx context.Context, code string, tools host.ToolCaller) (*host.Result, error) {
 	ctx, cancel := context.WithTimeoutCause(ctx, r.opts.Timeout, errTimeout)
 	defer cancel()
-	s := &script{opts: &r.opts, code: code, tools: tools, results: make(chan callResult)}
+	// results has room for every call the script may make, so a call left behind never blocks on its send.
+	s := &script{opts: &r.opts, code: code, tools: tools, results: make(chan callResult, r.opts.MaxToolCalls)}
 	out, err := s.run(ctx, code)
 	if err != nil {
 		return nil, err
@@ -162,6 +165,18 @@ type scriptError struct {
 	Column  int    `json:"column,omitempty"`
 }
 
+// callGrace is how long a script's end waits for its calls in flight, cancelled, to return; a call still running then
+// is left behind, as the round leaves a tool that ignores its context: its goroutine ends when its tool returns, and
+// its result, sent into a channel with room for every call, is dropped.
+const callGrace = time.Second
+
+// interruptEvery is how often a script whose ctx ended is interrupted again until it stops.
+const interruptEvery = 5 * time.Millisecond
+
+// drainBound is the engine's bound on the jobs of one drain (ExecutePendingJobs): past it the drain stops with an
+// error though more jobs are queued, which for a script is no failure; the timeout bounds it.
+const drainBound = 1 << 20
+
 func (s *script) run(ctx context.Context, code string) (out *outcome, err error) {
 	vm, err := quickjs.NewVM()
 	if err != nil {
@@ -169,36 +184,71 @@ func (s *script) run(ctx context.Context, code string) (out *outcome, err error)
 	}
 	defer vm.Close()
 	vm.SetMemoryLimit(uintptr(s.opts.MemoryLimit))
-	stop := context.AfterFunc(ctx, vm.Interrupt)
-	defer stop()
+	defer keepInterrupting(ctx, vm)()
+	deadline, _ := ctx.Deadline()
+	// enter comes before every call into the engine. The engine clears a pending interrupt at the start of each call
+	// from Go, so an interrupt that came between calls is lost: the call is not made once ctx ended, and the engine's
+	// own deadline, set to ctx's, ends it in time even if an interrupt were lost.
+	enter := func() bool {
+		if ctx.Err() != nil {
+			return false
+		}
+		vm.SetEvalTimeout(max(time.Until(deadline), time.Nanosecond))
+		return true
+	}
 
-	// The calls' context ends with the script: on return every call still in flight is cancelled and awaited.
+	// The calls' context ends with the script: on return every call still in flight is cancelled and awaited, for
+	// callGrace at most.
 	callCtx, cancelCalls := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer func() {
 		cancelCalls()
-		go func() { wg.Wait(); close(s.results) }()
-		for range s.results {
+		returned := make(chan struct{})
+		go func() { wg.Wait(); close(returned) }()
+		grace := time.NewTimer(callGrace)
+		defer grace.Stop()
+		select {
+		case <-returned:
+		case <-grace.C:
 		}
 	}()
 
 	if err := s.register(vm, callCtx, &wg); err != nil {
 		return nil, err
 	}
+	if !enter() {
+		return s.failed(ctx, nil), nil
+	}
 	setup, err := vm.EvalValue(prelude, quickjs.EvalGlobal)
 	if err != nil {
+		if ctx.Err() != nil {
+			return s.failed(ctx, nil), nil
+		}
 		return nil, fmt.Errorf("codemode: evaluate the prelude: %w", err)
 	}
 	defer setup.Free()
-	ctl, err := setup.CallValue(quickjs.UndefinedValue, s.opts.MaxToolCalls, scriptOffset)
+	if !enter() {
+		return s.failed(ctx, nil), nil
+	}
+	ctl, err := setup.CallValue(quickjs.UndefinedValue, s.opts.MaxToolCalls, scriptOffset, s.opts.MemoryLimit/16, s.opts.MemoryLimit)
 	if err != nil {
+		if ctx.Err() != nil {
+			return s.failed(ctx, nil), nil
+		}
 		return nil, fmt.Errorf("codemode: run the prelude: %w", err)
 	}
 	defer ctl.Free()
 
+	if !enter() {
+		return s.failed(ctx, nil), nil
+	}
 	fn, err := vm.EvalValue(scriptHead+code+"\n})", quickjs.EvalGlobal)
 	if err != nil {
 		return s.failed(ctx, err), nil
+	}
+	if !enter() {
+		fn.Free()
+		return s.failed(ctx, nil), nil
 	}
 	_, err = ctl.Call(quickjs.UndefinedValue, "start", fn)
 	fn.Free()
@@ -206,12 +256,15 @@ func (s *script) run(ctx context.Context, code string) (out *outcome, err error)
 		return s.failed(ctx, err), nil
 	}
 	for {
+		if !enter() {
+			return s.failed(ctx, nil), nil
+		}
 		n, err := vm.ExecutePendingJobs()
+		if n >= drainBound && err != nil && strings.HasPrefix(err.Error(), "quickjs: aborted draining") {
+			continue // more jobs are queued
+		}
 		if err != nil || ctx.Err() != nil {
 			return s.failed(ctx, err), nil
-		}
-		if n >= 1<<20 { // the engine's bound on one drain: more jobs are queued
-			continue
 		}
 		if s.done && (s.report.Error != nil || s.pending == 0) {
 			break
@@ -224,6 +277,9 @@ func (s *script) run(ctx context.Context, code string) (out *outcome, err error)
 		case c := <-s.results:
 			s.pending--
 			kind, payload := settlement(c.res, c.err)
+			if !enter() {
+				return s.failed(ctx, nil), nil
+			}
 			if _, err := ctl.Call(quickjs.UndefinedValue, "settle", c.id, kind, payload); err != nil {
 				return s.failed(ctx, err), nil
 			}
@@ -232,6 +288,9 @@ func (s *script) run(ctx context.Context, code string) (out *outcome, err error)
 		}
 	}
 	if s.report.Error == nil {
+		if !enter() {
+			return s.failed(ctx, nil), nil
+		}
 		u, err := ctl.Call(quickjs.UndefinedValue, "unhandled")
 		if err != nil {
 			return s.failed(ctx, err), nil
@@ -246,11 +305,44 @@ func (s *script) run(ctx context.Context, code string) (out *outcome, err error)
 	return &outcome{report: s.report, log: s.log}, nil
 }
 
-// outOfMemory reports the engine's failed allocation in the words of the limit the script ran into.
+// keepInterrupting interrupts vm from the moment ctx ends, again every interruptEvery, until stop is called: one
+// interrupt can be lost, as the engine clears it at the start of every call from Go. stop returns once the
+// goroutine it started has ended, so the engine can be closed.
+func keepInterrupting(ctx context.Context, vm *quickjs.VM) (stop func()) {
+	quit, exited := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(exited)
+		select {
+		case <-ctx.Done():
+		case <-quit:
+			return
+		}
+		tick := time.NewTicker(interruptEvery)
+		defer tick.Stop()
+		for {
+			vm.Interrupt()
+			select {
+			case <-tick.C:
+			case <-quit:
+				return
+			}
+		}
+	}()
+	return func() { close(quit); <-exited }
+}
+
+// outOfMemory reports the engine's failed allocation in the words of the limit the script ran into. When the engine
+// cannot even allocate the error for it, it throws null, which reads as a script's own throw null: the two cannot be
+// told apart, so that message names both.
 func (s *script) outOfMemory(out *outcome) {
-	if e := out.report.Error; e != nil && strings.Contains(e.Message, "out of memory") {
+	e := out.report.Error
+	switch {
+	case e == nil:
+	case strings.Contains(e.Message, "out of memory"):
 		e.Message = fmt.Sprintf("the script ran out of its %s of memory", bytesText(s.opts.MemoryLimit))
 		e.Line, e.Column = 0, 0
+	case e.Message == "Uncaught null":
+		e.Message = fmt.Sprintf("Uncaught null: the script threw null, or ran out of its %s of memory", bytesText(s.opts.MemoryLimit))
 	}
 }
 
@@ -336,6 +428,10 @@ func settlement(res *host.Result, err error) (kind, payload string) {
 // failed is the outcome of a script the engine stopped: by ctx (timeout or cancel), by memory, or by an exception
 // that escaped the prelude's handlers (a syntax error).
 func (s *script) failed(ctx context.Context, err error) *outcome {
+	// The engine's own deadline is ctx's: it may stop the script an instant before ctx's timer ends ctx.
+	if deadline, ok := ctx.Deadline(); ok && ctx.Err() == nil && !time.Now().Before(deadline) {
+		<-ctx.Done()
+	}
 	out := &outcome{log: s.log}
 	switch {
 	case errors.Is(context.Cause(ctx), errTimeout):

@@ -298,7 +298,7 @@ func TestThrownNonErrors(t *testing.T) {
 	for code, want := range map[string]string{
 		`throw 42`:                "Uncaught 42",
 		`throw {a: 1}`:            `Uncaught {"a":1}`,
-		`throw null`:              "Uncaught null",
+		`throw null`:              "Uncaught null: the script threw null, or ran out of its 64 MiB of memory",
 		`throw undefined`:         "Uncaught undefined",
 		`throw "words"`:           `Uncaught "words"`,
 		`await Promise.reject(7)`: "Uncaught 7",
@@ -404,6 +404,44 @@ func TestMemoryLimit(t *testing.T) {
 	}
 }
 
+func TestOutOfMemoryAsNull(t *testing.T) {
+	// Past the limit the engine may fail to allocate the error itself and throws null instead.
+	for _, code := range []string{`const a = []; for (;;) a.push([a.length])`, `const m = new Map(); for (let i = 0;; i++) m.set(i, {i})`} {
+		e := scriptErr(t, &Options{MemoryLimit: 4 << 20, Timeout: time.Minute}, standard(), code)
+		if !strings.Contains(e.Message, "ran out of its 4 MiB of memory") {
+			t.Errorf("Run(%q): %q", code, e.Message)
+		}
+	}
+}
+
+func TestArgumentBounds(t *testing.T) {
+	opts := &Options{MemoryLimit: 16 << 20} // one call's arguments: 1 MiB; all in flight: 16 MiB
+	tools := standard()
+	for _, code := range []string{
+		`await tools.echo({s: "x".repeat(2 << 20)})`,
+		`await tools.echo({s: "é".repeat(600 << 10)})`, // 600 Ki characters, 1.2 MB of UTF-8
+	} {
+		e := scriptErr(t, opts, tools, code)
+		if !strings.Contains(e.Message, "past the 1048576 one call may take") || e.Line != 1 {
+			t.Errorf("Run(%q): %+v", code, e)
+		}
+	}
+	if calls := tools.called(); len(calls) != 0 {
+		t.Errorf("%d calls past the bound reached the host", len(calls))
+	}
+	// Twenty calls of 900 KiB each, all in flight at once: 18 fit in 16 MiB, the last two are refused; once the
+	// first ones settled, there is room again.
+	_, d := run(t, opts, tools, `const s = "x".repeat(900 << 10);
+const r = await Promise.all([...Array(20).keys()].map(i => tools.echo({s}).then(() => "ok", e => e.message)));
+await tools.echo({s});
+return [r.filter(x => x === "ok").length, r[19]]`)
+	var got []any
+	if err := json.Unmarshal(d.Value, &got); err != nil || len(got) != 2 || got[0] != 18.0 ||
+		!strings.Contains(fmt.Sprint(got[1]), "the calls in flight hold 16588944 bytes of arguments") {
+		t.Errorf("calls in flight: %s (%v)", d.Value, d.Error)
+	}
+}
+
 func TestRecursion(t *testing.T) {
 	for _, code := range []string{`function f() { return f() + 1 } f()`, `const f = async () => await f(); await f()`} {
 		res, d := run(t, &Options{Timeout: 20 * time.Second}, standard(), code)
@@ -488,6 +526,8 @@ func TestEscapes(t *testing.T) {
 		{"a getter on args calls a tool", `return await tools.echo({get a() { tools.text({}); return 1 }})`, `{"a":1}`},
 		{"console.log calls a tool", `console.log({toJSON() { tools.text({}); return "j" }}, {toString() { return tools.text({}) }}); return 1`, `1`},
 		{"JSON.parse replaced", `JSON.parse = () => "forged"; return await tools.echo({a: 1})`, `{"a":1}`},
+		{"Function.prototype.apply and call replaced", `Function.prototype.apply = Function.prototype.call = () => { throw 1 }; Reflect.apply = null;
+const p = tools.fail({}); try { await p } catch (e) { return [e.message, await tools.echo({a: 1})] }`, `["the disk is full",{"a":1}]`},
 		{"Promise replaced", `globalThis.Promise = function () { throw 1 }; return await tools.echo({a: 1})`, `{"a":1}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -526,5 +566,111 @@ func TestConcurrentRuns(t *testing.T) {
 func TestPreludeFitsAboveTheScript(t *testing.T) {
 	if n := strings.Count(prelude, "\n"); n >= scriptOffset {
 		t.Fatalf("the prelude has %d lines; the script starts at line %d", n, scriptOffset)
+	}
+}
+
+// returns runs code and fails the test if Run does not return within a minute: a hang is the bug these tests catch.
+func returns(t *testing.T, ctx context.Context, opts *Options, tools host.ToolCaller, code string) (*host.Result, error) {
+	t.Helper()
+	type ran struct {
+		res *host.Result
+		err error
+	}
+	done := make(chan ran, 1)
+	go func() {
+		res, err := New(opts).Run(ctx, code, tools)
+		done <- ran{res, err}
+	}()
+	select {
+	case r := <-done:
+		return r.res, r.err
+	case <-time.After(time.Minute):
+		t.Fatalf("Run(%q) did not return", code)
+		return nil, nil
+	}
+}
+
+// bigResult is about 8 MB of structured content, which the script's engine takes a while to parse.
+func bigResult() *host.Result {
+	var b strings.Builder
+	b.WriteString(`{"items":[`)
+	for i := range 100_000 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"id":%d,"name":"item %d %s"}`, i, i, strings.Repeat("x", 50))
+	}
+	b.WriteString(`]}`)
+	return &host.Result{Structured: json.RawMessage(b.String())}
+}
+
+func TestTimeoutDuringSettle(t *testing.T) {
+	// The result comes just before time runs out, so time runs out while the engine parses it: the interrupt must
+	// not be lost between that call and the next.
+	big := bigResult()
+	tools := &fakeTools{fns: map[string]func(context.Context, json.RawMessage) (*host.Result, error){
+		"big": func(ctx context.Context, _ json.RawMessage) (*host.Result, error) {
+			if deadline, ok := ctx.Deadline(); ok {
+				time.Sleep(time.Until(deadline) - 10*time.Millisecond)
+			}
+			return big, nil
+		},
+	}}
+	res, err := returns(t, t.Context(), &Options{Timeout: 300 * time.Millisecond}, tools, `const r = await tools.big({}); for (;;) {}`)
+	if err != nil || !res.IsError || !strings.Contains(res.Text, "the script ran out of its 300ms") {
+		t.Errorf("timeout during a settle: %v, %v", res, err)
+	}
+}
+
+func TestCancelDuringSettle(t *testing.T) {
+	big := bigResult()
+	ctx, cancel := context.WithCancel(t.Context())
+	tools := &fakeTools{fns: map[string]func(context.Context, json.RawMessage) (*host.Result, error){
+		"big": func(context.Context, json.RawMessage) (*host.Result, error) {
+			go func() {
+				time.Sleep(5 * time.Millisecond)
+				cancel()
+			}()
+			return big, nil
+		},
+	}}
+	res, err := returns(t, ctx, nil, tools, `const r = await tools.big({}); for (;;) {}`)
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("cancel during a settle: %v, %v; want context.Canceled", res, err)
+	}
+}
+
+func TestCallThatIgnoresItsContext(t *testing.T) {
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	stuck := make(chan struct{}, 2)
+	tools := &fakeTools{fns: map[string]func(context.Context, json.RawMessage) (*host.Result, error){
+		"stuck": func(context.Context, json.RawMessage) (*host.Result, error) {
+			stuck <- struct{}{}
+			<-release
+			return &host.Result{Text: "late"}, nil
+		},
+	}}
+	// The script fails with the call in flight, or runs out of time awaiting it: either way Run returns after the
+	// grace, and leaves the call behind.
+	res, err := returns(t, t.Context(), nil, tools, `tools.stuck({}).catch(() => {}); throw new Error("gave up")`)
+	if err != nil || !res.IsError || !strings.Contains(res.Text, "gave up") {
+		t.Errorf("script failed with a call in flight: %v, %v", res, err)
+	}
+	res, err = returns(t, t.Context(), &Options{Timeout: 200 * time.Millisecond}, tools, `await tools.stuck({})`)
+	if err != nil || !res.IsError || !strings.Contains(res.Text, "ran out of its 200ms") {
+		t.Errorf("timeout with a call in flight: %v, %v", res, err)
+	}
+	if len(stuck) != 2 {
+		t.Errorf("%d calls reached the tool, want 2", len(stuck))
+	}
+}
+
+func TestManyMicrotasks(t *testing.T) {
+	// Past the engine's bound on one drain of jobs (2^20, no knob), the script goes on. This takes a few seconds, and
+	// much longer with -race: the engine's bound cannot be lowered.
+	res, d := run(t, &Options{Timeout: 5 * time.Minute}, standard(), `let n = 0; for (let i = 0; i < 1050000; i++) { await null; n++ } return n`)
+	if res.IsError || string(d.Value) != "1050000" {
+		t.Errorf("many awaits: %s", res.Text)
 	}
 }

@@ -47,12 +47,18 @@ func Declarations(tools []*host.ManagedTool) string {
 	var b strings.Builder
 	var quoted string // the first name that needs brackets
 	untyped := false  // a tool without an output schema
-	var lines []string
+	var lines, reserved []string
 	for _, t := range tools {
 		if t == nil {
 			continue
 		}
 		spec := t.Spec
+		// tools.then and tools.toJSON stay undefined in the sandbox, so that awaiting tools or writing it as JSON
+		// calls nothing: tools of those names are left out, and named so the model knows why.
+		if spec.Name == "then" || spec.Name == "toJSON" {
+			reserved = append(reserved, spec.Name)
+			continue
+		}
 		name := propertyName(spec.Name)
 		if name != spec.Name && quoted == "" {
 			quoted = name
@@ -75,6 +81,9 @@ func Declarations(tools []*host.ManagedTool) string {
 	}
 	if untyped {
 		b.WriteString("// Promise<string | unknown>: the tool's text, or its structured content when it gives one.\n")
+	}
+	for _, name := range reserved {
+		b.WriteString("// The tool " + name + " cannot be called from a program: tools." + name + " is reserved.\n")
 	}
 	if len(lines) == 0 {
 		b.WriteString("declare const tools: {};\n")
@@ -250,6 +259,7 @@ func (r *renderer) objectType(s *object, depth int) tsType {
 	}
 	var fields []string
 	var names []string
+	var types []tsType // of the properties, which an index signature's type must include
 	if props != nil {
 		names = props.keys
 	}
@@ -271,16 +281,19 @@ func (r *renderer) objectType(s *object, depth int) tsType {
 				t = r.render(p, depth+1)
 			}
 		}
+		types = append(types, t)
 		f.WriteString(propertyName(n))
 		if !required[n] {
 			f.WriteString("?")
+			types = append(types, tsType{"undefined", precAtom})
 		}
 		f.WriteString(": " + t.s)
 		fields = append(fields, f.String())
 	}
 	switch ap := s.vals["additionalProperties"].(type) {
 	case *object:
-		fields = append(fields, "[key: string]: "+r.render(ap, depth+1).s)
+		// TypeScript wants every property's type, undefined for an optional one, to fit the index signature's.
+		fields = append(fields, "[key: string]: "+union(append([]tsType{r.render(ap, depth+1)}, types...)).s)
 	default:
 		if more {
 			fields = append(fields, "[key: string]: unknown")

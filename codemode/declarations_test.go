@@ -69,7 +69,11 @@ func TestDeclarationsSchemaTypes(t *testing.T) {
 		{"closed empty object", `{"type":"object","additionalProperties":false}`, `{}`},
 		{"index signature", `{"type":"object","additionalProperties":{"type":"number"}}`, `{ [key: string]: number }`},
 		{"properties and index signature", `{"type":"object","properties":{"a":{"type":"string"}},"additionalProperties":{"type":"number"}}`,
-			`{ a?: string; [key: string]: number }`},
+			`{ a?: string; [key: string]: number | string | undefined }`},
+		{"index signature wide enough for every property", `{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"string"}},"required":["a"],"additionalProperties":{"type":"string"}}`,
+			`{ a: number; b?: string; [key: string]: string | number | undefined }`},
+		{"index signature of unknown", `{"type":"object","properties":{"a":{"type":"number"}},"additionalProperties":{}}`,
+			`{ a?: number; [key: string]: unknown }`},
 		{"keys that need quotes", `{"type":"object","properties":{"a-b":{"type":"string"},"class":{"type":"string"},"1st":{"type":"string"},"ok_$1":{"type":"string"},"é":{"type":"string"}}}`,
 			`{ "a-b"?: string; "class"?: string; "1st"?: string; ok_$1?: string; "é"?: string }`},
 		{"descriptions", `{"type":"object","properties":{"city":{"type":"string","description":"The city,\n  in English."},"note":{"type":"string","description":"Ends */ here"}}}`,
@@ -213,6 +217,13 @@ declare const tools: {
 };
 `},
 		{"no tools", []*host.ManagedTool{nil}, "declare const tools: {};\n"},
+		{"reserved names", []*host.ManagedTool{tool("then", "", "", ""), tool("toJSON", "", "", `{}`), tool("thenable", "", "", `{}`)},
+			`// The tool then cannot be called from a program: tools.then is reserved.
+// The tool toJSON cannot be called from a program: tools.toJSON is reserved.
+declare const tools: {
+  thenable(args: object): Promise<unknown>;
+};
+`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,7 +1,7 @@
 // The prelude runs first in each script's fresh engine. It takes the three host functions Go registered as globals
 // into its closure, removes them from the global object, removes the ways to compile code from strings, and installs
 // the only two objects the script may use: tools and console. It returns ctl, the one function Go calls.
-(function (maxToolCalls, scriptOffset) {
+(function (maxToolCalls, scriptOffset, maxArgBytes, maxInFlightBytes) {
 	"use strict";
 	const hostCall = globalThis.__call, hostLog = globalThis.__log, hostDone = globalThis.__done;
 	delete globalThis.__call;
@@ -12,7 +12,7 @@
 	const stringify = JSON.stringify, parse = JSON.parse, ErrorC = Error, TypeErrorC = TypeError, StringC = String;
 	const isArray = Array.isArray, freeze = Object.freeze, create = Object.create, WeakSetC = WeakSet, PromiseC = Promise;
 	const weakAdd = WeakSet.prototype.add, weakHas = WeakSet.prototype.has, exec = RegExp.prototype.exec;
-	const apply = (f, self, args) => Function.prototype.apply.call(f, self, args);
+	const apply = Reflect.apply;
 
 	// No code from strings: eval goes, and every function constructor throws.
 	const denied = function () {
@@ -40,6 +40,20 @@
 		}
 	}
 
+	// Arguments are copied into Go outside the engine's memory cap, so each call's are bounded, and so are those of
+	// all calls in flight. utf8Size counts what Go will hold: a byte per ASCII character, at most three for others.
+	const nonASCII = /[^\x00-\x7f]/;
+	function utf8Size(text) {
+		if (apply(exec, nonASCII, [text]) === null) return text.length;
+		let n = text.length;
+		for (let i = 0; i < text.length; i++) {
+			const c = text.charCodeAt(i);
+			if (c >= 0x80) n += c >= 0x800 ? 2 : 1;
+		}
+		return n;
+	}
+	let inFlightBytes = 0;
+
 	const pending = create(null);
 	function call(name, args) {
 		const err = new ErrorC(); // made here, so its line is the call's in the script
@@ -53,12 +67,23 @@
 		} catch (e) {
 			return new ToolPromise((_, reject) => reject(e));
 		}
+		const size = text.length > maxArgBytes ? text.length : utf8Size(text);
+		if (size > maxArgBytes) {
+			err.message = `tools[${stringify(name)}]: its arguments are ${size} bytes of JSON, past the ${maxArgBytes} one call may take`;
+			return new ToolPromise((_, reject) => reject(err));
+		}
+		if (inFlightBytes + size > maxInFlightBytes) {
+			err.message = `tools[${stringify(name)}]: the calls in flight hold ${inFlightBytes} bytes of arguments, and these ${size} ` +
+				`would pass the ${maxInFlightBytes} allowed: await some calls first`;
+			return new ToolPromise((_, reject) => reject(err));
+		}
 		const id = hostCall(name, text);
 		if (id < 0) {
 			err.message = `run_code allows at most ${maxToolCalls} tool calls per script`;
 			return new ToolPromise((_, reject) => reject(err));
 		}
-		const entry = { err };
+		inFlightBytes += size;
+		const entry = { err, size };
 		entry.p = new ToolPromise((resolve, reject) => { entry.resolve = resolve; entry.reject = reject; });
 		pending[id] = entry;
 		return entry.p;
@@ -162,6 +187,7 @@
 		case "settle": {
 			const call = pending[a];
 			delete pending[a];
+			inFlightBytes -= call.size;
 			if (b === "error") {
 				call.err.message = c;
 				failed.push(call);
