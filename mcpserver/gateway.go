@@ -270,14 +270,7 @@ func (g *gateway) call(ctx context.Context, name string, args json.RawMessage, r
 	if !isObject(args) {
 		return toolError("the arguments of %s must be a JSON object", name), nil
 	}
-	var c caller = req.Session
-	var paused *pausedRun
-	if needsRoundTrips(req.Session) {
-		paused = g.rounds.prepare(req)
-		c = paused
-	}
-	interactor := interactorFor(req.Session, c)
-	relay := &progressRelay{}
+	c, paused, interactor, relay := g.callerOf(req)
 	invoke := func(ctx context.Context) (*mcp.CallToolResult, error) {
 		res, _, err := g.invoke(ctx, t, args, req, c, interactor, relay)
 		switch {
@@ -465,4 +458,16 @@ func (s *Server) Close() error {
 	}
 	s.rounds.close()
 	return nil
+}
+
+// callerOf returns how a gateway call of req reaches its caller: c, the paused run itself when the caller's
+// protocol version asks through input requests (paused is nil otherwise), the Interactor for approvals and
+// elicitation built on c, and a relay for the call's progress.
+func (g *gateway) callerOf(req *mcp.CallToolRequest) (c caller, paused *pausedRun, interactor host.Interactor, relay *progressRelay) {
+	c = req.Session
+	if needsRoundTrips(req.Session) {
+		paused = g.rounds.prepare(req)
+		c = paused
+	}
+	return c, paused, interactorFor(req.Session, c), &progressRelay{}
 }

@@ -85,14 +85,7 @@ func (g *gateway) runCode(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 	if strings.TrimSpace(in.Code) == "" {
 		return toolError("%s: give the code to run", host.CodeToolName), nil
 	}
-	var c caller = req.Session
-	var paused *pausedRun
-	if needsRoundTrips(req.Session) {
-		paused = g.rounds.prepare(req)
-		c = paused
-	}
-	interactor := interactorFor(req.Session, c)
-	relay := &progressRelay{}
+	c, paused, interactor, relay := g.callerOf(req)
 	run := func(ctx context.Context) (*mcp.CallToolResult, error) {
 		calls := &scriptCalls{g: g, req: req, c: c, relay: relay}
 		if interactor != nil {
