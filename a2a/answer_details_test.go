@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/agenthost/agenthost/host"
-	"github.com/agenthost/agenthost/internal/testkit/fakellm"
 )
 
 // TestAnswerDetailsOutOfTheParts: an answer served over A2A carries its details in the artifact's metadata, so that a
@@ -15,17 +14,7 @@ import (
 // peer, still reads them back from the stream's last chunk: the references and the run's summary as its structured
 // output. (A task read whole, as polling reads it, is TestPeerFakeAnswerDetailsInMetadata's.)
 func TestAnswerDetailsOutOfTheParts(t *testing.T) {
-	llm, _, url := newTestServer(t, nil, docTool{})
-	llm.Enqueue(
-		fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "c1", Name: "docs", Arguments: `{}`}}},
-		fakellm.Turn{Text: "See the guide [source 1]."},
-	)
-	peers, err := Connect(t.Context(), []PeerConfig{{Name: "b", URL: url}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer peers.Close()
-	tools, _ := peers.Toolsets()[0].Tools(t.Context())
+	tools, url := guidePeer(t)
 	res, err := tools[0].Call(t.Context(), json.RawMessage(`{"message":"find the guide"}`), host.NewCall("x", "b", "a2a:b", nil, nil))
 	if err != nil {
 		t.Fatal(err)

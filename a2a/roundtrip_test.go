@@ -63,7 +63,10 @@ func serveOrchestrator(t *testing.T, orch *host.Orchestrator, opts *ServerOption
 	return srv, o.URL
 }
 
-func TestRoundTripThroughPeerTool(t *testing.T) {
+// guidePeer serves an agent whose model reads the docs tool and cites the guide, and returns the tools of the peer
+// that reaches it, named b.
+func guidePeer(t *testing.T) (tools []host.Tool, url string) {
+	t.Helper()
 	llm, _, url := newTestServer(t, nil, docTool{})
 	llm.Enqueue(
 		fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "c1", Name: "docs", Arguments: `{}`}}},
@@ -73,8 +76,13 @@ func TestRoundTripThroughPeerTool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer peers.Close()
-	tools, _ := peers.Toolsets()[0].Tools(t.Context())
+	t.Cleanup(func() { peers.Close() })
+	tools, _ = peers.Toolsets()[0].Tools(t.Context())
+	return tools, url
+}
+
+func TestRoundTripThroughPeerTool(t *testing.T) {
+	tools, _ := guidePeer(t)
 	if len(tools) != 1 {
 		t.Fatalf("tools = %d", len(tools))
 	}

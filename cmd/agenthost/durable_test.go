@@ -14,9 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/agenthost/agenthost/internal/testkit/fakellm"
 	"github.com/agenthost/agenthost/internal/testkit/testwait"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // startKillable starts `agenthost args...` and waits until its stderr matches serving, whose first group it
@@ -259,23 +260,29 @@ func sqliteTables(t *testing.T, path string) []string {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	rows, err := db.QueryContext(t.Context(), `SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`)
+	return queryStrings(t, db, `SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`)
+}
+
+// queryStrings returns the one column of text that query selects from db, in the order of its rows.
+func queryStrings(t *testing.T, db *sql.DB, query string) []string {
+	t.Helper()
+	rows, err := db.QueryContext(t.Context(), query)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rows.Close()
-	var names []string
+	var out []string
 	for rows.Next() {
-		var name string
-		if err := rows.Scan(&name); err != nil {
+		var s string
+		if err := rows.Scan(&s); err != nil {
 			t.Fatal(err)
 		}
-		names = append(names, name)
+		out = append(out, s)
 	}
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	return names
+	return out
 }
 
 // TestStdioServeStartsNoIdleEngine: with durable_runs = "tasks" (the default) only A2A tasks are durable, so

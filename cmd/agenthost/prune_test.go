@@ -59,21 +59,7 @@ func testStatePrune(t *testing.T, dir, conf string, env []string, driver, dsn st
 	age(stale, 3*24*time.Hour)
 	left := func() []string {
 		t.Helper()
-		rows, err := db.QueryContext(t.Context(), `SELECT id FROM conversations`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rows.Close()
-		var ids []string
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				t.Fatal(err)
-			}
-			ids = append(ids, id)
-		}
-		slices.Sort(ids)
-		return ids
+		return queryStrings(t, db, `SELECT id FROM conversations ORDER BY id`)
 	}
 	sorted := func(ids ...string) []string { slices.Sort(ids); return ids }
 	prune := func(args ...string) result {
