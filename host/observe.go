@@ -30,6 +30,32 @@ type RunStart struct {
 	Prompt string
 	// Model is the model the run asks.
 	Model llm.Model
+	// Origin is the front end the run came from, as the front end put it in the context (WithOrigin): "cli",
+	// "mcp", "a2a", "console"; "" when none did. A sub-agent's run inherits its caller's.
+	Origin string
+}
+
+// EventObserver is an Observer that also sees every Event of the runs it observes, as the run's front end is handed
+// it, on the run's goroutine, before the front end: the one stream behind the CLI, MCP, A2A and a console. The
+// answer is the exception: StartRun's end function is handed it, just before the front end. ctx is
+// the context StartRun returned for the run. It must not block, and must not keep ev past the call without copying
+// what it needs: the front end may hold the same pointer.
+type EventObserver interface {
+	Observer
+	ObserveEvent(ctx context.Context, ev *Event)
+}
+
+type originKey struct{}
+
+// WithOrigin returns ctx marked as a run coming from the front end origin (see RunStart.Origin).
+func WithOrigin(ctx context.Context, origin string) context.Context {
+	return context.WithValue(ctx, originKey{}, origin)
+}
+
+// Origin returns the front end ctx was marked with by WithOrigin, or "".
+func Origin(ctx context.Context) string {
+	s, _ := ctx.Value(originKey{}).(string)
+	return s
 }
 
 // ModelCallStart describes a model call as it starts.

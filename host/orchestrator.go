@@ -222,7 +222,14 @@ func (o *Orchestrator) Run(ctx context.Context, req *Request) iter.Seq2[*Event, 
 		var observed func(*Answer, error)
 		if obs := o.opts.Observer; obs != nil {
 			ctx, observed = obs.StartRun(ctx, &RunStart{Agent: o.opts.Name, Description: o.opts.Description,
-				ConversationID: req.ConversationID, Prompt: req.Prompt, Model: r.model()})
+				ConversationID: req.ConversationID, Prompt: req.Prompt, Model: r.model(), Origin: Origin(ctx)})
+			if eo, ok := obs.(EventObserver); ok {
+				runCtx, emit := ctx, r.emit
+				r.emit = func(ev *Event) {
+					eo.ObserveEvent(runCtx, ev)
+					emit(ev)
+				}
+			}
 		}
 		ans, err := r.run(ctx)
 		if observed != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/agenthost/agenthost/llm/openai"
 	"github.com/agenthost/agenthost/mcpauth"
 	"github.com/agenthost/agenthost/mcpclients"
+	"github.com/agenthost/agenthost/runlog"
 	"github.com/agenthost/agenthost/store"
 	"github.com/agenthost/agenthost/telemetry"
 	"github.com/agenthost/agenthost/telemetry/otlp"
@@ -61,6 +62,9 @@ type Options struct {
 	Model string
 	// Purpose is what the App is built for; the zero value is Running.
 	Purpose Purpose
+	// RecordRuns keeps the recent runs, step by step, for the web console (App.Runs); off, the runs cost nothing
+	// more than the front ends and telemetry.
+	RecordRuns bool
 }
 
 // App is the product built from a configuration: the model, the tool sources, the tool manager and the
@@ -87,7 +91,9 @@ type App struct {
 	// tel traces and measures the runs, when [telemetry] or OTEL_* turn it on; nil otherwise.
 	tel          *telemetry.Telemetry
 	outputSchema json.RawMessage
-	closeOnce    sync.Once
+	// runs records the runs for the console, with Options.RecordRuns; nil otherwise.
+	runs      *runlog.Recorder
+	closeOnce sync.Once
 }
 
 // Config is the configuration the app was built from.
@@ -122,6 +128,9 @@ func (a *App) State() *store.DB { return a.state }
 
 // Telemetry traces and measures the runs; nil when it is off.
 func (a *App) Telemetry() *telemetry.Telemetry { return a.tel }
+
+// Runs records the runs for the web console; nil unless built with Options.RecordRuns.
+func (a *App) Runs() *runlog.Recorder { return a.runs }
 
 // OutputSchema is [agent.output]'s schema, nil without one.
 func (a *App) OutputSchema() json.RawMessage { return a.outputSchema }

@@ -26,7 +26,12 @@ type ServeOptions struct {
 	HTTP string
 	// A2A is the address to serve A2A on; "" serves no A2A.
 	A2A string
-	// Stdin and Stdout carry MCP over stdio when HTTP and A2A are both "". Serve closes them.
+	// UI is the address to serve the web console on; "" serves none. The app must have been built with
+	// Options.RecordRuns.
+	UI string
+	// UIOnly serves the console alone (`agenthost ui`): no MCP over stdio when HTTP and A2A are "".
+	UIOnly bool
+	// Stdin and Stdout carry MCP over stdio when HTTP and A2A are both "" (and not UIOnly). Serve closes them.
 	Stdin  io.ReadCloser
 	Stdout io.WriteCloser
 	// Listening, when set, is told where each HTTP front end listens, before anything is served on it.
@@ -35,7 +40,7 @@ type ServeOptions struct {
 
 // Endpoint is where Serve serves one front end over HTTP.
 type Endpoint struct {
-	// Front is "mcp" or "a2a".
+	// Front is "mcp", "a2a" or "ui".
 	Front string
 	// Addr is the listener's address.
 	Addr net.Addr

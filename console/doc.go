@@ -1,0 +1,55 @@
+// Package console is agenthost's web console: a page served by the binary itself (`agenthost ui`, or `agenthost
+// serve --ui`) to talk to the agent and to see every step of its runs, and the JSON API behind it. The page's files
+// are embedded (web/); they are plain modern JavaScript, web components and CSS, with no build step and nothing
+// fetched from the network.
+//
+// # API
+//
+// Every path is under /api. Responses are JSON (Content-Type application/json) unless said otherwise; errors are
+// {"error": "message"} with a 4xx or 5xx status. Requests that change anything (POST, DELETE) must carry the header
+// X-CSRF-Token with the csrf value of GET /api/session, and a JSON body where they take one; the page's Origin, when
+// sent, must be the console's own.
+//
+//	GET    /api/session                 {"csrf", "auth": "none"|"token"|"oauth", "agent": {"name", "description",
+//	                                     "version", "model", "provider"}, "features": {"state", "tasks", "evals",
+//	                                     "tool_search", "content"}, "output_schema": schema|null}
+//	                                    401 {"error", "login": "token"|"oauth"} before logging in, when the console is
+//	                                    protected ([serve] auth_token_env, auth_tokens_env or [serve.oauth])
+//	POST   /api/login    {"token"}      204 and the session cookie (HttpOnly, SameSite=Strict); 401 on a bad token
+//	POST   /api/logout                  204
+//
+//	POST   /api/chat     {"message", "conversation_id"?, "tools"?: [name], "disable"?: [name],
+//	                      "output_schema"?: schema}
+//	                                    202 {"run_id"}: the run has started; follow it with its events
+//	GET    /api/runs                    {"runs": [runlog.Summary]}, newest first
+//	GET    /api/runs/live               text/event-stream: "event: run", data runlog.Summary, as each run starts,
+//	                                    changes and ends
+//	GET    /api/runs/{id}               {"run": runlog.Summary, "entries": [runlog.Entry]}
+//	GET    /api/runs/{id}/events?after=N
+//	                                    text/event-stream: "event: entry", "id: SEQ", data runlog.Entry, the entries
+//	                                    after N (or after Last-Event-ID), then each as it comes; "event: end", data
+//	                                    runlog.Summary, once the run has ended and all were sent
+//	POST   /api/runs/{id}/cancel        204: the console's own run is cancelled, with everything under it
+//	POST   /api/runs/{id}/answer {"id", "approved"?: bool, "action"?: "accept"|"decline"|"cancel", "content"?: {}}
+//	                                    204: the run's waiting question (a runlog.Waiting entry) is answered
+//
+//	GET    /api/tools?q=QUERY           {"tools": [{"name", "title", "source", "description", "flags": [...],
+//	                                     "pinned", "input_schema", "output_schema", "score"?}], "search": {"on",
+//	                                     "reason"}}: every tool, or with q those tool search ranks for it
+//	GET    /api/servers                 {"servers": [{"name", "kind": "mcp"|"a2a", "transport", "url", "state":
+//	                                     "connected"|"connecting"|"reconnecting"|"failed"|"needs_login"|
+//	                                     "disabled", "error", "tools", "login": "agenthost mcp login NAME"}]}
+//	GET    /api/conversations           {"conversations": [{"id", "title", "messages", "created", "updated"}]}
+//	GET    /api/conversations/{id}      {"id", "messages": [llm.Message]}
+//	DELETE /api/conversations/{id}      204
+//	GET    /api/tasks                   {"tasks": [{"id", "context_id", "state", "created", "updated"}]}
+//	GET    /api/tasks/{id}              the task as stored
+//	GET    /api/evals                   {"datasets": [evals.Dataset]}
+//	POST   /api/evals/{name}/run        202 {"id"}
+//	GET    /api/evals/runs/{id}         {"id", "dataset", "status": "running"|"done"|"failed", "error"?,
+//	                                     "total", "report": evals.Report (cases so far)}
+//
+// Everything but /api and the page's own files answers 404. The page's files need no session: they hold no secret.
+//
+// It imports host, llm, runlog and internal/evals, and the standard library.
+package console

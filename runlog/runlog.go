@@ -1,0 +1,214 @@
+// Package runlog keeps the recent runs of a process, step by step, for a console to list and replay live: each run
+// (from any front end: the console, MCP, A2A, the CLI, a durable run resumed) with its model calls, tool calls,
+// nested sub-agent runs, progress, checks and answer, timed from the run's start.
+//
+// A Recorder is a host.EventObserver: it is fed by the same stream as the front ends and telemetry, and installed
+// only when a console is served, so that runs cost nothing more otherwise. It keeps a bounded number of runs and
+// of entries per run in memory; nothing is written to disk.
+//
+// It imports host and llm, and the standard library.
+package runlog
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/llm"
+)
+
+// Options configures a Recorder. The zero value keeps 200 runs of at most 20,000 entries each, and the content of
+// the console's own runs only.
+type Options struct {
+	// MaxRuns is how many runs are kept, the oldest finished ones dropped first; 0 means 200.
+	MaxRuns int
+	// MaxEntries is how many entries a run keeps; later ones are counted, not kept (the run says how many were
+	// dropped). 0 means 20,000.
+	MaxEntries int
+	// Content says whether the content of runs from origin (prompts, messages, arguments, results, text, answers)
+	// is recorded. nil means: only the runs of the console ("console"), whose caller typed it. Without content an
+	// entry keeps sizes, names, timings, usage and errors.
+	Content func(origin string) bool
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Recorder records runs. It is safe for concurrent use.
+type Recorder struct {
+	opts Options
+}
+
+var _ host.EventObserver = (*Recorder)(nil)
+
+// New returns a Recorder.
+func New(opts *Options) *Recorder {
+	r := &Recorder{}
+	if opts != nil {
+		r.opts = *opts
+	}
+	return r
+}
+
+// Status is where a run is: "running", or its host.StopReason once ended.
+type Status string
+
+// StatusRunning is the Status of a run that has not ended.
+const StatusRunning Status = "running"
+
+// Summary is a run as a list shows it.
+type Summary struct {
+	ID     string `json:"id"`
+	Origin string `json:"origin"`
+	Agent  string `json:"agent"`
+	// Prompt is the start of the prompt (at most 200 characters), "" without content.
+	Prompt         string     `json:"prompt,omitempty"`
+	ConversationID string     `json:"conversation_id,omitempty"`
+	Model          string     `json:"model,omitempty"`
+	Started        time.Time  `json:"started"`
+	Ended          *time.Time `json:"ended,omitempty"`
+	Status         Status     `json:"status"`
+	Error          string     `json:"error,omitempty"`
+	Usage          llm.Usage  `json:"usage"`
+	ModelCalls     int        `json:"model_calls"`
+	ToolCalls      int        `json:"tool_calls"`
+	// Entries counts the entries recorded, Dropped those past Options.MaxEntries.
+	Entries int  `json:"entries"`
+	Dropped int  `json:"dropped,omitempty"`
+	Content bool `json:"content"`
+}
+
+// Kind says what an Entry reports.
+type Kind string
+
+const (
+	KindRunStart     Kind = "run_start"   // a run (the root, or a sub-agent's nested one) starts: Span is the run's
+	KindRunEnd       Kind = "run_end"     // it ends: StoppedBy, Error, Usage, DurationMS
+	KindIteration    Kind = "iteration"   // an iteration of the loop starts: Iteration
+	KindModelStart   Kind = "model_start" // a model call starts: Span is the call's; Model, Iteration, Messages, Tools
+	KindModelEnd     Kind = "model_end"   // it ends: Usage, FinishReason, Error, Text, ToolCalls, DurationMS
+	KindText         Kind = "text"        // a piece of the model's text as it streams: Text
+	KindToolStart    Kind = "tool_start"  // a tool call starts: Span is the call's; Name, Source, CallID, Arguments
+	KindToolProgress Kind = "tool_progress"
+	KindToolEnd      Kind = "tool_end" // it ends: OK, Error, Result, DurationMS, Info
+	KindCheck        Kind = "check"    // an evaluation check of the answer: Check
+	KindAnswer       Kind = "answer"   // the run's answer: Answer
+	// KindApproval and KindApprovalDone: a console run waits for the person at the console to approve a tool call
+	// or answer an elicitation (see Waiting), and the answer.
+	KindApproval     Kind = "approval"
+	KindApprovalDone Kind = "approval_done"
+)
+
+// Entry is one recorded step of a run. Which fields are set depends on Kind; the content fields (Prompt, Messages,
+// Text, Arguments, Result, Answer's text) are set only for runs whose content is recorded.
+type Entry struct {
+	Seq  int  `json:"seq"` // 1, 2, ... within the run
+	Kind Kind `json:"kind"`
+	// AtMS is the time since the run started, in milliseconds.
+	AtMS float64 `json:"at_ms"`
+	// Span is the run, model call or tool call the entry starts, ends or belongs to; Parent the one it nests in
+	// ("" for the root run). Spans are "r1", "m2", "t3", ... within a run.
+	Span   string `json:"span"`
+	Parent string `json:"parent,omitempty"`
+
+	Agent          string `json:"agent,omitempty"`
+	Prompt         string `json:"prompt,omitempty"`
+	ConversationID string `json:"conversation_id,omitempty"`
+	Model          string `json:"model,omitempty"`
+	Iteration      int    `json:"iteration,omitempty"`
+
+	// Messages are the messages sent to the model (model_start); Tools how many tools were offered.
+	Messages     []llm.Message    `json:"messages,omitempty"`
+	Tools        int              `json:"tools,omitempty"`
+	Usage        *llm.Usage       `json:"usage,omitempty"`
+	FinishReason llm.FinishReason `json:"finish_reason,omitempty"`
+	// ToolCalls are the calls the model asked for (model_end).
+	ToolCalls []llm.ToolCall `json:"tool_calls,omitempty"`
+
+	Name      string          `json:"name,omitempty"`
+	Source    string          `json:"source,omitempty"`
+	CallID    string          `json:"call_id,omitempty"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	// Bytes is the size of what the content fields would hold (arguments, result, text) when they are not kept.
+	Bytes    int                `json:"bytes,omitempty"`
+	Progress *host.Progress     `json:"progress,omitempty"`
+	OK       *bool              `json:"ok,omitempty"`
+	Result   string             `json:"result,omitempty"` // the result's text, clipped to 64 KiB
+	Info     *host.ToolCallInfo `json:"info,omitempty"`
+	Check    *host.CheckResult  `json:"check,omitempty"`
+	Answer   *host.Answer       `json:"answer,omitempty"`
+	Approval *Waiting           `json:"approval,omitempty"`
+	Answered *ApprovalAnswer    `json:"answered,omitempty"`
+	Text     string             `json:"text,omitempty"`
+
+	StoppedBy  host.StopReason `json:"stopped_by,omitempty"`
+	Error      string          `json:"error,omitempty"`
+	DurationMS float64         `json:"duration_ms,omitempty"`
+}
+
+// Waiting is a question a console run waits on: a tool call to approve, or an elicitation to answer.
+type Waiting struct {
+	ID        string          `json:"id"`
+	Type      string          `json:"type"` // "approval" or "elicitation"
+	Tool      string          `json:"tool,omitempty"`
+	Source    string          `json:"source,omitempty"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	Message   string          `json:"message,omitempty"`
+	Schema    json.RawMessage `json:"schema,omitempty"`
+}
+
+// ApprovalAnswer is how a Waiting was answered.
+type ApprovalAnswer struct {
+	ID       string `json:"id"`
+	Approved bool   `json:"approved,omitempty"`
+	// Action is the elicitation's answer: accept, decline or cancel.
+	Action string `json:"action,omitempty"`
+}
+
+// StartRun implements host.Observer.
+func (r *Recorder) StartRun(ctx context.Context, run *host.RunStart) (context.Context, func(*host.Answer, error)) {
+	return ctx, func(*host.Answer, error) {}
+}
+
+// StartModelCall implements host.Observer.
+func (r *Recorder) StartModelCall(ctx context.Context, call *host.ModelCallStart) (context.Context, func(*llm.Response, error)) {
+	return ctx, func(*llm.Response, error) {}
+}
+
+// StartToolCall implements host.Observer.
+func (r *Recorder) StartToolCall(ctx context.Context, call *host.ToolCallStart) (context.Context, func(*host.Result, error)) {
+	return ctx, func(*host.Result, error) {}
+}
+
+// ObserveEvent implements host.EventObserver.
+func (r *Recorder) ObserveEvent(ctx context.Context, ev *host.Event) {}
+
+// Expect returns ctx marked so that the next root run started under it is recorded under the returned id, and
+// makes that id known at once (a run with StatusRunning and no entries yet), so that a console can hand the id to
+// its page, which follows it, before the run has started. The orchestrator calls StartRun for every run it is asked
+// for, even one that cannot start, so the expected run always ends.
+func (r *Recorder) Expect(ctx context.Context, origin string) (context.Context, string) {
+	return ctx, ""
+}
+
+// Runs returns the runs kept, newest first.
+func (r *Recorder) Runs() []Summary { return nil }
+
+// Run returns a run's summary and its entries from after (0 for all), or false when no such run is kept.
+func (r *Recorder) Run(id string, after int) (Summary, []Entry, bool) { return Summary{}, nil, false }
+
+// Watch calls fn with each run's summary as it starts, changes (at most every 100ms per run) and ends, until ctx
+// ends; it blocks. fn must not block for long.
+func (r *Recorder) Watch(ctx context.Context, fn func(Summary)) {}
+
+// Follow calls fn with the run's entries after seq after, those kept first, then each new one as it is recorded,
+// until the run has ended and every entry was handed over (it returns nil) or ctx ends (it returns ctx's error). It
+// returns an error at once when no such run is kept.
+func (r *Recorder) Follow(ctx context.Context, id string, after int, fn func(Entry)) error {
+	return nil
+}
+
+// Waiting records, in the run ctx belongs to, that the run waits on w, and Answered how it was answered: a
+// console's Interactor calls them, so that the question and its answer are part of the run's record.
+func (r *Recorder) Waiting(ctx context.Context, w *Waiting)         {}
+func (r *Recorder) Answered(ctx context.Context, a *ApprovalAnswer) {}
