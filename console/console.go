@@ -130,11 +130,12 @@ type Tasks interface {
 
 // TaskSummary is an A2A task as GET /api/tasks lists it.
 type TaskSummary struct {
-	ID        string    `json:"id"`
-	ContextID string    `json:"context_id"`
-	State     string    `json:"state"`
-	Created   time.Time `json:"created"`
-	Updated   time.Time `json:"updated"`
+	ID        string `json:"id"`
+	ContextID string `json:"context_id"`
+	State     string `json:"state"`
+	// Created is when the task was created; zero (and left out) when the store does not say.
+	Created time.Time `json:"created,omitzero"`
+	Updated time.Time `json:"updated"`
 }
 
 // defaultMaxRuns is Options.MaxRuns's default.
