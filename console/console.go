@@ -231,7 +231,7 @@ func (c *Console) Handler() http.Handler {
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such API path")
 	})
-	mux.Handle("GET /", c.assets)
+	mux.Handle("/", c.assets)
 	guarded := httpedge.Guard(c.access(mux), httpedge.Options{
 		ListenAddr:     c.opts.ListenAddr,
 		AllowedHosts:   c.opts.AllowedHosts,

@@ -31,6 +31,11 @@ type asset struct {
 func newAssets(fsys fs.FS) *assets { return &assets{fsys: fsys, m: map[string]*asset{}} }
 
 func (a *assets) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
 	name := r.URL.Path
 	if name == "/" {
 		name = "/index.html"
