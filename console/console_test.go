@@ -47,7 +47,7 @@ func (d dangerTool) Call(context.Context, json.RawMessage, *host.Call) (*host.Re
 
 type toolList []host.Tool
 
-func (toolList) Name() string                                { return "test" }
+func (toolList) Name() string                                 { return "test" }
 func (l toolList) Tools(context.Context) ([]host.Tool, error) { return l, nil }
 
 // fixture is a console over a real orchestrator, whose model is the scripted server, recording its runs.
@@ -73,7 +73,7 @@ func newFixture(t *testing.T, edit func(*Options)) *fixture {
 	tm := host.NewToolManager([]host.Toolset{toolList{lookupTool{}, dangerTool{f.danger}}},
 		&host.ToolManagerOptions{Policies: map[string]host.ToolPolicy{"danger": {RequireApproval: true}}, Observer: f.runs})
 	f.orch = host.New(model, tm, &host.Options{Name: "tester", Observer: f.runs, CompileSchema: schemacheck.Compile})
-	opts := &Options{Orchestrator: f.orch, Runs: f.runs, Agent: Agent{Name: "tester", Model: "fake", Provider: "openai"}}
+	opts := &Options{Orchestrator: f.orch, Runs: f.runs, CompileSchema: schemacheck.Compile, Agent: Agent{Name: "tester", Model: "fake", Provider: "openai"}}
 	if edit != nil {
 		edit(opts)
 	}
