@@ -612,3 +612,181 @@ func TestChatBadRequests(t *testing.T) {
 		t.Errorf("events of an unknown run: %d", resp.StatusCode)
 	}
 }
+
+func TestChatStreamsTheRunWithItsCitation(t *testing.T) {
+	f := newFixture(t, nil)
+	f.llm.Enqueue(
+		fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "c1", Name: "lookup", Arguments: `{"country":"France"}`}}},
+		fakellm.Turn{Text: "Paris is the capital [1]."},
+	)
+	id := f.chat(t, `{"message":"What is the capital of France?"}`)
+	var kinds []runlog.Kind
+	var answer *host.Answer
+	lastSeq := 0
+	end := f.follow(t, id, 0, func(e runlog.Entry, _ string) {
+		if e.Seq != lastSeq+1 {
+			t.Errorf("entry %d after %d", e.Seq, lastSeq)
+		}
+		lastSeq = e.Seq
+		kinds = append(kinds, e.Kind)
+		if e.Kind == runlog.KindToolStart && (e.Name != "lookup" || !strings.Contains(string(e.Arguments), "France")) {
+			t.Errorf("tool_start %+v", e)
+		}
+		if e.Kind == runlog.KindAnswer {
+			answer = e.Answer
+		}
+	})
+	if end.ID != id || end.Origin != "console" || end.Status == runlog.StatusRunning || end.Ended == nil {
+		t.Errorf("end %+v", end)
+	}
+	if !slicesContain(kinds, runlog.KindToolStart) || !slicesContain(kinds, runlog.KindToolEnd) || !slicesContain(kinds, runlog.KindAnswer) {
+		t.Errorf("kinds %v", kinds)
+	}
+	if answer == nil || len(answer.References) != 1 || answer.References[0].URI != "https://atlas.example/france" ||
+		!strings.Contains(answer.Text, "Paris is the capital") {
+		t.Fatalf("answer %+v", answer)
+	}
+	// The run is listed, and replayed from after a given entry.
+	if resp, b := f.do(t, "GET", "/api/runs", ""); resp.StatusCode != http.StatusOK || !strings.Contains(string(b), `"id":"`+id+`"`) {
+		t.Errorf("GET /api/runs: %s", b)
+	}
+	resp, b := f.do(t, "GET", "/api/runs/"+id, "")
+	var got struct {
+		Run     runlog.Summary
+		Entries []runlog.Entry
+	}
+	if err := json.Unmarshal(b, &got); err != nil || resp.StatusCode != http.StatusOK || len(got.Entries) != lastSeq {
+		t.Fatalf("GET /api/runs/%s: %d %d entries, want %d: %v", id, resp.StatusCode, len(got.Entries), lastSeq, err)
+	}
+	var replayed []int
+	f.follow(t, id, lastSeq-2, func(e runlog.Entry, _ string) { replayed = append(replayed, e.Seq) })
+	if len(replayed) != 2 || replayed[0] != lastSeq-1 {
+		t.Errorf("after %d, replayed %v", lastSeq-2, replayed)
+	}
+}
+
+func slicesContain[T comparable](s []T, v T) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+func TestChatApproval(t *testing.T) {
+	for _, approve := range []bool{true, false} {
+		f := newFixture(t, nil)
+		f.llm.Enqueue(
+			fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "c1", Name: "danger", Arguments: `{"path":"/tmp/x"}`}}},
+			fakellm.Turn{Text: "Handled."},
+		)
+		id := f.chat(t, `{"message":"do the risky thing"}`)
+		csrf := f.csrf(t)
+		var answered *runlog.ApprovalAnswer
+		f.follow(t, id, 0, func(e runlog.Entry, _ string) {
+			switch e.Kind {
+			case runlog.KindApproval:
+				w := e.Approval
+				if w == nil || w.Type != "approval" || w.Tool != "danger" || !strings.Contains(string(w.Arguments), "/tmp/x") {
+					t.Fatalf("approval %+v", w)
+				}
+				if resp, _ := f.do(t, "POST", "/api/runs/"+id+"/answer", `{"id":"other","approved":true}`, "X-CSRF-Token", csrf); resp.StatusCode != http.StatusNotFound {
+					t.Errorf("answer to no question: %d", resp.StatusCode)
+				}
+				body, _ := json.Marshal(map[string]any{"id": w.ID, "approved": approve})
+				if resp, b := f.do(t, "POST", "/api/runs/"+id+"/answer", string(body), "X-CSRF-Token", csrf); resp.StatusCode != http.StatusNoContent {
+					t.Fatalf("answer: %d %s", resp.StatusCode, b)
+				}
+			case runlog.KindApprovalDone:
+				answered = e.Answered
+			}
+		})
+		if answered == nil || answered.Approved != approve {
+			t.Errorf("approve=%v: answered %+v", approve, answered)
+		}
+		want := int32(0)
+		if approve {
+			want = 1
+		}
+		if got := f.danger.Load(); got != want {
+			t.Errorf("approve=%v: the tool ran %d times", approve, got)
+		}
+	}
+}
+
+func TestChatCancel(t *testing.T) {
+	f := newFixture(t, func(o *Options) { o.MaxRuns = 1 })
+	f.llm.Enqueue(fakellm.Turn{HangAfter: fakellm.Immediately})
+	id := f.chat(t, `{"message":"take your time"}`)
+	csrf := f.csrf(t)
+	// One run at a time.
+	if resp, _ := f.do(t, "POST", "/api/chat", `{"message":"another"}`, "X-CSRF-Token", csrf); resp.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("a second run beyond MaxRuns: %d", resp.StatusCode)
+	}
+	if resp, b := f.do(t, "POST", "/api/runs/"+id+"/cancel", "", "X-CSRF-Token", csrf); resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("cancel: %d %s", resp.StatusCode, b)
+	}
+	end := f.follow(t, id, 0, func(runlog.Entry, string) {})
+	if end.Status != runlog.Status(host.StopCancelled) {
+		t.Errorf("the cancelled run ended %+v", end)
+	}
+	if resp, _ := f.do(t, "POST", "/api/runs/"+id+"/cancel", "", "X-CSRF-Token", csrf); resp.StatusCode != http.StatusConflict {
+		t.Errorf("cancel an ended run: %d", resp.StatusCode)
+	}
+	// A run of another front end is not the console's to stop.
+	f.llm.Enqueue(fakellm.Turn{Text: "from the CLI"})
+	if _, err := f.orch.Ask(host.WithOrigin(t.Context(), "cli"), &host.Request{Prompt: "hi"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	var other string
+	for _, s := range f.runs.Runs() {
+		if s.Origin == "cli" {
+			other = s.ID
+		}
+	}
+	if other == "" {
+		t.Fatalf("the CLI's run is not recorded: %+v", f.runs.Runs())
+	}
+	if resp, _ := f.do(t, "POST", "/api/runs/"+other+"/cancel", "", "X-CSRF-Token", csrf); resp.StatusCode != http.StatusConflict {
+		t.Errorf("cancel another front end's run: %d", resp.StatusCode)
+	}
+}
+
+func TestCloseCancelsRuns(t *testing.T) {
+	f := newFixture(t, nil)
+	f.llm.Enqueue(fakellm.Turn{HangAfter: fakellm.Immediately})
+	id := f.chat(t, `{"message":"hang"}`)
+	f.console.Close()
+	sum, _, ok := f.runs.Run(id, 0)
+	if !ok || sum.Status == runlog.StatusRunning {
+		t.Errorf("after Close the run is %+v", sum)
+	}
+	if resp, _ := f.do(t, "POST", "/api/chat", `{"message":"more"}`, "X-CSRF-Token", f.csrf(t)); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("chat after Close: %d", resp.StatusCode)
+	}
+}
+
+func TestLiveRuns(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", f.srv.URL+"/api/runs/live", nil)
+	resp, err := f.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	f.llm.Enqueue(fakellm.Turn{Text: "live"})
+	id := f.chat(t, `{"message":"watch me"}`)
+	for ev := range readSSE(t, resp.Body) {
+		var s runlog.Summary
+		if ev.name != "run" || json.Unmarshal(ev.data, &s) != nil {
+			t.Fatalf("event %q %s", ev.name, ev.data)
+		}
+		if s.ID == id && s.Status != runlog.StatusRunning {
+			return
+		}
+	}
+	t.Fatal("the stream ended before the run did")
+}
