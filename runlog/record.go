@@ -21,8 +21,12 @@ const maxResult = 64 << 10
 // maxPrompt is how much of the prompt a Summary shows, in characters.
 const maxPrompt = 200
 
-// record is one root run, with the runs nested in it. Its entries are only ever appended: an entry handed out is
-// never written again, so callers may read the slices they were given without the lock.
+// chunk is how many entries a record allocates at once: entries are kept in chunks so that recording one never
+// copies those before it.
+const chunk = 256
+
+// record is one root run, with the runs nested in it. Its entries are only ever appended: an entry recorded is never
+// written again, so a reader that took the chunks and the count under the lock may read them without it.
 type record struct {
 	r       *Recorder
 	content bool
@@ -30,9 +34,10 @@ type record struct {
 	mu      sync.Mutex
 	sum     Summary
 	start   time.Time
-	entries []Entry
-	spans   int           // the spans numbered so far
-	changed chan struct{} // made by a follower that waits, closed (and dropped) by the next change
+	chunks  []*[chunk]Entry // entry seq n is chunks[(n-1)/chunk][(n-1)%chunk]
+	n       int             // the entries recorded
+	spans   int             // the spans numbered so far
+	changed chan struct{}   // made by a follower that waits, closed (and dropped) by the next change
 	ended   bool
 	taken   bool // an expected record (see Expect) that a run has taken
 }
@@ -120,14 +125,18 @@ func (rec *record) newSpan(prefix byte) string {
 // add appends e, numbered and timed, unless the record is full: then it is counted as dropped, unless always.
 // rec.mu is held.
 func (rec *record) add(now time.Time, e *Entry, always bool) {
-	if len(rec.entries) >= rec.r.opts.MaxEntries && !always {
+	if rec.n >= rec.r.opts.MaxEntries && !always {
 		rec.sum.Dropped++
 		return
 	}
-	e.Seq = len(rec.entries) + 1
+	rec.n++
+	e.Seq = rec.n
 	e.AtMS = ms(now.Sub(rec.start))
-	rec.entries = append(rec.entries, *e)
-	rec.sum.Entries = len(rec.entries)
+	if rec.n%chunk == 1 {
+		rec.chunks = append(rec.chunks, new([chunk]Entry))
+	}
+	rec.chunks[(rec.n-1)/chunk][(rec.n-1)%chunk] = *e
+	rec.sum.Entries = rec.n
 	rec.wake()
 }
 
@@ -538,8 +547,16 @@ func (r *Recorder) Run(id string, after int) (Summary, []Entry, bool) {
 	}
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
-	after = max(0, min(after, len(rec.entries)))
-	return rec.sum, slices.Clone(rec.entries[after:]), true
+	var out []Entry
+	entries(rec.chunks, after, rec.n, func(e *Entry) { out = append(out, *e) })
+	return rec.sum, out, true
+}
+
+// entries calls fn with the entries of chunks after seq after up to seq n.
+func entries(chunks []*[chunk]Entry, after, n int, fn func(*Entry)) {
+	for i := max(after, 0); i < n; i++ {
+		fn(&chunks[i/chunk][i%chunk])
+	}
 }
 
 // Follow calls fn with the run's entries after seq after, those kept first, then each new one as it is recorded,
@@ -556,10 +573,7 @@ func (r *Recorder) Follow(ctx context.Context, id string, after int, fn func(Ent
 			return err
 		}
 		rec.mu.Lock()
-		var batch []Entry
-		if after < len(rec.entries) {
-			batch = rec.entries[after:] // never written again: read without the lock
-		}
+		chunks, n := rec.chunks, rec.n // the entries up to n are never written again: read without the lock
 		ended := rec.ended
 		var changed chan struct{}
 		if !ended {
@@ -569,10 +583,8 @@ func (r *Recorder) Follow(ctx context.Context, id string, after int, fn func(Ent
 			changed = rec.changed
 		}
 		rec.mu.Unlock()
-		for _, e := range batch {
-			fn(e)
-		}
-		after += len(batch)
+		entries(chunks, after, n, func(e *Entry) { fn(*e) })
+		after = max(after, n)
 		if ended {
 			return nil
 		}
