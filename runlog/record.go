@@ -81,7 +81,7 @@ func (r *Recorder) ref(ctx context.Context) *spanRef {
 
 func newID() string {
 	var b [8]byte
-	rand.Read(b[:]) // never fails (crypto/rand panics rather than return an error)
+	_, _ = rand.Read(b[:]) // never fails: crypto/rand panics rather than return an error
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
