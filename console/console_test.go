@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/agenthost/agenthost/host"
@@ -45,6 +46,23 @@ func (d dangerTool) Call(context.Context, json.RawMessage, *host.Call) (*host.Re
 	return &host.Result{Text: "done the risky thing"}, nil
 }
 
+// askTool asks the person for a city, by elicitation, and answers with what they gave.
+type askTool struct{}
+
+func (askTool) Spec() host.ToolSpec {
+	return host.ToolSpec{Name: "ask_city", Description: "asks the user for a city", InputSchema: json.RawMessage(`{"type":"object"}`)}
+}
+
+func (askTool) Call(ctx context.Context, _ json.RawMessage, call *host.Call) (*host.Result, error) {
+	res, err := call.Interactor().Elicit(ctx, &host.ElicitRequest{Message: "Which city?", Source: "ask_city",
+		Schema: json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}}}`)})
+	if err != nil {
+		return nil, err
+	}
+	b, _ := json.Marshal(res)
+	return &host.Result{Text: string(b)}, nil
+}
+
 type toolList []host.Tool
 
 func (toolList) Name() string                                 { return "test" }
@@ -70,7 +88,7 @@ func newFixture(t *testing.T, edit func(*Options)) *fixture {
 		t.Fatal(err)
 	}
 	f.runs = runlog.New(nil)
-	tm := host.NewToolManager([]host.Toolset{toolList{lookupTool{}, dangerTool{f.danger}}},
+	tm := host.NewToolManager([]host.Toolset{toolList{lookupTool{}, dangerTool{f.danger}, askTool{}}},
 		&host.ToolManagerOptions{Policies: map[string]host.ToolPolicy{"danger": {RequireApproval: true}}, Observer: f.runs})
 	f.orch = host.New(model, tm, &host.Options{Name: "tester", Observer: f.runs, CompileSchema: schemacheck.Compile})
 	opts := &Options{Orchestrator: f.orch, Runs: f.runs, CompileSchema: schemacheck.Compile, Agent: Agent{Name: "tester", Model: "fake", Provider: "openai"}}
@@ -335,6 +353,42 @@ func TestGzipPreparedLazily(t *testing.T) {
 	}
 	if _, ok := a.get("web/missing.js"); ok {
 		t.Error("a missing file was found")
+	}
+}
+
+func TestGzip(t *testing.T) {
+	page := strings.Repeat("<p>the console</p>\n", 500)
+	a := newAssets(fstest.MapFS{"web/app.js": {Data: []byte(page)}, "web/tiny.css": {Data: []byte("a{}")}})
+	srv := httptest.NewServer(a)
+	defer srv.Close()
+	get := func(path, accept string) *http.Response {
+		req, _ := http.NewRequest("GET", srv.URL+path, nil)
+		req.Header.Set("Accept-Encoding", accept)
+		resp, err := (&http.Transport{DisableCompression: true}).RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	resp := get("/app.js", "gzip, deflate")
+	defer resp.Body.Close()
+	if resp.Header.Get("Content-Encoding") != "gzip" || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/javascript") {
+		t.Fatalf("headers %v", resp.Header)
+	}
+	zr, err := gzip.NewReader(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := io.ReadAll(zr); err != nil || string(b) != page {
+		t.Errorf("the gzipped file is not the file: %v", err)
+	}
+	for _, c := range []struct{ path, accept string }{{"/app.js", ""}, {"/app.js", "br"}, {"/tiny.css", "gzip"}} {
+		resp := get(c.path, c.accept)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.Header.Get("Content-Encoding") != "" || len(b) == 0 {
+			t.Errorf("%s with Accept-Encoding %q: %v", c.path, c.accept, resp.Header)
+		}
 	}
 }
 
@@ -789,4 +843,36 @@ func TestLiveRuns(t *testing.T) {
 		}
 	}
 	t.Fatal("the stream ended before the run did")
+}
+
+func TestChatElicitation(t *testing.T) {
+	f := newFixture(t, nil)
+	f.llm.Enqueue(
+		fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "c1", Name: "ask_city", Arguments: `{}`}}},
+		fakellm.Turn{Text: "Lyon it is."},
+	)
+	id := f.chat(t, `{"message":"ask me"}`)
+	csrf := f.csrf(t)
+	var result string
+	f.follow(t, id, 0, func(e runlog.Entry, _ string) {
+		switch e.Kind {
+		case runlog.KindApproval:
+			w := e.Approval
+			if w == nil || w.Type != "elicitation" || w.Message != "Which city?" || !strings.Contains(string(w.Schema), "city") {
+				t.Fatalf("question %+v", w)
+			}
+			if resp, _ := f.do(t, "POST", "/api/runs/"+id+"/answer", `{"id":"`+w.ID+`","action":"maybe"}`, "X-CSRF-Token", csrf); resp.StatusCode != http.StatusBadRequest {
+				t.Errorf("a bad action: %d", resp.StatusCode)
+			}
+			body := `{"id":"` + w.ID + `","action":"accept","content":{"city":"Lyon"}}`
+			if resp, b := f.do(t, "POST", "/api/runs/"+id+"/answer", body, "X-CSRF-Token", csrf); resp.StatusCode != http.StatusNoContent {
+				t.Fatalf("answer: %d %s", resp.StatusCode, b)
+			}
+		case runlog.KindToolEnd:
+			result = e.Result
+		}
+	})
+	if !strings.Contains(result, "Lyon") || !strings.Contains(result, "accept") {
+		t.Errorf("the tool got %q", result)
+	}
 }
