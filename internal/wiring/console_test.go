@@ -187,3 +187,41 @@ func TestLoginCommand(t *testing.T) {
 		t.Errorf("%q", got)
 	}
 }
+
+// TestServeStdioAndUI: serve --ui with MCP over stdio serves both, and stdin closing ends serving, the console
+// with it, without an error.
+func TestServeStdioAndUI(t *testing.T) {
+	cfg := config.Default()
+	cfg.State.Backend = config.StateMemory
+	app, err := Build(t.Context(), cfg, &Options{Model: "test", Getenv: func(string) string { return "" }, RecordRuns: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	go io.Copy(io.Discard, outR)
+	endpoints := make(chan *Endpoint, 1)
+	served := make(chan error, 1)
+	go func() {
+		served <- app.Serve(t.Context(), &ServeOptions{UI: "127.0.0.1:0", Stdin: inR, Stdout: outW, Listening: func(e *Endpoint) { endpoints <- e }})
+	}()
+	var ui *Endpoint
+	select {
+	case ui = <-endpoints:
+	case err := <-served:
+		t.Fatalf("Serve returned before it listened: %v", err)
+	}
+	if code := consoleGet(t, ui.URL, "api/session", nil); code != http.StatusOK {
+		t.Fatalf("GET /api/session: %d", code)
+	}
+	inW.Close()
+	testwait.Within(t, 30*time.Second, "Serve to return once stdin closed", func() {
+		if err := <-served; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	if _, err := http.Get(ui.URL + "api/session"); err == nil {
+		t.Error("the console is still served after stdio ended")
+	}
+}
