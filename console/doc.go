@@ -52,6 +52,10 @@
 //	GET    /api/evals/runs/{id}         {"id", "dataset", "status": "running"|"done"|"failed", "error"?,
 //	                                     "total", "report": evals.Report (cases so far)}
 //
+// In the session, features.state says the conversations can be listed (a state database), tasks that A2A tasks
+// can, evals that eval datasets are configured, tool_search that a run searches the tools rather than offering them
+// all, and content that the content of the other front ends' runs is recorded, not only their sizes and timings.
+//
 // Everything but /api and the page's own files answers 404. The page's files need no session: they hold no secret.
 //
 // It imports host, llm, runlog, internal/evals and internal/httpedge (the Host and Origin checks), and the standard
