@@ -11,6 +11,7 @@ import (
 	"github.com/agenthost/agenthost/a2a"
 	"github.com/agenthost/agenthost/console"
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/internal/evals"
 	"github.com/agenthost/agenthost/internal/schemacheck"
 	"github.com/agenthost/agenthost/mcpclients"
 	"github.com/agenthost/agenthost/store"
@@ -56,6 +57,11 @@ func (a *App) newConsole(access Access, listenAddr string) (*console.Console, er
 		AllowedHosts:   sc.AllowedHosts,
 		AllowedOrigins: sc.AllowedOrigins,
 		MaxBodyBytes:   sc.MaxBodyBytes,
+	}
+	// App.Evals comes with the eval engine (branch ui-evals); until it is merged the console has no evals. Replace
+	// with opts.Evals = a.Evals() once it is.
+	if e, ok := any(a).(interface{ Evals() *evals.Suite }); ok {
+		opts.Evals = e.Evals()
 	}
 	if a.state != nil {
 		opts.Conversations, opts.Tasks = consoleConversations{a.state}, consoleTasks{a.state}
