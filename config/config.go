@@ -54,7 +54,7 @@ type CodeMode struct {
 	MaxOutputBytes int
 }
 
-// Eval is the [eval] table: the evaluation checks of every answer.
+// Eval is the [eval] table: the evaluation checks of every answer, and the eval datasets.
 type Eval struct {
 	// Checks every answer must pass: "citations", "complete", "schema", "grounded". Default none.
 	Checks []string
@@ -63,6 +63,9 @@ type Eval struct {
 	OnFailure string
 	// Model is the model of the grounded check, on the agent's API; "" means the agent's model.
 	Model string
+	// Datasets are the eval datasets the web console lists and runs: file names or filepath.Match globs. Parse
+	// makes a relative one relative to the configuration file's directory. Default none.
+	Datasets []string
 }
 
 // The check names, and the values of Eval.OnFailure.

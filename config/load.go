@@ -102,6 +102,7 @@ func Parse(name string, data []byte, env func(string) (string, bool)) (*Config, 
 		dir := filepath.Dir(name)
 		cfg.Builtin.Files.Roots = relativeTo(dir, cfg.Builtin.Files.Roots)
 		cfg.Builtin.DocSearch.Roots = relativeTo(dir, cfg.Builtin.DocSearch.Roots)
+		cfg.Eval.Datasets = relativeTo(dir, cfg.Eval.Datasets)
 		if ix := cfg.Builtin.DocSearch.Index; ix != "" && !filepath.IsAbs(ix) {
 			cfg.Builtin.DocSearch.Index = filepath.Join(dir, ix)
 		}
@@ -262,6 +263,7 @@ func (d *decoder) config(c *Config, tree map[string]any) {
 				"checks":     d.strList(&c.Eval.Checks),
 				"on_failure": d.str(&c.Eval.OnFailure),
 				"model":      d.str(&c.Eval.Model),
+				"datasets":   d.strList(&c.Eval.Datasets),
 			})
 		},
 		"telemetry": func(p []string, v any) {

@@ -195,6 +195,7 @@ capture_content = true
 checks = ["citations", "grounded"]
 on_failure = "retry"
 model = "gpt-4o"
+datasets = ["evals/*.jsonl", "/srv/evals/smoke.jsonl"]
 
 [code_mode]
 enabled = true
@@ -289,7 +290,8 @@ max_output_bytes = 1024
 		},
 		Telemetry: Telemetry{Exporter: "otlp", Protocol: "grpc", Endpoint: "http://collector:4317", Headers: map[string]string{"api-key": "k"},
 			ServiceName: "helper-agent", CaptureContent: true},
-		Eval: Eval{Checks: []string{"citations", "grounded"}, OnFailure: "retry", Model: "gpt-4o"},
+		Eval: Eval{Checks: []string{"citations", "grounded"}, OnFailure: "retry", Model: "gpt-4o",
+			Datasets: []string{"/etc/agenthost/evals/*.jsonl", "/srv/evals/smoke.jsonl"}},
 		CodeMode: CodeMode{Enabled: true, Tools: []string{"fs_read_file", "analyst", "researcher"}, Timeout: Duration{20 * time.Second},
 			MemoryLimit: 1 << 20, MaxToolCalls: 10000, MaxOutputBytes: 1024},
 	}
@@ -485,6 +487,11 @@ agent.toml:3: agent.output: needs schema (a TOML table) or schema_file`},
 agent.toml:2: eval.checks[2]: "citations" is listed twice
 agent.toml:3: eval.on_failure: must be one of "warn", "retry" (got "ignore")
 agent.toml:5: tools.t.evaluation_checks[0]: must be one of citations, complete, schema, grounded (got "tone")`},
+		{"eval datasets", "[eval]\nchecks = []\ndatasets = [\"evals/*.jsonl\", \"evals/[a.jsonl\", \"\"]\n", nil,
+			`agent.toml:3: eval.datasets[1]: must be a file name or a glob such as "evals/*.jsonl" (got "evals/[a.jsonl")
+agent.toml:3: eval.datasets[2]: must be a file name or a glob such as "evals/*.jsonl" (got "")`},
+		{"eval datasets type", "[eval]\ndatasets = \"evals/*.jsonl\"\n", nil,
+			`agent.toml:2: eval.datasets: must be an array of strings (got string "evals/*.jsonl")`},
 		{"telemetry values", "[telemetry]\nexporter = \"jaeger\"\nprotocol = \"http\"\nendpoint = \"localhost:4318\"\nheaders = { \"a b\" = \"x\" }\n", nil,
 			`agent.toml:2: telemetry.exporter: must be one of "otlp", "none" (got "jaeger")
 agent.toml:3: telemetry.protocol: must be one of "http/protobuf", "grpc" (got "http")
@@ -1172,7 +1179,7 @@ func TestExampleEval(t *testing.T) {
 	if err != nil {
 		t.Fatalf("agent.toml with [eval] uncommented:\n%v", err)
 	}
-	if len(c.Eval.Checks) != 2 || c.Eval.OnFailure != OnFailureWarn {
+	if len(c.Eval.Checks) != 2 || c.Eval.OnFailure != OnFailureWarn || !slices.Equal(c.Eval.Datasets, []string{"evals/*.jsonl"}) {
 		t.Errorf("eval = %+v", c.Eval)
 	}
 }

@@ -211,6 +211,11 @@ func (c *Config) check() issues {
 	if c.Eval.OnFailure != "" {
 		checkEnum(&is, []string{"eval", "on_failure"}, c.Eval.OnFailure, []string{OnFailureWarn, OnFailureRetry})
 	}
+	for i, d := range c.Eval.Datasets {
+		if _, err := filepath.Match(d, ""); err != nil || strings.TrimSpace(d) == "" {
+			is.addKey([]string{"eval", "datasets"}, fmt.Sprintf("eval.datasets[%d]", i), "must be a file name or a glob such as \"evals/*.jsonl\" (got %q)", d)
+		}
+	}
 
 	checkOrder(&is, "mcp", "servers", c.MCP.Servers, c.MCP.Order)
 	for _, name := range sortedKeys(c.MCP.Servers) {

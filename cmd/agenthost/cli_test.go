@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/internal/evals"
 	"github.com/agenthost/agenthost/internal/testkit/fakellm"
 )
 
@@ -156,7 +157,7 @@ func TestFlagsAnywhere(t *testing.T) {
 		llm.Enqueue(fakellm.Turn{Text: "Paris."})
 		data := writeFile(t, dir, "data.jsonl", `{"name": "capital", "prompt": "Capital of France?", "expect": {"contains": ["Paris"]}}`+"\n")
 		r := agenthost(t, other, "", env, "eval", data, "--json", "--config", cfg, "--concurrency", "1")
-		var report evalReport
+		var report evals.Report
 		if err := json.Unmarshal([]byte(r.stdout), &report); r.code != 0 || err != nil || report.Passed != 1 {
 			t.Errorf("exit %d, report %+v (%v):\n%s%s", r.code, report, err, r.stdout, r.stderr)
 		}

@@ -64,6 +64,9 @@ var Confinements = []Confinement{
 	{Linked: []string{"modernc.org/quickjs/...", "modernc.org/libquickjs/..."},
 		Owners: append([]string{Module + "/codemode/..."}, root...),
 		Why:    "the JavaScript engine is code mode's sandbox: only codemode runs scripts"},
+	{Linked: []string{"github.com/chromedp/..."},
+		Owners: []string{Module + "/internal/testkit/browser"},
+		Why:    "the browser driver is test support: only internal/testkit/browser drives Chromium"},
 }
 
 // Binary is the package whose build is the shipped binary.
@@ -81,6 +84,8 @@ var Unlinked = []Confinement{
 		Why: "templates call methods by name, which keeps every exported method in the binary"},
 	{Linked: []string{"github.com/openai/openai-go/..."},
 		Why: "llm/openai speaks the API with net/http: the SDK registers every type of every endpoint at start-up (26 MB of binary, 9 MB resident)"},
+	{Linked: []string{"github.com/chromedp/..."},
+		Why: "chromedp and its protocol types drive the browser of the console's tests; the product serves pages, it drives no browser"},
 }
 
 // Package is one package of the graph: its path, whether it is in the standard library, and every package it links
