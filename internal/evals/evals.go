@@ -471,7 +471,7 @@ func hasMeta(path string) bool {
 // Run runs the named dataset, concurrency cases at once (0 means 4), calling onCase (when not nil) with each case's
 // result as it ends, and returns the report, cases in the dataset's order. A name no dataset has is
 // ErrUnknownDataset; a dataset that does not read, its errors, each at its line. When two files have the name, the
-// first listed runs.
+// first listed runs. Its runs have the origin "eval" (host.WithOrigin), so that a console can list them.
 func (s *Suite) Run(ctx context.Context, dataset string, concurrency int, onCase func(*Result)) (*Report, error) {
 	all := s.Datasets()
 	i := slices.IndexFunc(all, func(d Dataset) bool { return d.Name == dataset })
@@ -482,7 +482,7 @@ func (s *Suite) Run(ctx context.Context, dataset string, concurrency int, onCase
 	if err != nil {
 		return nil, err
 	}
-	report := RunCases(ctx, s.orch, cases, concurrency, onCase)
+	report := RunCases(host.WithOrigin(ctx, "eval"), s.orch, cases, concurrency, onCase)
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("evals: %s: %w", dataset, err)
 	}

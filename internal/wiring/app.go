@@ -92,7 +92,10 @@ type App struct {
 	tel          *telemetry.Telemetry
 	outputSchema json.RawMessage
 	// runs records the runs for the console, with Options.RecordRuns; nil otherwise.
-	runs      *runlog.Recorder
+	runs *runlog.Recorder
+	// observer is what observes the app's runs (telemetry's, the recorder, both or nil), for the orchestrators
+	// built beside the app's (Evals).
+	observer  host.Observer
 	closeOnce sync.Once
 }
 
@@ -182,9 +185,10 @@ func Build(ctx context.Context, cfg *config.Config, opts *Options) (*App, error)
 	if opts.RecordRuns {
 		// The console's runs were typed at it; the others' content is recorded where telemetry records it too.
 		capture := cfg.Telemetry.CaptureContent
-		a.runs = runlog.New(&runlog.Options{Content: func(origin string) bool { return capture || origin == "console" }})
+		a.runs = runlog.New(&runlog.Options{Content: func(origin string) bool { return capture || origin == "console" || origin == "eval" }})
 		hopts.Observer = runlog.Tee(hopts.Observer, a.runs)
 	}
+	a.observer = hopts.Observer
 	if mode == Running {
 		if hopts.Conversations, a.state, err = OpenState(ctx, cfg, a.getenv, logger); err != nil {
 			a.Close()

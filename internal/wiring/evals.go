@@ -8,7 +8,7 @@ import (
 
 // Evals is the suite of the eval datasets [eval] datasets names, for the web console; nil when it names none. Its
 // cases run through an orchestrator like the app's (the same model, tools, checks and options, observed by the same
-// telemetry) whose conversations are kept in memory only, so that evaluating leaves the state as it was. Each call
+// telemetry and the console's recorder, under the origin "eval") whose conversations are kept in memory only, so that evaluating leaves the state as it was. Each call
 // returns a new suite; the suite reads its files at each listing and run.
 func (a *App) Evals() *evals.Suite {
 	if len(a.cfg.Eval.Datasets) == 0 {
@@ -16,7 +16,7 @@ func (a *App) Evals() *evals.Suite {
 	}
 	// As Build makes the app's orchestrator, with HostOptions' conversations, which are in memory.
 	hopts := HostOptions(a.cfg, a.logger)
-	hopts.Observer = a.tel.Observer()
+	hopts.Observer = a.observer
 	hopts.OutputSchema = a.outputSchema
 	if a.provider != config.ProviderOpenAI {
 		hopts.OutputMode = host.OutputTool

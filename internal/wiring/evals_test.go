@@ -65,7 +65,7 @@ datasets = ["evals/*.jsonl"]
 	if err != nil {
 		t.Fatal(err)
 	}
-	app, err := Build(t.Context(), cfg, &Options{Getenv: func(k string) string { return map[string]string{"MODEL_KEY": "sk"}[k] }, Version: "test"})
+	app, err := Build(t.Context(), cfg, &Options{Getenv: func(k string) string { return map[string]string{"MODEL_KEY": "sk"}[k] }, Version: "test", RecordRuns: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,6 +91,16 @@ datasets = ["evals/*.jsonl"]
 	}
 	if c := report.Cases[0]; len(c.Checks) != 1 || c.Checks[0].Name != "complete" {
 		t.Errorf("the capital case ran without [eval]'s check: %+v", c.Checks)
+	}
+	// The console lists the cases' runs, with their content, as runs of the origin "eval".
+	var evalRuns int
+	for _, r := range app.Runs().Runs() {
+		if r.Origin == "eval" && r.Content && r.Status == "answered" {
+			evalRuns++
+		}
+	}
+	if evalRuns != 2 {
+		t.Errorf("the recorder holds %d answered eval runs with their content, want 2: %+v", evalRuns, app.Runs().Runs())
 	}
 
 	// The app's own orchestrator keeps its conversations in the database, so that the count below can tell.
