@@ -3,6 +3,9 @@ package runlog_test
 import (
 	"context"
 	"fmt"
+	"reflect"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -48,15 +51,13 @@ func TestMaxRuns(t *testing.T) {
 	}
 }
 
-// MaxEntries keeps a run's first entries and counts the others, but a run always ends.
+// MaxEntries keeps a run's first entries and counts the others, but a run always ends, and so does every span
+// whose start was kept: a model call, a tool call, a nested run (with its answer). The root's answer is kept too.
 func TestMaxEntries(t *testing.T) {
-	h := newHarness(t, &runlog.Options{MaxEntries: 5})
+	h := newHarness(t, &runlog.Options{MaxEntries: 7})
 	ctx, id := h.rec.Expect(t.Context(), "console")
 	wait := follow(t.Context(), h.rec, id)
-	if _, err := h.ask(ctx, "go", nil,
-		fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "e1", Name: "echo", Arguments: `{"x":"1"}`}}},
-		fakellm.Turn{Text: "a long answer in many deltas"},
-	); err != nil {
+	if _, err := h.ask(ctx, "go", nil, nestedTurns()...); err != nil {
 		t.Fatal(err)
 	}
 	got, err := wait()
@@ -64,11 +65,37 @@ func TestMaxEntries(t *testing.T) {
 		t.Fatal(err)
 	}
 	sum, entries, _ := h.rec.Run(id, 0)
-	if len(entries) != 6 || len(got) != 6 || entries[5].Kind != runlog.KindRunEnd || entries[5].Seq != 6 || entries[4].Kind != runlog.KindToolStart {
-		t.Fatalf("entries %v; want the first 5 and the run's end", kinds(entries))
+	want := []string{
+		"run_start r1<", "iteration r1<", "model_start m2<r1", "model_end m2<r1",
+		"tool_start t3<r1", "tool_start t4<r1", "run_start r5<t4", // the first 7
+		"answer r5<t4", "run_end r5<t4", // the nested run's inner entries dropped, not its end
+		"tool_end t3<r1", "tool_end t4<r1",
+		"answer r1<", "run_end r1<",
 	}
-	if sum.Entries != 6 || sum.Dropped < 8 || sum.Status != runlog.Status(host.StopAnswered) {
-		t.Errorf("summary = %+v; want 6 entries, the rest dropped, answered", sum)
+	if k := kinds(entries); !slices.Equal(k, want) {
+		t.Fatalf("entries:\n%s\nwant:\n%s", strings.Join(k, "\n"), strings.Join(want, "\n"))
+	}
+	if !reflect.DeepEqual(got, entries) {
+		t.Errorf("Follow handed over %v; want what Run returns", kinds(got))
+	}
+	for i, e := range entries {
+		if e.Seq != i+1 {
+			t.Errorf("entry %d has seq %d", i+1, e.Seq)
+		}
+	}
+	// Dropped: the nested run's iteration, model_start, text and model_end; main's second iteration, model_start,
+	// text and model_end.
+	if sum.Entries != len(want) || sum.Dropped < 8 || sum.Status != runlog.Status(host.StopAnswered) {
+		t.Errorf("summary = %+v; want %d entries, the rest dropped, answered", sum, len(want))
+	}
+
+	// With room for the root's start only, its answer and end are kept still.
+	h = newHarness(t, &runlog.Options{MaxEntries: 1})
+	if _, err := h.ask(t.Context(), "go", nil, fakellm.Turn{Text: "ok"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, entries := lastRun(t, h.rec); !slices.Equal(kinds(entries), []string{"run_start r1<", "answer r1<", "run_end r1<"}) {
+		t.Errorf("entries %v; want the run's start, answer and end", kinds(entries))
 	}
 }
 
