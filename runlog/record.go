@@ -33,8 +33,9 @@ const (
 )
 
 // lateGrace is how long a follower waits, after the root run ended, for the runs nested in it that have not ended
-// yet (a sub-agent call abandoned by a cancelled round): then the record is closed. A variable for the tests.
-var lateGrace = 30 * time.Second
+// yet (a sub-agent call abandoned by a cancelled round): then the record is closed. Recorder.lateGrace is it but in
+// tests.
+const lateGrace = 30 * time.Second
 
 // record is one root run, with the runs nested in it. Its entries are only ever appended: an entry recorded is never
 // written again, so a reader that took the chunks and the count under the lock may read them without it.
@@ -824,7 +825,7 @@ func (r *Recorder) Follow(ctx context.Context, id string, after int, fn func(Ent
 			}
 			changed = rec.changed
 			if rec.ended && late == nil {
-				late = time.NewTimer(max(0, lateGrace-r.opts.Now().Sub(rec.endedAt)))
+				late = time.NewTimer(max(0, r.lateGrace-r.opts.Now().Sub(rec.endedAt)))
 			}
 		}
 		rec.mu.Unlock()

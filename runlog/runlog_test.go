@@ -11,6 +11,7 @@ import (
 
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/internal/testkit/fakellm"
+	"github.com/agenthost/agenthost/llm"
 	"github.com/agenthost/agenthost/runlog"
 )
 
@@ -339,5 +340,41 @@ func TestFollowEndsWithContext(t *testing.T) {
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Errorf("Follow = %v; want context.Canceled", err)
+	}
+}
+
+// What a recorder keeps is its own: changing what it was handed afterwards changes no entry.
+func TestEntriesAreCopies(t *testing.T) {
+	rec := runlog.New(nil)
+	ctx, id := rec.Expect(t.Context(), "console")
+	runCtx, end := rec.StartRun(ctx, &host.RunStart{Agent: "a", Prompt: "p"})
+	msgs := []llm.Message{{Role: llm.RoleUser, Content: "hi", ToolCalls: []llm.ToolCall{{ID: "c", Name: "n", Arguments: "{}"}}}}
+	_, endModel := rec.StartModelCall(runCtx, &host.ModelCallStart{Iteration: 1, Request: &llm.Request{Messages: msgs}})
+	resp := &llm.Response{Message: llm.Message{ToolCalls: []llm.ToolCall{{ID: "c", Name: "n", Arguments: "{}"}}}}
+	endModel(resp, nil)
+	args := json.RawMessage(`{"a":1}`)
+	info := &host.ToolCallInfo{ID: "c", Name: "n", Flags: []string{"forced"}, Debug: map[string]any{"k": "v"}, OK: true}
+	rec.ObserveEvent(runCtx, &host.Event{Kind: host.EventToolEnd, Iteration: 1, ToolCall: &host.ToolEvent{ID: "c", Name: "n",
+		Arguments: args, Result: &host.Result{Text: "r"}, Info: info}})
+	check := &host.CheckResult{Name: "complete", Detail: "d"}
+	rec.ObserveEvent(runCtx, &host.Event{Kind: host.EventCheck, Check: check})
+	ans := &host.Answer{StoppedBy: host.StopAnswered, ToolCalls: []host.ToolCallInfo{*info}, Checks: []host.CheckResult{*check},
+		Iterations: []host.IterationInfo{{Iteration: 1, ToolsLoaded: []string{"x"}}}}
+	end(ans, nil)
+	_, entries, _ := rec.Run(id, 0)
+	want, err := json.Marshal(entries)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	msgs[0].ToolCalls[0].Arguments = "changed"
+	resp.Message.ToolCalls[0].Arguments = "changed"
+	copy(args, `{"b":2}`)
+	info.Flags[0], info.Debug["k"] = "changed", "changed"
+	check.Detail = "changed"
+	ans.ToolCalls[0].Flags[0], ans.Checks[0].Detail, ans.Iterations[0].ToolsLoaded[0] = "changed", "changed", "changed"
+	_, entries, _ = rec.Run(id, 0)
+	if got, _ := json.Marshal(entries); string(got) != string(want) {
+		t.Errorf("the entries changed with what the recorder was handed:\n%s\nwant:\n%s", got, want)
 	}
 }
