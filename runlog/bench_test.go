@@ -2,9 +2,11 @@ package runlog_test
 
 import (
 	"context"
+	"runtime"
 	"testing"
 
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/llm"
 	"github.com/agenthost/agenthost/runlog"
 )
 
@@ -41,4 +43,41 @@ func BenchmarkRecorderEvent(b *testing.B) {
 			}
 		}
 	}
+}
+
+// BenchmarkIdleHeap measures the heap that 200 short runs (the number a recorder keeps by default) hold once
+// recorded: what an idle console costs.
+func BenchmarkIdleHeap(b *testing.B) {
+	for b.Loop() {
+		b.StopTimer()
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		b.StartTimer()
+		rec := recordShortRuns(b.Context(), 200)
+		b.StopTimer()
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/200, "heap-B/run")
+		runtime.KeepAlive(rec)
+		b.StartTimer()
+	}
+}
+
+// recordShortRuns records n short runs (a model call with two messages, a few text deltas, an answer) in a new
+// Recorder.
+func recordShortRuns(ctx context.Context, n int) *runlog.Recorder {
+	rec := runlog.New(nil)
+	for range n {
+		runCtx, end := rec.StartRun(host.WithOrigin(ctx, "console"), &host.RunStart{Agent: "a", Prompt: "hello there", Origin: "console"})
+		rec.ObserveEvent(runCtx, &host.Event{Kind: host.EventIteration, Iteration: 1})
+		mctx, mend := rec.StartModelCall(runCtx, &host.ModelCallStart{Iteration: 1, Request: &llm.Request{Messages: []llm.Message{
+			{Role: llm.RoleSystem, Content: "you are helpful"}, {Role: llm.RoleUser, Content: "hello there"}}}})
+		for range 5 {
+			rec.ObserveEvent(mctx, &host.Event{Kind: host.EventTextDelta, Iteration: 1, Text: "some text "})
+		}
+		mend(&llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Content: "some text some text"}}, nil)
+		end(&host.Answer{Text: "some text some text", StoppedBy: host.StopAnswered}, nil)
+	}
+	return rec
 }

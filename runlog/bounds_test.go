@@ -2,7 +2,12 @@ package runlog_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"reflect"
+	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -48,15 +53,13 @@ func TestMaxRuns(t *testing.T) {
 	}
 }
 
-// MaxEntries keeps a run's first entries and counts the others, but a run always ends.
+// MaxEntries keeps a run's first entries and counts the others, but a run always ends, and so does every span
+// whose start was kept: a model call, a tool call, a nested run (with its answer). The root's answer is kept too.
 func TestMaxEntries(t *testing.T) {
-	h := newHarness(t, &runlog.Options{MaxEntries: 5})
+	h := newHarness(t, &runlog.Options{MaxEntries: 7})
 	ctx, id := h.rec.Expect(t.Context(), "console")
 	wait := follow(t.Context(), h.rec, id)
-	if _, err := h.ask(ctx, "go", nil,
-		fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "e1", Name: "echo", Arguments: `{"x":"1"}`}}},
-		fakellm.Turn{Text: "a long answer in many deltas"},
-	); err != nil {
+	if _, err := h.ask(ctx, "go", nil, nestedTurns()...); err != nil {
 		t.Fatal(err)
 	}
 	got, err := wait()
@@ -64,11 +67,37 @@ func TestMaxEntries(t *testing.T) {
 		t.Fatal(err)
 	}
 	sum, entries, _ := h.rec.Run(id, 0)
-	if len(entries) != 6 || len(got) != 6 || entries[5].Kind != runlog.KindRunEnd || entries[5].Seq != 6 || entries[4].Kind != runlog.KindToolStart {
-		t.Fatalf("entries %v; want the first 5 and the run's end", kinds(entries))
+	want := []string{
+		"run_start r1<", "iteration r1<", "model_start m2<r1", "model_end m2<r1",
+		"tool_start t3<r1", "tool_start t4<r1", "run_start r5<t4", // the first 7
+		"answer r5<t4", "run_end r5<t4", // the nested run's inner entries dropped, not its end
+		"tool_end t3<r1", "tool_end t4<r1",
+		"answer r1<", "run_end r1<",
 	}
-	if sum.Entries != 6 || sum.Dropped < 8 || sum.Status != runlog.Status(host.StopAnswered) {
-		t.Errorf("summary = %+v; want 6 entries, the rest dropped, answered", sum)
+	if k := kinds(entries); !slices.Equal(k, want) {
+		t.Fatalf("entries:\n%s\nwant:\n%s", strings.Join(k, "\n"), strings.Join(want, "\n"))
+	}
+	if !reflect.DeepEqual(got, entries) {
+		t.Errorf("Follow handed over %v; want what Run returns", kinds(got))
+	}
+	for i, e := range entries {
+		if e.Seq != i+1 {
+			t.Errorf("entry %d has seq %d", i+1, e.Seq)
+		}
+	}
+	// Dropped: the nested run's iteration, model_start, text and model_end; main's second iteration, model_start,
+	// text and model_end.
+	if sum.Entries != len(want) || sum.Dropped < 8 || sum.Status != runlog.Status(host.StopAnswered) {
+		t.Errorf("summary = %+v; want %d entries, the rest dropped, answered", sum, len(want))
+	}
+
+	// With room for the root's start only, its answer and end are kept still.
+	h = newHarness(t, &runlog.Options{MaxEntries: 1})
+	if _, err := h.ask(t.Context(), "go", nil, fakellm.Turn{Text: "ok"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, entries := lastRun(t, h.rec); !slices.Equal(kinds(entries), []string{"run_start r1<", "answer r1<", "run_end r1<"}) {
+		t.Errorf("entries %v; want the run's start, answer and end", kinds(entries))
 	}
 }
 
@@ -79,6 +108,7 @@ func TestWatch(t *testing.T) {
 	var mu sync.Mutex
 	var got []runlog.Summary
 	ended := make(chan struct{})
+	var endOnce sync.Once // a run may be reported ended twice: its last change can reach Watch after Watch saw it end
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -87,7 +117,7 @@ func TestWatch(t *testing.T) {
 			defer mu.Unlock()
 			got = append(got, s)
 			if s.Status != runlog.StatusRunning {
-				close(ended)
+				endOnce.Do(func() { close(ended) })
 			}
 		})
 	}()
@@ -175,5 +205,126 @@ func TestConcurrentRuns(t *testing.T) {
 		if e := only(entries, runlog.KindToolEnd)[0]; e.Result != fmt.Sprintf("echoed prompt %d", i) || e.Span != only(entries, runlog.KindToolStart)[0].Span {
 			t.Errorf("run %d's tool_end = %+v", i, e)
 		}
+	}
+}
+
+// An expected run whose context ends before a run took it ends, cancelled, and is trimmed like any ended run; one
+// that a run took is not touched when its context ends later.
+func TestExpectedRunNeverStarted(t *testing.T) {
+	h := newHarness(t, &runlog.Options{MaxRuns: 1})
+	ctx, cancel := context.WithCancel(t.Context())
+	_, id := h.rec.Expect(ctx, "console")
+	wait := follow(t.Context(), h.rec, id)
+	cancel()
+	if got, err := wait(); err != nil || len(got) != 0 {
+		t.Fatalf("Follow = %v, %v; want it to return once the run is abandoned, with no entry", got, err)
+	}
+	sum, _, ok := h.rec.Run(id, 0)
+	if !ok || sum.Status != runlog.Status(host.StopCancelled) || sum.Error != "the run did not start" || sum.Ended == nil {
+		t.Fatalf("summary = %+v; want it cancelled, not started", sum)
+	}
+	ctx, cancel = context.WithCancel(t.Context())
+	defer cancel()
+	ctx, next := h.rec.Expect(ctx, "console")
+	if runs := h.rec.Runs(); len(runs) != 1 || runs[0].ID != next {
+		t.Errorf("Runs = %+v; want the abandoned run trimmed for %s", runs, next)
+	}
+	if _, err := h.ask(ctx, "go", nil, fakellm.Turn{Text: "ok"}); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if sum, _, _ := h.rec.Run(next, 0); sum.Status != runlog.Status(host.StopAnswered) || sum.Error != "" {
+		t.Errorf("summary after its context ended = %+v; want it answered still", sum)
+	}
+}
+
+// Watch reports the runs kept first, newest first, then the changes.
+func TestWatchReportsKeptRunsFirst(t *testing.T) {
+	h := newHarness(t, nil)
+	if _, err := h.ask(t.Context(), "go", nil, fakellm.Turn{Text: "ok"}); err != nil {
+		t.Fatal(err)
+	}
+	ended := h.rec.Runs()[0]
+	_, running := h.rec.Expect(t.Context(), "console")
+	ctx, cancel := context.WithCancel(t.Context())
+	got := make(chan runlog.Summary, 10)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.rec.Watch(ctx, func(s runlog.Summary) { got <- s })
+	}()
+	if s := <-got; s.ID != running || s.Status != runlog.StatusRunning {
+		t.Errorf("first summary = %+v; want the expected run %s, running", s, running)
+	}
+	if s := <-got; s.ID != ended.ID || s.Status != runlog.Status(host.StopAnswered) {
+		t.Errorf("second summary = %+v; want the run ended %s", s, ended.ID)
+	}
+	_, third := h.rec.Expect(t.Context(), "console")
+	if s := <-got; s.ID != third {
+		t.Errorf("third summary = %+v; want the new run %s", s, third)
+	}
+	cancel()
+	<-done
+}
+
+// A prompt, arguments, a result and messages longer than 64 KiB are clipped, the arguments staying JSON.
+func TestContentClipped(t *testing.T) {
+	h := newHarness(t, nil)
+	ctx, id := h.rec.Expect(t.Context(), "console")
+	long := strings.Repeat("é", 40<<10) // 80 KiB
+	args, _ := json.Marshal(map[string]string{"x": long})
+	if _, err := h.ask(ctx, long, nil,
+		fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "e1", Name: "echo", Arguments: string(args)}}},
+		fakellm.Turn{Text: "ok"},
+	); err != nil {
+		t.Fatal(err)
+	}
+	_, entries, _ := h.rec.Run(id, 0)
+	// clipped checks that s is the first 64 KiB of a text of n bytes (less the end of a character cut) and says so.
+	clipped := func(what, s string, n int) {
+		t.Helper()
+		kept, _, _ := strings.Cut(s, "…[clipped ")
+		suffix := fmt.Sprintf("…[clipped %d bytes]", n-len(kept))
+		if !strings.HasSuffix(s, suffix) || len(kept) > 64<<10 || len(kept) < 64<<10-3 {
+			t.Errorf("%s: %d bytes ending %q; want 64 KiB and %q", what, len(s), s[max(0, len(s)-40):], suffix)
+		}
+	}
+	clipped("the prompt", entries[0].Prompt, len(long))
+	var arg string
+	start := only(entries, runlog.KindToolStart)[0]
+	if err := json.Unmarshal(start.Arguments, &arg); err != nil {
+		t.Fatalf("the arguments are not a JSON string: %v", err)
+	}
+	if !strings.HasPrefix(arg, `{"x":"ééé`) {
+		t.Errorf("the arguments = %q...; want them clipped", arg[:20])
+	}
+	clipped("the arguments", arg, len(args))
+	clipped("the result", only(entries, runlog.KindToolEnd)[0].Result, len("echoed ")+len(long))
+	for _, m := range only(entries, runlog.KindModelStart)[1].Messages {
+		if len(m.Content) > 64<<10+100 {
+			t.Errorf("a %s message of %d bytes is kept", m.Role, len(m.Content))
+		}
+		for _, c := range m.ToolCalls {
+			if len(c.Arguments) > 64<<10+100 {
+				t.Errorf("a tool call's arguments of %d bytes are kept", len(c.Arguments))
+			}
+		}
+	}
+	if b, err := json.Marshal(entries); err != nil || len(b) > 8*(64<<10)+(16<<10) { // 8 pieces of 64 KiB: the prompt twice, the arguments thrice, the result twice
+		t.Errorf("the entries are %d bytes of JSON (%v); want the pieces clipped", len(b), err)
+	}
+}
+
+// 200 short runs, what a console keeps, cost little: a few KiB each, not a chunk of 256 entries.
+func TestIdleHeap(t *testing.T) {
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	rec := recordShortRuns(t.Context(), 200)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(rec)
+	if held := int64(after.HeapAlloc) - int64(before.HeapAlloc); held > 4<<20 {
+		t.Errorf("200 short runs hold %d bytes; want less than 4 MiB", held)
 	}
 }

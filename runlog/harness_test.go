@@ -29,6 +29,13 @@ type harness struct {
 
 func newHarness(t *testing.T, opts *runlog.Options) *harness {
 	t.Helper()
+	return newHarnessWith(t, opts, nil)
+}
+
+// newHarnessWith is newHarness whose sub-agent is observed by also too, after rec (so that too ends a run before
+// rec records its end).
+func newHarnessWith(t *testing.T, opts *runlog.Options, also host.Observer) *harness {
+	t.Helper()
 	srv := fakellm.New()
 	t.Cleanup(srv.Close)
 	model, err := openai.New(&openai.Options{BaseURL: srv.URL, APIKey: "sk-test", Model: "fake-model", MaxRetries: -1})
@@ -36,9 +43,10 @@ func newHarness(t *testing.T, opts *runlog.Options) *harness {
 		t.Fatal(err)
 	}
 	rec := runlog.New(opts)
-	policies := map[string]host.ToolPolicy{"danger": {RequireApproval: true}}
+	policies := map[string]host.ToolPolicy{"danger": {RequireApproval: true},
+		"cited": {EvaluationChecks: []string{host.CheckCitations, host.CheckSchema}}}
 	subTools := host.NewToolManager([]host.Toolset{kit{}}, &host.ToolManagerOptions{Observer: rec, Policies: policies})
-	sub := host.New(model, subTools, &host.Options{Name: "helper", Observer: rec, ToolTimeout: time.Minute})
+	sub := host.New(model, subTools, &host.Options{Name: "helper", Observer: runlog.Tee(rec, also), ToolTimeout: time.Minute})
 	agents := &host.SubAgents{}
 	agents.Add("helper", "does what it is told", sub)
 	tools := host.NewToolManager([]host.Toolset{kit{}, agents}, &host.ToolManagerOptions{Observer: rec, Policies: policies})
@@ -57,13 +65,17 @@ func (h *harness) ask(ctx context.Context, prompt string, ia host.Interactor, tu
 //   - echo {"x": s} answers "echoed s";
 //   - block waits for its context to end;
 //   - danger (approval required) answers "done";
-//   - chatty {"n": n} reports n progress notifications, then answers "chatted".
+//   - chatty {"n": n, "msg": m} reports n progress notifications with the message m, then answers "chatted";
+//   - fail {"x": s} fails (IsError) with the text "failed s", and s in its debug details;
+//   - oops fails with a Go error, "oops broke";
+//   - cited answers with a reference titled "SECRET-TITLE" (its policy asks for the citations and schema checks).
 type kit struct{}
 
 func (kit) Name() string { return "kit" }
 
 func (kit) Tools(context.Context) ([]host.Tool, error) {
-	return []host.Tool{kitTool("echo"), kitTool("block"), kitTool("danger"), kitTool("chatty")}, nil
+	return []host.Tool{kitTool("echo"), kitTool("block"), kitTool("danger"), kitTool("chatty"), kitTool("fail"),
+		kitTool("oops"), kitTool("cited")}, nil
 }
 
 type kitTool string
@@ -74,8 +86,9 @@ func (k kitTool) Spec() host.ToolSpec {
 
 func (k kitTool) Call(ctx context.Context, args json.RawMessage, call *host.Call) (*host.Result, error) {
 	var in struct {
-		X string `json:"x"`
-		N int    `json:"n"`
+		X   string `json:"x"`
+		N   int    `json:"n"`
+		Msg string `json:"msg"`
 	}
 	if err := json.Unmarshal(args, &in); err != nil {
 		return nil, err
@@ -88,9 +101,16 @@ func (k kitTool) Call(ctx context.Context, args json.RawMessage, call *host.Call
 		return nil, ctx.Err()
 	case "chatty":
 		for i := range in.N {
-			call.ReportProgress(host.Progress{Progress: float64(i + 1), Total: float64(in.N)})
+			call.ReportProgress(host.Progress{Progress: float64(i + 1), Total: float64(in.N), Message: in.Msg})
 		}
 		return &host.Result{Text: "chatted"}, nil
+	case "fail":
+		return &host.Result{Text: "failed " + in.X + "\nand more", IsError: true, Debug: map[string]any{"why": in.X}}, nil
+	case "oops":
+		return nil, errors.New("oops broke")
+	case "cited":
+		return &host.Result{Text: "see the source", References: []host.Reference{
+			{Title: "SECRET-TITLE", URI: "https://example.invalid/SECRET-URI", Content: "SECRET-EXCERPT"}}}, nil
 	}
 	return &host.Result{Text: "done"}, nil
 }

@@ -4,9 +4,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -15,15 +18,24 @@ import (
 	"github.com/agenthost/agenthost/llm"
 )
 
-// maxResult is how much of a tool result's text an entry keeps.
-const maxResult = 64 << 10
+// maxContent is how many bytes of each piece of content an entry keeps: the prompt, arguments, a result's text, a
+// message's content. Past it the piece is clipped (see clipText and clipJSON).
+const maxContent = 64 << 10
 
 // maxPrompt is how much of the prompt a Summary shows, in characters.
 const maxPrompt = 200
 
-// chunk is how many entries a record allocates at once: entries are kept in chunks so that recording one never
-// copies those before it.
-const chunk = 256
+// Entries are kept in chunks so that recording one never copies those before it: the first chunk holds
+// firstChunk entries, each next one twice as many as the one before, up to chunk; so a short run costs little.
+const (
+	firstChunk = 16
+	chunk      = 256
+)
+
+// lateGrace is how long a follower waits, after the root run ended, for the runs nested in it that have not ended
+// yet (a sub-agent call abandoned by a cancelled round): then the record is closed. Recorder.lateGrace is it but in
+// tests.
+const lateGrace = 30 * time.Second
 
 // record is one root run, with the runs nested in it. Its entries are only ever appended: an entry recorded is never
 // written again, so a reader that took the chunks and the count under the lock may read them without it.
@@ -34,12 +46,19 @@ type record struct {
 	mu      sync.Mutex
 	sum     Summary
 	start   time.Time
-	chunks  []*[chunk]Entry // entry seq n is chunks[(n-1)/chunk][(n-1)%chunk]
-	n       int             // the entries recorded
-	spans   int             // the spans numbered so far
-	changed chan struct{}   // made by a follower that waits, closed (and dropped) by the next change
-	ended   bool
-	taken   bool // an expected record (see Expect) that a run has taken
+	chunks  [][]Entry     // see locate
+	n       int           // the entries recorded
+	spans   int           // the spans numbered so far
+	changed chan struct{} // made by a follower that waits, closed (and dropped) by the next change
+	// ended says the root run ended (the summary is final but for the entries of late nested runs); complete that
+	// every run nested in it that started has ended too, or that a follower gave up waiting for them (lateGrace):
+	// nothing is recorded after. endedAt is when the root ended.
+	ended, complete bool
+	endedAt         time.Time
+	nested          int                 // the nested runs started and not ended
+	open            map[string]struct{} // the spans whose start entry is kept and whose end has not come
+	taken           bool                // an expected record (see Expect) that a run has taken, or that was abandoned
+	stopExpect      func() bool         // stops the AfterFunc of an expected record
 }
 
 // runSpan is a run within a record: the root run or a nested one.
@@ -50,8 +69,17 @@ type runSpan struct {
 	root   bool
 	start  time.Time
 	// Guarded by rec.mu:
-	model string               // the span of the run's latest model call, which its text deltas belong to
+	model string               // the span of the run's model call going, which its text deltas belong to
 	tools map[string]*toolSpan // by call id, from the call's first sighting to its tool_end
+	// shown are the calls whose error a record without content shows: those that could not happen (a Go error,
+	// no result), whose error is the host's, not the tool's text.
+	shown map[callKey]struct{}
+}
+
+// callKey is a tool call of a run: model call ids are only unique within an iteration.
+type callKey struct {
+	iteration int
+	id        string
 }
 
 // toolSpan is a tool call of a run: its tool_start event and its StartToolCall (which may come in either order)
@@ -105,11 +133,56 @@ func clip(s string, n int) string {
 	return s[:n]
 }
 
+// clipText returns s, or when it is longer than maxContent its start followed by "…[clipped N bytes]", in a string
+// of its own (so that the whole of s is not kept alive).
+func clipText(s string) string {
+	if len(s) <= maxContent {
+		return s
+	}
+	c := clip(s, maxContent)
+	return c + fmt.Sprintf("…[clipped %d bytes]", len(s)-len(c))
+}
+
+// clipJSON returns a copy of raw, or when it is longer than maxContent a JSON string of its start clipped as
+// clipText does: JSON still, but no longer the value.
+func clipJSON(raw json.RawMessage) json.RawMessage {
+	if len(raw) <= maxContent {
+		return slices.Clone(raw)
+	}
+	b, _ := json.Marshal(clipText(string(raw))) // a string always marshals
+	return b
+}
+
+// cloneMessages returns a copy of msgs, each content and tool call's arguments clipped: the orchestrator reuses
+// its slices.
+func cloneMessages(msgs []llm.Message) []llm.Message {
+	out := make([]llm.Message, len(msgs))
+	for i, m := range msgs {
+		m.Content = clipText(m.Content)
+		m.ToolCalls = cloneToolCalls(m.ToolCalls)
+		out[i] = m
+	}
+	return out
+}
+
+func cloneToolCalls(calls []llm.ToolCall) []llm.ToolCall {
+	if calls == nil {
+		return nil
+	}
+	out := make([]llm.ToolCall, len(calls))
+	for i, c := range calls {
+		c.Arguments = clipText(c.Arguments)
+		out[i] = c
+	}
+	return out
+}
+
+// promptStart returns the start of s a Summary shows, in a string of its own.
 func promptStart(s string) string {
 	n := 0
 	for i := range s {
 		if n == maxPrompt {
-			return s[:i]
+			return strings.Clone(s[:i])
 		}
 		n++
 	}
@@ -122,20 +195,58 @@ func (rec *record) newSpan(prefix byte) string {
 	return fmt.Sprintf("%c%d", prefix, rec.spans)
 }
 
-// add appends e, numbered and timed, unless the record is full: then it is counted as dropped, unless always.
-// rec.mu is held.
+// locate returns where entry i (seq i+1) is: its chunk and its index in it.
+func locate(i int) (int, int) {
+	k, size := 0, firstChunk
+	for size < chunk {
+		if i < size {
+			return k, i
+		}
+		i -= size
+		k++
+		size *= 2
+	}
+	return k + i/chunk, i % chunk
+}
+
+// add appends e, numbered and timed, unless the record is full: then it is counted as dropped, unless always, or
+// unless it ends a span whose start was kept (so that no span kept stays open), or is the answer of a run whose
+// start was kept. Once the record is complete every entry is dropped. rec.mu is held.
 func (rec *record) add(now time.Time, e *Entry, always bool) {
+	if rec.complete {
+		rec.sum.Dropped++
+		return
+	}
+	switch e.Kind {
+	case KindRunEnd, KindModelEnd, KindToolEnd:
+		if _, ok := rec.open[e.Span]; ok {
+			always = true
+			delete(rec.open, e.Span)
+		}
+	case KindAnswer:
+		if _, ok := rec.open[e.Span]; ok {
+			always = true
+		}
+	}
 	if rec.n >= rec.r.opts.MaxEntries && !always {
 		rec.sum.Dropped++
 		return
 	}
+	switch e.Kind {
+	case KindRunStart, KindModelStart, KindToolStart:
+		if rec.open == nil {
+			rec.open = map[string]struct{}{}
+		}
+		rec.open[e.Span] = struct{}{}
+	}
+	k, i := locate(rec.n)
+	if k == len(rec.chunks) {
+		rec.chunks = append(rec.chunks, make([]Entry, min(firstChunk<<min(k, 8), chunk)))
+	}
 	rec.n++
 	e.Seq = rec.n
 	e.AtMS = ms(now.Sub(rec.start))
-	if rec.n%chunk == 1 {
-		rec.chunks = append(rec.chunks, new([chunk]Entry))
-	}
-	rec.chunks[(rec.n-1)/chunk][(rec.n-1)%chunk] = *e
+	rec.chunks[k][i] = *e
 	rec.sum.Entries = rec.n
 	rec.wake()
 }
@@ -182,15 +293,17 @@ func (r *Recorder) StartRun(ctx context.Context, run *host.RunStart) (context.Co
 	now := r.opts.Now()
 	if ref := r.ref(ctx); ref != nil {
 		rec := ref.run.rec
-		rec.mu.Lock()
-		rs := &runSpan{rec: rec, id: rec.newSpan('r'), parent: ref.span, start: now}
-		e := &Entry{Kind: KindRunStart, Span: rs.id, Parent: ref.span, Agent: run.Agent,
+		e := &Entry{Kind: KindRunStart, Parent: ref.span, Agent: run.Agent,
 			ConversationID: run.ConversationID, Model: modelName(run.Model)}
 		if rec.content {
-			e.Prompt = run.Prompt
+			e.Prompt = clipText(run.Prompt)
 		} else {
 			e.Bytes = len(run.Prompt)
 		}
+		rec.mu.Lock()
+		rs := &runSpan{rec: rec, id: rec.newSpan('r'), parent: ref.span, start: now}
+		e.Span = rs.id
+		rec.nested++
 		rec.add(now, e, false)
 		rec.mu.Unlock()
 		r.changed(rec)
@@ -201,6 +314,7 @@ func (r *Recorder) StartRun(ctx context.Context, run *host.RunStart) (context.Co
 
 	rec, _ := ctx.Value(expectKey{r}).(*record)
 	origin := run.Origin
+	var stop func() bool
 	if rec != nil {
 		rec.mu.Lock()
 		if rec.taken {
@@ -209,6 +323,7 @@ func (r *Recorder) StartRun(ctx context.Context, run *host.RunStart) (context.Co
 		} else {
 			rec.taken = true
 			origin = rec.sum.Origin
+			stop, rec.stopExpect = rec.stopExpect, nil
 		}
 	}
 	if rec == nil {
@@ -224,13 +339,16 @@ func (r *Recorder) StartRun(ctx context.Context, run *host.RunStart) (context.Co
 	e := &Entry{Kind: KindRunStart, Span: rs.id, Agent: run.Agent, ConversationID: run.ConversationID, Model: s.Model}
 	if rec.content {
 		s.Prompt = promptStart(run.Prompt)
-		e.Prompt = run.Prompt
+		e.Prompt = clipText(run.Prompt)
 	} else {
 		e.Bytes = len(run.Prompt)
 	}
 	rec.add(now, e, false)
 	fresh := !rec.taken
 	rec.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
 	if fresh {
 		r.keep(rec)
 	}
@@ -288,23 +406,94 @@ func (r *Recorder) endRun(rs *runSpan, ans *host.Answer, err error) {
 	root := rs.root
 	rec.mu.Lock()
 	if ans != nil {
-		a := *ans
-		if !rec.content {
-			a.Text, a.Output = "", nil
-		}
-		rec.add(now, &Entry{Kind: KindAnswer, Span: rs.id, Parent: rs.parent, Answer: &a, Bytes: contentBytes(rec.content, len(ans.Text)+len(ans.Output))}, false)
+		rec.add(now, &Entry{Kind: KindAnswer, Span: rs.id, Parent: rs.parent, Answer: rs.answer(ans), Bytes: contentBytes(rec.content, len(ans.Text)+len(ans.Output))}, false)
 	}
 	rec.add(now, end, root)
 	if root {
 		t := now
-		rec.sum.Ended, rec.sum.Status, rec.sum.Error, rec.ended = &t, Status(end.StoppedBy), end.Error, true
-		rec.wake() // a follower past the last entry must see the end even if run_end was the entry it waited for
+		rec.sum.Ended, rec.sum.Status, rec.sum.Error, rec.ended, rec.endedAt = &t, Status(end.StoppedBy), end.Error, true, now
+	} else {
+		rec.nested--
 	}
+	if rec.ended && rec.nested == 0 {
+		rec.complete = true
+	}
+	rec.wake() // a follower past the last entry must see the end even if run_end was the entry it waited for
 	rec.mu.Unlock()
 	r.changed(rec)
 	if root {
 		r.trim()
 	}
+}
+
+// answer returns the copy of ans an entry keeps, field by field: without content no text, output, reference titles
+// or URIs (their numbers stay), tool call errors of the tools' own text, debug details or check details; never the
+// result of the tool that took control. rs.rec.mu is held.
+func (rs *runSpan) answer(ans *host.Answer) *host.Answer {
+	content := rs.rec.content
+	a := &host.Answer{ConversationID: ans.ConversationID, StoppedBy: ans.StoppedBy, Usage: ans.Usage}
+	if content {
+		a.Text, a.Output = clipText(ans.Text), clipJSON(ans.Output)
+	}
+	if ans.References != nil {
+		a.References = make([]host.NumberedReference, len(ans.References))
+		for i, ref := range ans.References {
+			if !content {
+				ref.Title, ref.URI = "", ""
+			}
+			a.References[i] = ref
+		}
+	}
+	if ans.Iterations != nil {
+		a.Iterations = make([]host.IterationInfo, len(ans.Iterations))
+		for i, it := range ans.Iterations {
+			it.ToolsLoaded = slices.Clone(it.ToolsLoaded)
+			a.Iterations[i] = it
+		}
+	}
+	if ans.ToolCalls != nil {
+		a.ToolCalls = make([]host.ToolCallInfo, len(ans.ToolCalls))
+		for i := range ans.ToolCalls {
+			a.ToolCalls[i] = rs.callInfo(&ans.ToolCalls[i], false)
+		}
+	}
+	a.Checks = checks(content, ans.Checks)
+	return a
+}
+
+// callInfo returns the copy of info an entry keeps: without content no debug details, and no error unless the call
+// could not happen (ended with no result: the error is the host's then, not the tool's text), which failed says for
+// a tool_end (and rs then remembers for the answer). rs.rec.mu is held.
+func (rs *runSpan) callInfo(info *host.ToolCallInfo, failed bool) host.ToolCallInfo {
+	c := *info
+	c.Flags = slices.Clone(info.Flags)
+	if rs.rec.content {
+		c.Debug = maps.Clone(info.Debug)
+		return c
+	}
+	c.Debug = nil
+	key := callKey{info.Iteration, info.ID}
+	if failed {
+		if rs.shown == nil {
+			rs.shown = map[callKey]struct{}{}
+		}
+		rs.shown[key] = struct{}{}
+	}
+	if _, ok := rs.shown[key]; !ok {
+		c.Error = ""
+	}
+	return c
+}
+
+// checks returns a copy of cs, without their details when content is not kept.
+func checks(content bool, cs []host.CheckResult) []host.CheckResult {
+	cs = slices.Clone(cs)
+	if !content {
+		for i := range cs {
+			cs[i].Detail = ""
+		}
+	}
+	return cs
 }
 
 // contentBytes is the Bytes of an entry: n when the content is not kept, 0 when it is.
@@ -327,7 +516,7 @@ func (r *Recorder) StartModelCall(ctx context.Context, call *host.ModelCallStart
 	if call.Request != nil {
 		e.Tools = len(call.Request.Tools)
 		if rec.content {
-			e.Messages = slices.Clone(call.Request.Messages)
+			e.Messages = cloneMessages(call.Request.Messages)
 		} else {
 			for _, m := range call.Request.Messages {
 				e.Bytes += len(m.Content)
@@ -353,7 +542,7 @@ func (r *Recorder) StartModelCall(ctx context.Context, call *host.ModelCallStart
 			u := resp.Usage
 			e.Usage, e.FinishReason = &u, resp.FinishReason
 			if rec.content {
-				e.Text, e.ToolCalls = resp.Message.Content, slices.Clone(resp.Message.ToolCalls)
+				e.Text, e.ToolCalls = clipText(resp.Message.Content), cloneToolCalls(resp.Message.ToolCalls)
 			} else {
 				e.Bytes = len(resp.Message.Content)
 				for _, tc := range resp.Message.ToolCalls {
@@ -362,6 +551,9 @@ func (r *Recorder) StartModelCall(ctx context.Context, call *host.ModelCallStart
 			}
 		}
 		rec.mu.Lock()
+		if rs.model == span {
+			rs.model = "" // text past the call's end (citations rendered, structured output) is the run's
+		}
 		rec.sum.ModelCalls++
 		if resp != nil {
 			rec.sum.Usage.Add(resp.Usage)
@@ -421,6 +613,9 @@ func (r *Recorder) ObserveEvent(ctx context.Context, ev *host.Event) {
 		if te := ev.ToolCall; te != nil && te.Progress != nil {
 			t := rs.tool(te.ID, te.Parent)
 			p := *te.Progress
+			if !rec.content {
+				p.Message = ""
+			}
 			rec.add(now, &Entry{Kind: KindToolProgress, Span: t.span, Parent: t.parent, Iteration: ev.Iteration, CallID: te.ID, Progress: &p}, false)
 		}
 	case host.EventToolEnd:
@@ -428,12 +623,12 @@ func (r *Recorder) ObserveEvent(ctx context.Context, ev *host.Event) {
 			t := r.toolStart(now, rs, te, ev.Iteration)
 			e := &Entry{Kind: KindToolEnd, Span: t.span, Parent: t.parent, Iteration: ev.Iteration, Name: te.Name, Source: te.Source, CallID: te.ID}
 			if te.Info != nil {
-				info := *te.Info
+				info := rs.callInfo(te.Info, te.Result == nil)
 				e.Info, e.OK, e.Error, e.DurationMS = &info, &info.OK, info.Error, ms(info.Duration)
 			}
 			if res := te.Result; res != nil {
 				if rec.content {
-					e.Result = clip(res.Text, maxResult)
+					e.Result = clipText(res.Text)
 				} else {
 					e.Bytes = len(res.Text) + len(res.Structured)
 				}
@@ -446,7 +641,7 @@ func (r *Recorder) ObserveEvent(ctx context.Context, ev *host.Event) {
 		}
 	case host.EventCheck:
 		if ev.Check != nil {
-			c := *ev.Check
+			c := checks(rec.content, []host.CheckResult{*ev.Check})[0]
 			rec.add(now, &Entry{Kind: KindCheck, Span: rs.id, Parent: rs.parent, Iteration: ev.Iteration, Check: &c}, false)
 		}
 	default: // the answer: StartRun's end function records it
@@ -468,7 +663,7 @@ func (r *Recorder) toolStart(now time.Time, rs *runSpan, te *host.ToolEvent, ite
 	t.started = true
 	e := &Entry{Kind: KindToolStart, Span: t.span, Parent: t.parent, Iteration: iteration, Name: te.Name, Source: te.Source, CallID: te.ID}
 	if rs.rec.content {
-		e.Arguments = slices.Clone(te.Arguments)
+		e.Arguments = clipJSON(te.Arguments)
 	} else {
 		e.Bytes = len(te.Arguments)
 	}
@@ -489,7 +684,9 @@ func (r *Recorder) approval(ctx context.Context, e *Entry) {
 	}
 	if w := e.Approval; w != nil {
 		c := *w
-		if !rec.content {
+		if rec.content {
+			c.Arguments, c.Message, c.Schema = clipJSON(c.Arguments), clipText(c.Message), clipJSON(c.Schema)
+		} else {
 			e.Bytes = len(c.Arguments) + len(c.Message) + len(c.Schema)
 			c.Arguments, c.Message, c.Schema = nil, "", nil
 		}
@@ -509,7 +706,8 @@ func (r *Recorder) approval(ctx context.Context, e *Entry) {
 // Expect returns ctx marked so that the next root run started under it is recorded under the returned id, and
 // makes that id known at once (a run with StatusRunning and no entries yet), so that a console can hand the id to
 // its page, which follows it, before the run has started. The orchestrator calls StartRun for every run it is asked
-// for, even one that cannot start, so the expected run always ends.
+// for, even one that cannot start, so the expected run ends once it is run; if ctx ends before a run took the id,
+// the run is ended then, cancelled, with the error "the run did not start".
 func (r *Recorder) Expect(ctx context.Context, origin string) (context.Context, string) {
 	now := r.opts.Now()
 	content := r.opts.Content(origin)
@@ -517,7 +715,33 @@ func (r *Recorder) Expect(ctx context.Context, origin string) (context.Context, 
 		sum: Summary{ID: newID(), Origin: origin, Started: now, Status: StatusRunning, Content: content}}
 	r.keep(rec)
 	r.changed(rec)
+	stop := context.AfterFunc(ctx, func() { r.abandon(rec) })
+	rec.mu.Lock()
+	if rec.taken {
+		rec.mu.Unlock()
+		stop()
+	} else {
+		rec.stopExpect = stop
+		rec.mu.Unlock()
+	}
 	return context.WithValue(ctx, expectKey{r}, rec), rec.sum.ID
+}
+
+// abandon ends an expected record that no run took.
+func (r *Recorder) abandon(rec *record) {
+	rec.mu.Lock()
+	if rec.taken {
+		rec.mu.Unlock()
+		return
+	}
+	now := r.opts.Now()
+	rec.taken, rec.stopExpect = true, nil
+	rec.sum.Ended, rec.sum.Status, rec.sum.Error = &now, Status(host.StopCancelled), "the run did not start"
+	rec.ended, rec.complete, rec.endedAt = true, true, now
+	rec.wake()
+	rec.mu.Unlock()
+	r.changed(rec)
+	r.trim()
 }
 
 // Runs returns the runs kept, newest first.
@@ -539,7 +763,9 @@ func (r *Recorder) lookup(id string) *record {
 	return r.byID[id]
 }
 
-// Run returns a run's summary and its entries from after (0 for all), or false when no such run is kept.
+// Run returns a run's summary and its entries from after (0 for all), or false when no such run is kept. The
+// entries' slices and maps are shared with the recorder, which never writes them after they are recorded: they
+// must not be modified.
 func (r *Recorder) Run(id string, after int) (Summary, []Entry, bool) {
 	rec := r.lookup(id)
 	if rec == nil {
@@ -548,48 +774,75 @@ func (r *Recorder) Run(id string, after int) (Summary, []Entry, bool) {
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	var out []Entry
+	if n := rec.n - max(after, 0); n > 0 {
+		out = make([]Entry, 0, n)
+	}
 	entries(rec.chunks, after, rec.n, func(e *Entry) { out = append(out, *e) })
 	return rec.sum, out, true
 }
 
 // entries calls fn with the entries of chunks after seq after up to seq n.
-func entries(chunks []*[chunk]Entry, after, n int, fn func(*Entry)) {
-	for i := max(after, 0); i < n; i++ {
-		fn(&chunks[i/chunk][i%chunk])
+func entries(chunks [][]Entry, after, n int, fn func(*Entry)) {
+	for i := max(after, 0); i < n; {
+		k, j := locate(i)
+		for c := chunks[k]; j < len(c) && i < n; j++ {
+			fn(&c[j])
+			i++
+		}
 	}
 }
 
 // Follow calls fn with the run's entries after seq after, those kept first, then each new one as it is recorded,
-// until the run has ended and every entry was handed over (it returns nil) or ctx ends (it returns ctx's error). It
-// returns an error at once when no such run is kept.
+// until the run is complete and every entry was handed over (it returns nil) or ctx ends (it returns ctx's error). A
+// run is complete when it and every run nested in it have ended, or lateGrace (30s) after it ended while a nested
+// one has not (an abandoned sub-agent call): entries after are dropped (counted in Summary.Dropped), so that Follow
+// hands over what Run returns. It returns an error at once when no such run is kept. The entries are shared, as
+// Run's are.
 func (r *Recorder) Follow(ctx context.Context, id string, after int, fn func(Entry)) error {
 	rec := r.lookup(id)
 	if rec == nil {
 		return fmt.Errorf("runlog: no run %q", id)
 	}
 	after = max(0, after)
+	var late *time.Timer
+	defer func() {
+		if late != nil {
+			late.Stop()
+		}
+	}()
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		rec.mu.Lock()
 		chunks, n := rec.chunks, rec.n // the entries up to n are never written again: read without the lock
-		ended := rec.ended
+		complete := rec.complete
 		var changed chan struct{}
-		if !ended {
+		var lateC <-chan time.Time
+		if !complete {
 			if rec.changed == nil {
 				rec.changed = make(chan struct{})
 			}
 			changed = rec.changed
+			if rec.ended && late == nil {
+				late = time.NewTimer(max(0, r.lateGrace-r.opts.Now().Sub(rec.endedAt)))
+			}
 		}
 		rec.mu.Unlock()
+		if late != nil {
+			lateC = late.C
+		}
 		entries(chunks, after, n, func(e *Entry) { fn(*e) })
 		after = max(after, n)
-		if ended {
+		if complete {
 			return nil
 		}
 		select {
 		case <-changed:
+		case <-lateC:
+			rec.mu.Lock()
+			rec.complete = true
+			rec.mu.Unlock()
 		case <-ctx.Done():
 			return ctx.Err()
 		}

@@ -38,7 +38,8 @@ type Options struct {
 
 // Recorder records runs. It is safe for concurrent use. It starts no goroutine of its own.
 type Recorder struct {
-	opts Options
+	opts      Options
+	lateGrace time.Duration
 
 	mu      sync.Mutex
 	runs    []*record // in start order, oldest first
@@ -52,7 +53,7 @@ var _ host.EventObserver = (*Recorder)(nil)
 
 // New returns a Recorder.
 func New(opts *Options) *Recorder {
-	r := &Recorder{byID: map[string]*record{}}
+	r := &Recorder{byID: map[string]*record{}, lateGrace: lateGrace}
 	if opts != nil {
 		r.opts = *opts
 	}

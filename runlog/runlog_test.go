@@ -11,11 +11,46 @@ import (
 
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/internal/testkit/fakellm"
+	"github.com/agenthost/agenthost/llm"
 	"github.com/agenthost/agenthost/runlog"
 )
 
 // The secrets of the content tests: each is in the prompt, an argument, a result or the model's text.
-var secrets = []string{"SECRET-PROMPT", "SECRET-ARG", "SECRET-TASK", "SECRET-SUB", "SECRET-ANSWER"}
+var secrets = []string{"SECRET-PROMPT", "SECRET-ARG", "SECRET-TASK", "SECRET-SUB", "SECRET-ANSWER", "SECRET-FAIL",
+	"SECRET-PROGRESS", "SECRET-TITLE", "SECRET-URI", "SECRET-EXCERPT", "SECRET-PARTIAL"}
+
+// failingTurns script a run whose first turn calls a tool that fails (its text and debug details secret), one that
+// reports secret progress, one that fails with a Go error, one with a secret reference (and checks), and the
+// sub-agent helper, which writes a secret, calls echo, then fails for good (its answer, an error, holds its secret
+// text); then the run answers, citing the reference.
+func failingTurns() []fakellm.Turn {
+	return []fakellm.Turn{
+		{ToolCalls: []fakellm.ToolCall{
+			{ID: "f1", Name: "fail", Arguments: `{"x":"SECRET-FAIL"}`},
+			{ID: "p1", Name: "chatty", Arguments: `{"n":1,"msg":"SECRET-PROGRESS"}`},
+			{ID: "o1", Name: "oops", Arguments: `{}`},
+			{ID: "r1", Name: "cited", Arguments: `{}`},
+			{ID: "s1", Name: "helper", Arguments: `{"task":"SECRET-TASK"}`},
+		}},
+		{Text: "SECRET-PARTIAL first", ToolCalls: []fakellm.ToolCall{{ID: "h1", Name: "echo", Arguments: `{"x":"sub"}`}}}, // the helper's
+		{Status: 400, ErrorMessage: "bad request"}, // the helper's
+		{Text: "SECRET-ANSWER, says [source 1]."},
+	}
+}
+
+// noSecret fails t when the JSON of v holds a secret.
+func noSecret(t *testing.T, what string, v any) {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range secrets {
+		if strings.Contains(string(b), s) {
+			t.Errorf("%s holds %s: %s", what, s, b)
+		}
+	}
+}
 
 // nestedTurns script a run that calls echo and the sub-agent helper in one turn, then answers.
 func nestedTurns() []fakellm.Turn {
@@ -157,22 +192,9 @@ func TestRunWithoutContent(t *testing.T) {
 		t.Errorf("summary = %+v; want mcp's, without content", sum)
 	}
 	for _, e := range entries {
-		b, err := json.Marshal(e)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, s := range secrets {
-			if strings.Contains(string(b), s) {
-				t.Errorf("entry %s holds %s: %s", e.Kind, s, b)
-			}
-		}
+		noSecret(t, "entry "+string(e.Kind), e)
 	}
-	b, _ := json.Marshal(sum)
-	for _, s := range secrets {
-		if strings.Contains(string(b), s) {
-			t.Errorf("the summary holds %s: %s", s, b)
-		}
-	}
+	noSecret(t, "the summary", sum)
 	// The sizes stay.
 	if e := entries[0]; e.Bytes != len("SECRET-PROMPT: say hello") {
 		t.Errorf("run_start = %+v; want the prompt's size", e)
@@ -188,6 +210,77 @@ func TestRunWithoutContent(t *testing.T) {
 	}
 	if texts := only(entries, runlog.KindText); len(texts) == 0 || texts[0].Bytes == 0 {
 		t.Errorf("text entries = %+v; want their sizes", texts)
+	}
+
+	// Tools that fail, report progress, cite; a sub-agent that fails: the tools' own texts are not kept, nor debug
+	// details, progress messages, check details, reference titles and URIs. The numbers and a Go error's text are.
+	ans, err = h.ask(ctx, "SECRET-PROMPT: fail", nil, failingTurns()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(ans.Text, "SECRET-TITLE") || len(ans.Checks) != 2 {
+		t.Fatalf("answer %q with checks %+v; want it to list the secret source, checked", ans.Text, ans.Checks)
+	}
+	sum, entries = lastRun(t, h.rec)
+	for _, e := range entries {
+		noSecret(t, "entry "+string(e.Kind), e)
+	}
+	noSecret(t, "the summary", sum)
+	ends := map[string]runlog.Entry{}
+	for _, e := range only(entries, runlog.KindToolEnd) {
+		ends[e.CallID] = e
+	}
+	if e := ends["f1"]; e.OK == nil || *e.OK || e.Error != "" || e.Info == nil || e.Info.Debug != nil || e.Bytes == 0 {
+		t.Errorf("fail's tool_end = %+v; want it failed, without its error text or debug details", e)
+	}
+	if e := ends["o1"]; e.Error != "oops broke" || e.Info == nil || e.Info.Error != "oops broke" {
+		t.Errorf("oops's tool_end = %+v; want its Go error", e)
+	}
+	if e := ends["s1"]; e.OK == nil || *e.OK || e.Error != "" || e.Info.Debug != nil {
+		t.Errorf("helper's tool_end = %+v; want it failed, without its answer's text", e)
+	}
+	if p := only(entries, runlog.KindToolProgress); len(p) == 0 || p[0].Progress.Progress != 1 || p[0].Progress.Total != 1 {
+		t.Errorf("progress = %+v; want chatty's numbers", p)
+	}
+	if c := only(entries, runlog.KindCheck); len(c) != 2 || c[1].Check.Name != host.CheckSchema || !c[1].Check.Passed || c[1].Check.Detail != "" {
+		t.Errorf("checks = %+v; want both, without details", c)
+	}
+	a := only(entries, runlog.KindAnswer)
+	root := a[len(a)-1].Answer
+	if len(root.References) != 1 || root.References[0].Number != 1 || len(root.Checks) != 2 || root.Checks[1].Detail != "" || root.Result != nil {
+		t.Errorf("the answer = %+v; want its reference numbered, its checks without details", root)
+	}
+	for _, c := range root.ToolCalls {
+		if want := map[string]string{"o1": "oops broke"}[c.ID]; c.Error != want || c.Debug != nil {
+			t.Errorf("the answer's call %s = %+v; want error %q, no debug details", c.ID, c, want)
+		}
+	}
+	if len(root.ToolCalls) != 5 {
+		t.Errorf("the answer's calls = %+v; want 5", root.ToolCalls)
+	}
+
+	// The same run from the console keeps all of it.
+	_, err = h.ask(host.WithOrigin(t.Context(), "console"), "SECRET-PROMPT: fail", nil, failingTurns()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, entries = lastRun(t, h.rec)
+	ends = map[string]runlog.Entry{}
+	for _, e := range only(entries, runlog.KindToolEnd) {
+		ends[e.CallID] = e
+	}
+	if e := ends["f1"]; e.Error != "failed SECRET-FAIL" || e.Info.Debug["why"] != "SECRET-FAIL" {
+		t.Errorf("fail's tool_end = %+v; want its error and debug details", e)
+	}
+	if e := ends["s1"]; !strings.Contains(e.Error, "SECRET-PARTIAL") {
+		t.Errorf("helper's tool_end = %+v; want its error", e)
+	}
+	if p := only(entries, runlog.KindToolProgress); len(p) == 0 || p[0].Progress.Message != "SECRET-PROGRESS" {
+		t.Errorf("progress = %+v; want chatty's message", p)
+	}
+	a = only(entries, runlog.KindAnswer)
+	if root := a[len(a)-1].Answer; root.References[0].Title != "SECRET-TITLE" || root.Checks[1].Detail == "" {
+		t.Errorf("the answer = %+v; want its reference's title and its checks' details", root)
 	}
 
 	// Content, when the options say so for an origin, is kept for it.
@@ -247,5 +340,41 @@ func TestFollowEndsWithContext(t *testing.T) {
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Errorf("Follow = %v; want context.Canceled", err)
+	}
+}
+
+// What a recorder keeps is its own: changing what it was handed afterwards changes no entry.
+func TestEntriesAreCopies(t *testing.T) {
+	rec := runlog.New(nil)
+	ctx, id := rec.Expect(t.Context(), "console")
+	runCtx, end := rec.StartRun(ctx, &host.RunStart{Agent: "a", Prompt: "p"})
+	msgs := []llm.Message{{Role: llm.RoleUser, Content: "hi", ToolCalls: []llm.ToolCall{{ID: "c", Name: "n", Arguments: "{}"}}}}
+	_, endModel := rec.StartModelCall(runCtx, &host.ModelCallStart{Iteration: 1, Request: &llm.Request{Messages: msgs}})
+	resp := &llm.Response{Message: llm.Message{ToolCalls: []llm.ToolCall{{ID: "c", Name: "n", Arguments: "{}"}}}}
+	endModel(resp, nil)
+	args := json.RawMessage(`{"a":1}`)
+	info := &host.ToolCallInfo{ID: "c", Name: "n", Flags: []string{"forced"}, Debug: map[string]any{"k": "v"}, OK: true}
+	rec.ObserveEvent(runCtx, &host.Event{Kind: host.EventToolEnd, Iteration: 1, ToolCall: &host.ToolEvent{ID: "c", Name: "n",
+		Arguments: args, Result: &host.Result{Text: "r"}, Info: info}})
+	check := &host.CheckResult{Name: "complete", Detail: "d"}
+	rec.ObserveEvent(runCtx, &host.Event{Kind: host.EventCheck, Check: check})
+	ans := &host.Answer{StoppedBy: host.StopAnswered, ToolCalls: []host.ToolCallInfo{*info}, Checks: []host.CheckResult{*check},
+		Iterations: []host.IterationInfo{{Iteration: 1, ToolsLoaded: []string{"x"}}}}
+	end(ans, nil)
+	_, entries, _ := rec.Run(id, 0)
+	want, err := json.Marshal(entries)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	msgs[0].ToolCalls[0].Arguments = "changed"
+	resp.Message.ToolCalls[0].Arguments = "changed"
+	copy(args, `{"b":2}`)
+	info.Flags[0], info.Debug["k"] = "changed", "changed"
+	check.Detail = "changed"
+	ans.ToolCalls[0].Flags[0], ans.Checks[0].Detail, ans.Iterations[0].ToolsLoaded[0] = "changed", "changed", "changed"
+	_, entries, _ = rec.Run(id, 0)
+	if got, _ := json.Marshal(entries); string(got) != string(want) {
+		t.Errorf("the entries changed with what the recorder was handed:\n%s\nwant:\n%s", got, want)
 	}
 }

@@ -1,12 +1,19 @@
 package runlog_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/internal/testkit/fakellm"
+	"github.com/agenthost/agenthost/llm"
 	"github.com/agenthost/agenthost/runlog"
 )
 
@@ -131,5 +138,142 @@ func TestRunCodeNesting(t *testing.T) {
 	}
 	if n := len(only(entries, runlog.KindToolProgress)); n != 2 {
 		t.Errorf("%d progress entries; want chatty's 2", n)
+	}
+}
+
+// stall is an Observer whose runs' ends wait for release: it says on stuck that one waits.
+type stall struct {
+	stuck, release chan struct{}
+	once           sync.Once
+}
+
+func newStall() *stall { return &stall{stuck: make(chan struct{}), release: make(chan struct{})} }
+
+func (s *stall) StartRun(ctx context.Context, _ *host.RunStart) (context.Context, func(*host.Answer, error)) {
+	return ctx, func(*host.Answer, error) {
+		s.once.Do(func() { close(s.stuck) })
+		<-s.release
+	}
+}
+
+func (s *stall) StartModelCall(ctx context.Context, _ *host.ModelCallStart) (context.Context, func(*llm.Response, error)) {
+	return ctx, func(*llm.Response, error) {}
+}
+
+func (s *stall) StartToolCall(ctx context.Context, _ *host.ToolCallStart) (context.Context, func(*host.Result, error)) {
+	return ctx, func(*host.Result, error) {}
+}
+
+// A sub-agent's call that a cancelled round abandons (it outlives the round's grace) ends after the root run: its
+// answer and end are recorded after the root's end, and Follow hands them over before it returns.
+func TestLateNestedRun(t *testing.T) {
+	st := newStall()
+	h := newHarnessWith(t, nil, st)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	ctx, id := h.rec.Expect(ctx, "console")
+	returned := make(chan struct{})
+	var got []runlog.Entry
+	var followErr error
+	go func() {
+		defer close(returned)
+		followErr = h.rec.Follow(t.Context(), id, 0, func(e runlog.Entry) { got = append(got, e) })
+	}()
+	go func() {
+		<-st.stuck // the helper answered; its run's end waits
+		cancel()
+	}()
+	_, err := h.ask(ctx, "go", nil,
+		fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "s1", Name: "helper", Arguments: `{"task":"t"}`}}},
+		fakellm.Turn{Text: "the helper's answer"},
+	)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Ask = %v; want cancelled", err)
+	}
+	sum, _, _ := h.rec.Run(id, 0)
+	if sum.Status != runlog.Status(host.StopCancelled) || sum.Ended == nil {
+		t.Errorf("summary once the root ended = %+v; want it ended, cancelled", sum)
+	}
+	select {
+	case <-returned:
+		t.Fatalf("Follow returned (%v) while the nested run was going", followErr)
+	default:
+	}
+	close(st.release)
+	<-returned
+	if followErr != nil {
+		t.Fatalf("Follow = %v", followErr)
+	}
+	sum, entries, _ := h.rec.Run(id, 0)
+	if !reflect.DeepEqual(got, entries) {
+		t.Fatalf("Follow handed over %v; Run returns %v", kinds(got), kinds(entries))
+	}
+	k := kinds(entries)
+	if want := []string{"run_end r1<", "answer r4<t3", "run_end r4<t3"}; len(k) < 3 || !slices.Equal(k[len(k)-3:], want) {
+		t.Errorf("entries %v; want them to end with %v", k, want)
+	}
+	if sum.Status != runlog.Status(host.StopCancelled) || sum.Dropped != 0 {
+		t.Errorf("summary = %+v; want it cancelled, nothing dropped", sum)
+	}
+}
+
+// A follower waits lateGrace for the nested runs of a run ended, then the record closes: what comes after is
+// dropped, so that Run and Follow agree.
+func TestLateNestedRunGivenUp(t *testing.T) {
+	rec := runlog.New(nil)
+	runlog.SetLateGrace(rec, time.Millisecond)
+	ctx, id := rec.Expect(t.Context(), "console")
+	rootCtx, endRoot := rec.StartRun(ctx, &host.RunStart{Agent: "main", Prompt: "p"})
+	_, endNested := rec.StartRun(rootCtx, &host.RunStart{Agent: "helper", Prompt: "t"})
+	endRoot(nil, context.Canceled)
+	var got []runlog.Entry
+	if err := rec.Follow(t.Context(), id, 0, func(e runlog.Entry) { got = append(got, e) }); err != nil {
+		t.Fatal(err)
+	}
+	endNested(&host.Answer{StoppedBy: host.StopAnswered}, nil)
+	sum, entries, _ := rec.Run(id, 0)
+	if !reflect.DeepEqual(got, entries) || !slices.Equal(kinds(entries), []string{"run_start r1<", "run_start r2<r1", "run_end r1<"}) {
+		t.Errorf("Follow %v, Run %v; want both the same, without the nested run's end", kinds(got), kinds(entries))
+	}
+	if sum.Dropped != 2 || sum.Status != runlog.Status(host.StopCancelled) {
+		t.Errorf("summary = %+v; want the nested answer and end dropped, cancelled", sum)
+	}
+}
+
+// Text that comes after a model call ended (the list of sources the citations rendered add) is the run's, not the
+// ended call's.
+func TestTextAfterModelCall(t *testing.T) {
+	h := newHarness(t, nil)
+	ctx, id := h.rec.Expect(t.Context(), "console")
+	ans, err := h.ask(ctx, "go", nil,
+		fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "r1", Name: "cited", Arguments: `{}`}}},
+		fakellm.Turn{Text: "It says so [source 1]."},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, entries, _ := h.rec.Run(id, 0)
+	var last runlog.Entry
+	for _, e := range entries {
+		if e.Kind == runlog.KindModelEnd {
+			last = e
+		}
+	}
+	var after []runlog.Entry
+	for _, e := range only(entries, runlog.KindText) {
+		if e.Seq > last.Seq {
+			after = append(after, e)
+		}
+	}
+	if len(after) == 0 {
+		t.Fatalf("no text after the last model call; entries %v", kinds(entries))
+	}
+	for _, e := range after {
+		if e.Span != "r1" || e.Parent != "" {
+			t.Errorf("text %q after the model call's end is under %s<%s; want the run's, r1", e.Text, e.Span, e.Parent)
+		}
+	}
+	if got := text(entries, last.Span) + text(entries, "r1"); got != ans.Text {
+		t.Errorf("the text entries add up to %q; want the answer %q", got, ans.Text)
 	}
 }

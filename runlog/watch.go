@@ -47,8 +47,10 @@ func (r *Recorder) setWatchers(edit func([]*watcher) []*watcher) {
 	r.watchers.Store(&ws)
 }
 
-// Watch calls fn with each run's summary as it starts, changes (at most every 100ms per run) and ends, until ctx
-// ends; it blocks. fn must not block for long.
+// Watch calls fn with the summary of each run kept, newest first (as Runs gives them), then with each run's summary
+// as it starts, changes (at most every 100ms per run) and ends, until ctx ends; it blocks. A run that changes while
+// the first summaries are handed over is reported again after them, so nothing between a call of Runs and the start
+// of Watch is missed. fn must not block for long.
 func (r *Recorder) Watch(ctx context.Context, fn func(Summary)) {
 	w := &watcher{dirty: map[*record]struct{}{}, wake: make(chan struct{}, 1)}
 	r.setWatchers(func(ws []*watcher) []*watcher { return append(ws, w) })
@@ -62,6 +64,22 @@ func (r *Recorder) Watch(ctx context.Context, fn func(Summary)) {
 		pending bool
 	}
 	states := map[*record]*state{}
+
+	// The runs kept, registered as watched first: a change from now on marks them dirty.
+	r.mu.Lock()
+	kept := slices.Clone(r.runs)
+	r.mu.Unlock()
+	sent := time.Now()
+	for _, rec := range slices.Backward(kept) {
+		if ctx.Err() != nil {
+			return
+		}
+		sum, ended := rec.summary()
+		fn(sum)
+		if !ended {
+			states[rec] = &state{sent: sent}
+		}
+	}
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
