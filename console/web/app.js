@@ -1,7 +1,7 @@
 // app.js: the console's shell. Plain modern JavaScript as ES modules with no build step and no framework: each view
 // is a custom element in its own module, imported the first time it is opened, so the first render needs only this
 // file, lib.js and app.css. The only network access is the console's own /api. See DESIGN.md for why.
-import { h, icon, api, session, onLogin, APIError } from './lib.js';
+import { h, fill, add, icon, api, session, onLogin, APIError } from './lib.js';
 
 const VIEWS = [
   { id: 'chat', label: 'Chat', key: 'c', mod: './chat.js', tag: 'ah-chat' },
@@ -28,7 +28,7 @@ function themeButton() {
   const b = h('button', { class: 'btn ghost theme-toggle', type: 'button', 'data-testid': 'theme-toggle' });
   const paint = () => {
     const dark = theme() === 'dark';
-    b.replaceChildren(icon(dark ? 'sun' : 'moon'), h('span', { class: 'nav-label' }, dark ? 'Light theme' : 'Dark theme'));
+    fill(b, icon(dark ? 'sun' : 'moon'), h('span', { class: 'nav-label' }, dark ? 'Light theme' : 'Dark theme'));
     b.setAttribute('aria-label', dark ? 'Switch to the light theme' : 'Switch to the dark theme');
   };
   b.addEventListener('click', () => {
@@ -45,7 +45,7 @@ function themeButton() {
 // ---- navigation ----
 
 function buildNav() {
-  nav.replaceChildren(...VIEWS.map((v) =>
+  fill(nav, ...VIEWS.map((v) =>
     h('a', { class: 'nav-item', href: '#/' + v.id, 'data-testid': 'nav-' + v.id, 'data-view': v.id, title: `${v.label} (g then ${v.key})` },
       icon(v.id), h('span', { class: 'nav-label' }, v.label), h('kbd', { class: 'nav-key', 'aria-hidden': 'true' }, 'g ' + v.key))));
 }
@@ -53,7 +53,7 @@ function buildNav() {
 function buildFoot() {
   const foot = document.getElementById('rail-foot');
   const a = session.data.agent || {};
-  foot.replaceChildren(
+  fill(foot, 
     themeButton(),
     session.data.auth && session.data.auth !== 'none'
       ? h('button', { class: 'btn ghost', type: 'button', onclick: logout }, icon('lock'), h('span', { class: 'nav-label' }, 'Sign out'))
@@ -88,14 +88,14 @@ async function route() {
     try {
       await import(view.mod);
     } catch (err) {
-      main.replaceChildren(h('div', { class: 'empty' }, 'The view could not be loaded: ' + err.message));
+      fill(main, h('div', { class: 'empty' }, 'The view could not be loaded: ' + err.message));
       return;
     }
     el = document.createElement(view.tag);
     el.classList.add('view');
     el.setAttribute('aria-label', view.label);
     mounted.set(view.id, el);
-    main.append(el);
+    add(main, el);
   }
   main.querySelector('.boot')?.remove();
   if (current && current !== el) { current.hidden = true; current.deactivate?.(); }
@@ -167,7 +167,7 @@ function showLogin(method) {
   });
   mounted.clear();
   current = null;
-  main.replaceChildren(h('div', { class: 'login-wrap' }, form));
+  fill(main, h('div', { class: 'login-wrap' }, form));
   input.focus();
 }
 
@@ -182,11 +182,11 @@ async function start() {
     session.data = s;
   } catch (err) {
     if (err instanceof APIError && err.status === 401 && err.body?.login) { showLogin(err.body.login); return; }
-    main.replaceChildren(h('div', { class: 'empty' }, h('div', { class: 'empty-title' }, 'The console cannot reach the agent'), h('div', { class: 'empty-hint' }, err.message)));
+    fill(main, h('div', { class: 'empty' }, h('div', { class: 'empty-title' }, 'The console cannot reach the agent'), h('div', { class: 'empty-hint' }, err.message)));
     return;
   }
   buildFoot();
-  main.replaceChildren(h('div', { class: 'boot' }));
+  fill(main, h('div', { class: 'boot' }));
   started = true;
   route();
 }

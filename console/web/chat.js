@@ -1,7 +1,7 @@
 // chat.js: the Chat view. A message starts a run (POST /api/chat); the page follows its entries over SSE and
 // renders them as they come, batched per animation frame: the answer streams from the root run's text, tool calls
 // become collapsible steps (nested under the tool that started a sub-agent or peer run), approvals get buttons.
-import { h, icon, api, session, dur, num, pretty, tokens, frameBatch, empty } from './lib.js';
+import { h, fill, add, icon, api, session, dur, num, pretty, tokens, frameBatch, empty } from './lib.js';
 import { render, stripSources } from './md.js';
 
 // Turn is one message and the run that answers it.
@@ -32,7 +32,7 @@ class Turn {
 
   follow(runID) {
     this.runID = runID;
-    this.meta.replaceChildren(h('span', { class: 'spinner' }), h('span', {}, 'Thinking…'));
+    fill(this.meta, h('span', { class: 'spinner' }), h('span', {}, 'Thinking…'));
     this.answer.classList.add('streaming');
     const push = frameBatch((entries) => this.apply(entries));
     const es = new EventSource(`/api/runs/${encodeURIComponent(runID)}/events`);
@@ -146,15 +146,15 @@ class Turn {
     if (!s) return;
     const ok = e.ok !== false && !e.error;
     s.el.dataset.state = ok ? 'ok' : 'error';
-    s.state.replaceChildren(icon(ok ? 'check' : 'x'));
+    fill(s.state, icon(ok ? 'check' : 'x'));
     s.time.textContent = dur(e.duration_ms);
     if (!ok) s.note.textContent = e.error || 'failed';
     s.sub.hidden = true;
     const info = e.info || {};
     if (info.approval) s.note.textContent = (s.note.textContent ? s.note.textContent + ' · ' : '') + info.approval;
-    if (e.error) s.body.append(h('div', { class: 'label' }, 'Error'), h('pre', { class: 'error-note' }, e.error));
-    if (e.result) s.body.append(h('div', { class: 'label' }, 'Result'), h('pre', {}, e.result));
-    else if (e.bytes) s.body.append(h('div', { class: 'faint' }, `Result not recorded (${num(e.bytes)} bytes).`));
+    if (e.error) add(s.body, h('div', { class: 'label' }, 'Error'), h('pre', { class: 'error-note' }, e.error));
+    if (e.result) add(s.body, h('div', { class: 'label' }, 'Result'), h('pre', {}, e.result));
+    else if (e.bytes) add(s.body, h('div', { class: 'faint' }, `Result not recorded (${num(e.bytes)} bytes).`));
   }
 
   approval(e) {
@@ -187,20 +187,20 @@ class Turn {
       });
       decline.addEventListener('click', () => send({ action: 'decline' }, all));
       cancel.addEventListener('click', () => send({ action: 'cancel' }, all));
-      card.append(h('div', { class: 'q' }, w.message || 'A tool asks for input'), w.tool ? h('div', { class: 'faint' }, `from ${w.tool}${w.source ? ' · ' + w.source : ''}`) : null, form, status);
+      add(card, h('div', { class: 'q' }, w.message || 'A tool asks for input'), w.tool ? h('div', { class: 'faint' }, `from ${w.tool}${w.source ? ' · ' + w.source : ''}`) : null, form, status);
     } else {
       const approve = h('button', { class: 'btn primary sm', type: 'button', 'data-testid': 'approve' }, icon('check'), 'Approve');
       const deny = h('button', { class: 'btn danger sm', type: 'button', 'data-testid': 'deny' }, icon('x'), 'Deny');
       approve.addEventListener('click', () => send({ approved: true }, [approve, deny]));
       deny.addEventListener('click', () => send({ approved: false }, [approve, deny]));
-      card.append(
+      add(card, 
         h('div', { class: 'q' }, 'Run ', h('span', { class: 'mono' }, w.tool || 'a tool'), w.source ? h('span', { class: 'muted' }, ` from ${w.source}`) : null, '?'),
         w.message ? h('div', {}, w.message) : null,
         w.arguments != null ? h('pre', { class: 'json' }, pretty(w.arguments)) : null,
         h('div', { class: 'row' }, approve, deny), status);
     }
     this.approvals.set(w.id, card);
-    this.steps.append(card);
+    add(this.steps, card);
     card.querySelector('button, input, select')?.focus({ preventScroll: true });
   }
 
@@ -211,7 +211,7 @@ class Turn {
     card.classList.add('answered');
     const what = a.action ? { accept: 'Accepted', decline: 'Declined', cancel: 'Cancelled' }[a.action] || a.action : a.approved ? 'Approved' : 'Denied';
     for (const el of card.querySelectorAll('.row, form, .form-error')) el.remove();
-    card.append(h('div', { class: 'muted' }, what));
+    add(card, h('div', { class: 'muted' }, what));
   }
 
   paintAnswer() {
@@ -239,11 +239,11 @@ class Turn {
       parts.push(h('div', { class: 'checks', 'aria-label': 'Checks' }, checks.map((c) =>
         h('span', { class: 'chip ' + (c.passed ? 'ok' : 'err'), title: c.detail || '' }, (c.passed ? '✓ ' : '✗ ') + c.name + (c.detail && !c.passed ? ': ' + c.detail : '')))));
     }
-    this.extra.replaceChildren(...parts);
+    fill(this.extra, ...parts);
   }
 
   fail(msg) {
-    this.extra.append(h('div', { class: 'error-note', role: 'alert' }, msg));
+    add(this.extra, h('div', { class: 'error-note', role: 'alert' }, msg));
   }
 
   finish(summary) {
@@ -252,11 +252,11 @@ class Turn {
     const usage = end.usage || this.final?.usage || summary?.usage;
     const stop = end.stopped_by || this.final?.stopped_by || summary?.status;
     const error = end.error || summary?.error;
-    if (!this.final && this.texts.length === 0 && !error) this.answer.replaceChildren(h('span', { class: 'faint' }, 'No answer.'));
+    if (!this.final && this.texts.length === 0 && !error) fill(this.answer, h('span', { class: 'faint' }, 'No answer.'));
     if (error) this.fail(error);
     if (this.final && !this.extra.childElementCount) this.paintExtra();
     const u = usage || {};
-    this.meta.replaceChildren(
+    fill(this.meta, 
       stop ? h('span', { class: 'chip ' + (stop === 'answered' ? '' : stop === 'cancelled' ? 'warn' : 'err') }, stop) : null,
       tokens(u) ? h('span', { title: `${num(u.prompt_tokens)} in · ${num(u.completion_tokens)} out` }, `${tokens(u)} · ${num(u.prompt_tokens)} in · ${num(u.completion_tokens)} out`) : null,
       end.duration_ms ? h('span', {}, dur(end.duration_ms)) : null,
@@ -268,7 +268,7 @@ class Turn {
     this.finished = true;
     this.answer.classList.remove('streaming');
     this.es?.close();
-    for (const s of this.spans.values()) if (s.el?.dataset.state === 'running') { s.el.dataset.state = 'error'; s.state.replaceChildren(icon('x')); s.note.textContent = 'not finished'; }
+    for (const s of this.spans.values()) if (s.el?.dataset.state === 'running') { s.el.dataset.state = 'error'; fill(s.state, icon('x')); s.note.textContent = 'not finished'; }
     this.chat.runEnded(this);
   }
 }
@@ -323,10 +323,10 @@ class ChatView extends HTMLElement {
     });
     this.input.addEventListener('input', () => this.grow());
     this.drawer = this.buildDrawer();
-    this.popover = h('div', { class: 'popover', role: 'menu', 'aria-label': 'Earlier conversations', hidden: true });
-    this.append(
+    this.historyMenu = h('div', { class: 'popover', role: 'menu', 'aria-label': 'Earlier conversations', hidden: true });
+    add(this, 
       h('header', { class: 'view-head' }, h('h1', {}, 'Chat'), this.convTitle, h('span', { class: 'spacer' }), this.historyBtn, this.optionsBtn, newBtn),
-      h('div', { class: 'chat' }, this.log, h('div', { class: 'composer-wrap' }, form), this.drawer, this.popover));
+      h('div', { class: 'chat' }, this.log, h('div', { class: 'composer-wrap' }, form), this.drawer, this.historyMenu));
     this.welcome();
   }
 
@@ -337,7 +337,7 @@ class ChatView extends HTMLElement {
   }
 
   escape() {
-    if (!this.popover.hidden) { this.toggleHistory(false); return true; }
+    if (!this.historyMenu.hidden) { this.toggleHistory(false); return true; }
     if (!this.drawer.hidden) { this.toggleDrawer(false); return true; }
     return false;
   }
@@ -351,7 +351,7 @@ class ChatView extends HTMLElement {
 
   welcome() {
     const a = session.data?.agent || {};
-    this.col.replaceChildren(h('div', { class: 'welcome' }, empty(a.name ? `Talk to ${a.name}` : 'Talk to the agent',
+    fill(this.col, h('div', { class: 'welcome' }, empty(a.name ? `Talk to ${a.name}` : 'Talk to the agent',
       (a.description ? a.description + ' ' : '') + 'Type a message below; each tool call shows up as a step as it runs. Press / to focus the box.', 'chat')));
   }
 
@@ -371,27 +371,27 @@ class ChatView extends HTMLElement {
     this.conversation = id;
     this.turns = [];
     this.convTitle.textContent = id;
-    this.col.replaceChildren(h('div', { class: 'faint' }, 'Loading the conversation…'));
+    fill(this.col, h('div', { class: 'faint' }, 'Loading the conversation…'));
     try {
       const c = await api('/conversations/' + encodeURIComponent(id));
-      this.col.replaceChildren();
+      fill(this.col);
       for (const m of c.messages || []) {
-        if (m.role === 'user') { this.col.append(h('article', { class: 'turn' }, h('div', { class: 'msg-user' }, m.content || ''))); continue; }
+        if (m.role === 'user') { add(this.col, h('article', { class: 'turn' }, h('div', { class: 'msg-user' }, m.content || ''))); continue; }
         if (m.role !== 'assistant') continue;
         const t = new Turn(this, null);
         for (const tc of m.tool_calls || []) {
-          t.steps.append(h('div', { class: 'step', 'data-state': 'ok', 'data-name': tc.name }, h('details', {},
+          add(t.steps, h('div', { class: 'step', 'data-state': 'ok', 'data-name': tc.name }, h('details', {},
             h('summary', {}, icon('chevron', 'chev'), h('span', { class: 'state-icon' }, icon('check')), h('span', { class: 'step-name' }, tc.name), h('span', { class: 'step-note' }, 'earlier call')),
             h('div', { class: 'step-body' }, h('div', { class: 'label' }, 'Arguments'), h('pre', { class: 'json' }, pretty(tc.arguments))))));
         }
         if (m.content) t.answer.innerHTML = render(m.content);
-        this.col.append(t.el);
+        add(this.col, t.el);
       }
-      if (!this.col.childElementCount) this.col.append(empty('This conversation has no messages yet', 'Send a message to continue it.'));
+      if (!this.col.childElementCount) add(this.col, empty('This conversation has no messages yet', 'Send a message to continue it.'));
       this.convTitle.textContent = c.title || id;
       this.stick();
     } catch (err) {
-      this.col.replaceChildren(h('div', { class: 'error-note' }, 'The conversation could not be read: ' + err.message));
+      fill(this.col, h('div', { class: 'error-note' }, 'The conversation could not be read: ' + err.message));
     }
     this.input.focus();
   }
@@ -403,12 +403,12 @@ class ChatView extends HTMLElement {
     if (this.options.schema.trim()) {
       try { schema = JSON.parse(this.options.schema); } catch { this.toggleDrawer(true); this.schemaErr.textContent = 'The schema is not valid JSON.'; return; }
     }
-    if (!this.turns.length && !this.conversation) this.col.replaceChildren();
+    if (!this.turns.length && !this.conversation) fill(this.col);
     for (const old of this.col.querySelectorAll('[data-testid="answer"]')) old.removeAttribute('data-testid');
     const turn = new Turn(this, text);
     turn.answer.setAttribute('data-testid', 'answer');
     this.turns.push(turn);
-    this.col.append(turn.el);
+    add(this.col, turn.el);
     this.input.value = '';
     this.grow();
     this.follow = true;
@@ -429,7 +429,7 @@ class ChatView extends HTMLElement {
       turn.follow(r.run_id);
     } catch (err) {
       turn.fail(err.message);
-      turn.meta.replaceChildren();
+      fill(turn.meta);
       turn.answer.classList.remove('streaming');
       this.setRunning(false);
     }
@@ -458,26 +458,26 @@ class ChatView extends HTMLElement {
     this.stopBtn.disabled = false;
   }
 
-  async toggleHistory(open = this.popover.hidden) {
-    this.popover.hidden = !open;
+  async toggleHistory(open = this.historyMenu.hidden) {
+    this.historyMenu.hidden = !open;
     this.historyBtn.setAttribute('aria-expanded', String(open));
     if (!open) return;
     this.toggleDrawer(false);
     if (session.data?.features && session.data.features.state === false) {
-      this.popover.replaceChildren(h('div', { class: 'empty-hint', role: 'none' }, 'Conversations are not kept: configure [state] to keep them.'));
+      fill(this.historyMenu, h('div', { class: 'empty-hint', role: 'none' }, 'Conversations are not kept: configure [state] to keep them.'));
       return;
     }
-    this.popover.replaceChildren(h('div', { class: 'faint', role: 'none' }, 'Loading…'));
+    fill(this.historyMenu, h('div', { class: 'faint', role: 'none' }, 'Loading…'));
     try {
       const r = await api('/conversations');
       const list = r.conversations || [];
-      this.popover.replaceChildren(...(list.length ? list.map((c) =>
+      fill(this.historyMenu, ...(list.length ? list.map((c) =>
         h('button', { class: 'item', type: 'button', role: 'menuitem', onclick: () => this.openConversation(c.id) },
           h('span', {}, c.title || c.id), h('span', { class: 'faint' }, `${c.messages || 0} messages · ${new Date(c.updated || c.created).toLocaleString()}`)))
         : [h('div', { class: 'empty-hint', role: 'none' }, 'No conversations yet.')]));
-      this.popover.querySelector('button')?.focus();
+      this.historyMenu.querySelector('button')?.focus();
     } catch (err) {
-      this.popover.replaceChildren(h('div', { class: 'error-note' }, err.message));
+      fill(this.historyMenu, h('div', { class: 'error-note' }, err.message));
     }
   }
 
@@ -514,7 +514,7 @@ class ChatView extends HTMLElement {
     this.toggleHistory(false);
     this.toolFilter.focus();
     if (!this.tools) {
-      try { this.tools = (await api('/tools')).tools || []; } catch (err) { this.tools = []; this.toolTable.replaceChildren(h('tr', {}, h('td', { colspan: 3, class: 'form-error' }, err.message))); return; }
+      try { this.tools = (await api('/tools')).tools || []; } catch (err) { this.tools = []; fill(this.toolTable, h('tr', {}, h('td', { colspan: 3, class: 'form-error' }, err.message))); return; }
     }
     this.paintTools();
   }
@@ -528,7 +528,7 @@ class ChatView extends HTMLElement {
       return c;
     };
     const o = this.options;
-    this.toolTable.replaceChildren(...(rows.length ? rows.map((t) => h('tr', {},
+    fill(this.toolTable, ...(rows.length ? rows.map((t) => h('tr', {},
       h('td', {}, h('span', { class: 'mono' }, t.name), t.source ? h('span', { class: 'faint' }, ' · ' + t.source) : null),
       h('td', { class: 'c' }, box(o.tools, o.disable, t.name)), h('td', { class: 'c' }, box(o.disable, o.tools, t.name))))
       : [h('tr', {}, h('td', { colspan: 3, class: 'faint' }, this.tools.length ? 'No tool matches.' : 'The agent has no tools.'))]));
@@ -539,7 +539,7 @@ class ChatView extends HTMLElement {
     if (o.tools.size) chips.push(h('span', { class: 'chip' }, `only ${o.tools.size} tool${o.tools.size > 1 ? 's' : ''}`));
     if (o.disable.size) chips.push(h('span', { class: 'chip' }, `${o.disable.size} off`));
     if (o.schema.trim()) chips.push(h('span', { class: 'chip' }, 'schema'));
-    this.badges.replaceChildren(...(chips.length ? chips : ['Enter to send · Shift+Enter for a new line']));
+    fill(this.badges, ...(chips.length ? chips : ['Enter to send · Shift+Enter for a new line']));
     this.optionsBtn.classList.toggle('on', chips.length > 0);
   }
 }

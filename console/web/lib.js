@@ -17,6 +17,11 @@ export function h(tag, props, ...children) {
   return el;
 }
 
+// fill replaces el's children, add appends to them; like replaceChildren and append, but null, undefined and false
+// are skipped (the DOM methods would write "null").
+export function fill(el, ...children) { el.replaceChildren(); append(el, children); return el; }
+export function add(el, ...children) { append(el, children); return el; }
+
 function append(el, children) {
   for (const c of children) {
     if (c == null || c === false) continue;
@@ -96,8 +101,8 @@ export function dur(ms) {
   if (ms < 1) return '<1 ms';
   if (ms < 1000) return Math.round(ms) + ' ms';
   if (ms < 60000) return (ms / 1000).toFixed(ms < 10000 ? 2 : 1) + ' s';
-  const m = Math.floor(ms / 60000);
-  return m + 'm ' + Math.round((ms % 60000) / 1000) + 's';
+  if (ms < 3600000) return Math.floor(ms / 60000) + 'm ' + Math.floor((ms % 60000) / 1000) + 's';
+  return Math.floor(ms / 3600000) + 'h ' + Math.floor((ms % 3600000) / 60000) + 'm';
 }
 
 export function ago(t) {

@@ -66,9 +66,9 @@ function inline(src, byNum) {
     const title = r ? r.title || r.uri || '' : '';
     return '<sup class="cite"><a href="#" data-testid="citation" data-ref="' + n + '"' + (title ? ' title="' + esc(title) + '"' : '') + '>' + n + '</a></sup>';
   }).join('');
-  s = s.replace(/&lt;sup&gt;\s*(\d+(?:\s*,\s*\d+)*)\s*&lt;\/sup&gt;/g, (_, ns) => park(cite(ns.split(',').map((x) => +x.trim()))));
+  s = s.replace(/[ \t]*&lt;sup&gt;\s*(\d+(?:\s*,\s*\d+)*)\s*&lt;\/sup&gt;/g, (_, ns) => park(cite(ns.split(',').map((x) => +x.trim()))));
   s = s.replace(/\[([^\]\n]+)\]\((https?:\/\/[^\s)]+)\)/g, (_, label, url) => park('<a href="' + url + '" target="_blank" rel="noopener noreferrer">' + label + '</a>'));
-  s = s.replace(/\[(\d{1,4})\](?!\()/g, (_, n) => park(cite([+n])));
+  s = s.replace(/[ \t]*\[(\d{1,4})\](?!\()/g, (_, n) => park(cite([+n])));
   s = s.replace(/(^|[\s(])(https?:\/\/[^\s<)]+[^\s<).,;:!?'"])/g, (_, pre, url) => pre + park('<a href="' + url + '" target="_blank" rel="noopener noreferrer">' + url + '</a>'));
   s = s.replace(/\*\*([^*\n]+?)\*\*|__([^_\n]+?)__/g, (_, a, b) => '<strong>' + (a || b) + '</strong>');
   s = s.replace(/(^|[^*\w])\*([^*\s][^*\n]*?)\*(?!\*)|(^|[^_\w])_([^_\s][^_\n]*?)_(?![_\w])/g, (_, p1, a, p2, b) => (p1 ?? p2 ?? '') + '<em>' + (a ?? b) + '</em>');

@@ -1,7 +1,7 @@
 // runs.js: the Runs view. The list is live (/api/runs then /api/runs/live); a run opens on its timeline: its spans
 // (model and tool calls, nested runs) as bars on a time axis, and the raw entry list. Both are virtualized (fixed
 // row height, only the rows in view are in the DOM) and live updates are applied once per animation frame.
-import { h, icon, api, session, dur, num, pretty, tokens, ago, clock, frameBatch, empty, originBadge, statusBadge, VList } from './lib.js';
+import { h, fill, add, icon, api, session, dur, num, pretty, tokens, ago, clock, frameBatch, empty, originBadge, statusBadge, VList } from './lib.js';
 
 const ROW = 30;
 const NO_CONTENT = 'The content of this run was not recorded. Set [telemetry] capture_content = true to record the content of runs from other callers.';
@@ -90,7 +90,7 @@ class RunsView extends HTMLElement {
     this.runs = new Map();
     this.listEl = h('div', { class: 'view', hidden: true });
     this.detailEl = h('div', { class: 'view', hidden: true });
-    this.append(this.listEl, this.detailEl);
+    add(this, this.listEl, this.detailEl);
   }
 
   route(arg) {
@@ -115,7 +115,7 @@ class RunsView extends HTMLElement {
       this.tbody = h('tbody', { 'data-testid': 'runs-list' });
       this.count = h('span', { class: 'sub' });
       this.listBody = h('div', { class: 'view-body' });
-      this.listEl.append(h('header', { class: 'view-head' }, h('h1', {}, 'Runs'), this.count), this.listBody);
+      add(this.listEl, h('header', { class: 'view-head' }, h('h1', {}, 'Runs'), this.count), this.listBody);
       this.tbody.addEventListener('keydown', (e) => {
         const tr = e.target.closest('tr');
         if (!tr) return;
@@ -129,7 +129,7 @@ class RunsView extends HTMLElement {
       this.runs.clear();
       for (const s of r.runs || []) this.runs.set(s.id, s);
     } catch (err) {
-      this.listBody.replaceChildren(h('div', { class: 'error-note' }, err.message));
+      fill(this.listBody, h('div', { class: 'error-note' }, err.message));
       return;
     }
     this.paintList();
@@ -152,13 +152,13 @@ class RunsView extends HTMLElement {
     const runs = [...this.runs.values()].sort((a, b) => new Date(b.started) - new Date(a.started));
     this.count.textContent = runs.length ? `${runs.length} run${runs.length > 1 ? 's' : ''} · live` : '';
     if (!runs.length) {
-      this.listBody.replaceChildren(empty('No runs yet', 'Every run of this process shows up here as it starts: from the Chat view, over MCP, over A2A, or a durable run resumed.', 'runs'));
-      this.listBody.append(this.tbody); this.tbody.replaceChildren(); this.tbody.hidden = true;
+      fill(this.listBody, empty('No runs yet', 'Every run of this process shows up here as it starts: from the Chat view, over MCP, over A2A, or a durable run resumed.', 'runs'));
+      add(this.listBody, this.tbody); fill(this.tbody); this.tbody.hidden = true;
       return;
     }
     this.tbody.hidden = false;
     const focused = document.activeElement?.closest?.('tr')?.dataset.id;
-    this.tbody.replaceChildren(...runs.map((s) => {
+    fill(this.tbody, ...runs.map((s) => {
       const ms = s.ended ? new Date(s.ended) - new Date(s.started) : null;
       return h('tr', { tabindex: 0, 'data-testid': 'run-row', 'data-id': s.id, 'data-origin': s.origin || '', 'data-status': s.status, onclick: () => { location.hash = '#/runs/' + encodeURIComponent(s.id); } },
         h('td', {}, statusBadge(s.status)),
@@ -173,7 +173,7 @@ class RunsView extends HTMLElement {
       this.table = h('table', { class: 'grid', 'aria-label': 'Runs' }, h('thead', {}, h('tr', {},
         h('th', {}, 'Status'), h('th', {}, 'Prompt'), h('th', {}, 'Origin'), h('th', {}, 'Started'), h('th', { class: 'num' }, 'Duration'), h('th', { class: 'num' }, 'Tokens'), h('th', { class: 'num' }, 'Tool calls'))), this.tbody);
     }
-    if (this.table.parentNode !== this.listBody) this.listBody.replaceChildren(this.table);
+    if (this.table.parentNode !== this.listBody) fill(this.listBody, this.table);
     if (focused) this.tbody.querySelector(`tr[data-id="${CSS.escape(focused)}"]`)?.focus();
   }
 
@@ -185,7 +185,7 @@ class RunsView extends HTMLElement {
     this.closeFollow();
     this.listEl.hidden = true;
     this.detailEl.hidden = false;
-    this.detailEl.replaceChildren(h('header', { class: 'view-head' }, h('a', { href: '#/runs', class: 'btn ghost sm' }, '← Runs'), h('h1', {}, 'Run'), h('span', { class: 'sub mono' }, id)), h('div', { class: 'boot' }, 'Loading…'));
+    fill(this.detailEl, h('header', { class: 'view-head' }, h('a', { href: '#/runs', class: 'btn ghost sm' }, '← Runs'), h('h1', {}, 'Run'), h('span', { class: 'sub mono' }, id)), h('div', { class: 'boot' }, 'Loading…'));
     let r;
     try {
       r = await api('/runs/' + encodeURIComponent(id));
@@ -232,7 +232,7 @@ class RunsView extends HTMLElement {
     d.pane = h('aside', { class: 'detail-pane', hidden: true, 'aria-label': 'Details' });
     d.body = h('div', { class: 'split' }, h('div', { class: 'list-pane view' }, d.tlWrap, d.ent), d.pane);
     const id = model.summary.id;
-    this.detailEl.replaceChildren(
+    fill(this.detailEl, 
       h('header', { class: 'view-head' }, h('a', { href: '#/runs', class: 'btn ghost sm', 'aria-label': 'Back to the runs' }, '← Runs'), h('h1', {}, 'Run'), h('span', { class: 'sub mono' }, id)),
       d.head, d.tabs, d.body);
 
@@ -270,7 +270,7 @@ class RunsView extends HTMLElement {
     if (!d) return;
     const m = d.model, s = m.summary;
     const ms = s.ended ? new Date(s.ended) - new Date(s.started) : m.maxAt;
-    d.head.replaceChildren(
+    fill(d.head, 
       h('div', { class: 'run-prompt' }, s.prompt || h('span', { class: 'faint' }, s.content ? '(no prompt)' : 'Content not recorded')),
       h('div', { class: 'stats' },
         statusBadge(s.status), originBadge(s.origin),
@@ -287,11 +287,11 @@ class RunsView extends HTMLElement {
       s.content ? null : h('div', { class: 'note' }, NO_CONTENT));
     const total = m.total();
     d.total = total;
-    d.axisTrack.replaceChildren(...[0, 0.25, 0.5, 0.75, 1].map((f) => { const t = h('span', { class: 'tl-tick' }, dur(total * f)); t.style.left = f * 100 + '%'; if (f === 1) t.style.transform = 'translateX(-100%)'; if (f === 0) t.style.transform = 'none'; return t; }));
+    fill(d.axisTrack, ...[0, 0.25, 0.5, 0.75, 1].map((f) => { const t = h('span', { class: 'tl-tick' }, f ? dur(total * f) : '0'); t.style.left = f * 100 + '%'; if (f === 1) t.style.transform = 'translateX(-100%)'; if (f === 0) t.style.transform = 'none'; return t; }));
     const rows = m.rows();
     if (!rows.length && !m.entries.length) {
       d.tl.hidden = true;
-      if (!d.emptyEl) { d.emptyEl = empty('No steps yet', 'The run has not recorded anything yet; steps appear here as it works.'); d.tlWrap.append(d.emptyEl); }
+      if (!d.emptyEl) { d.emptyEl = empty('No steps yet', 'The run has not recorded anything yet; steps appear here as it works.'); add(d.tlWrap, d.emptyEl); }
     } else { d.tl.hidden = false; d.emptyEl?.remove(); d.emptyEl = null; }
     d.vtl.setCount(rows.length, { stick: s.status === 'running' });
     d.vtl.refresh();
@@ -302,7 +302,7 @@ class RunsView extends HTMLElement {
 
   tlRow(i, el) {
     const d = this.detail, s = d.model.rows()[i];
-    if (!s) { el.replaceChildren(); return; }
+    if (!s) { fill(el); return; }
     el.dataset.i = i;
     el.classList.toggle('sel', d.sel === s);
     el.setAttribute('role', 'listitem');
@@ -312,18 +312,20 @@ class RunsView extends HTMLElement {
     label.style.paddingLeft = 10 + s.depth * 14 + 'px';
     const bar = h('div', { class: 'tl-bar' + (s.error ? ' err' : '') + (s.end == null ? ' open' : ''), 'data-testid': 'timeline-bar', 'data-kind': s.kind, title: `${s.name} · ${dur(end - s.start)}` },
       h('span', { class: 'tl-d' }, s.end == null ? 'running' : dur(end - s.start) + (s.endE?.finish_reason ? ' · ' + s.endE.finish_reason : '')));
+    const from = s.start / d.total, to = end / d.total;
+    if (to > 0.8) bar.classList.add(to - from > 0.3 ? 'lab-in' : 'lab-left');
     bar.style.left = (100 * s.start) / d.total + '%';
     bar.style.width = Math.max(0, (100 * (end - s.start)) / d.total) + '%';
-    el.replaceChildren(label, h('div', { class: 'tl-track' }, bar));
+    fill(el, label, h('div', { class: 'tl-track' }, bar));
   }
 
   entRow(i, el) {
     const d = this.detail, e = d.model.entries[i];
-    if (!e) { el.replaceChildren(); return; }
+    if (!e) { fill(el); return; }
     el.dataset.i = i;
     el.classList.toggle('sel', d.selEntry === e);
     el.setAttribute('role', 'listitem');
-    el.replaceChildren(h('div', { class: 'ent' },
+    fill(el, h('div', { class: 'ent' },
       h('span', { class: 'seq' }, e.seq), h('span', { class: 'at' }, dur(e.at_ms)),
       h('span', { class: 'kind kind-' + e.kind }, e.kind), h('span', { class: 'sp' }, e.span || ''),
       h('span', { class: 'txt' + (e.error ? ' fail' : '') }, entryText(e))));
@@ -362,7 +364,7 @@ class RunsView extends HTMLElement {
   pane(title, ...body) {
     const d = this.detail;
     d.pane.hidden = false;
-    d.pane.replaceChildren(
+    fill(d.pane, 
       h('div', { class: 'detail-head' }, h('h2', {}, title), h('button', { class: 'btn ghost icon-only', type: 'button', 'aria-label': 'Close the details (Escape)', onclick: () => this.closePane() }, icon('x'))),
       h('div', { class: 'detail-body' }, body));
   }

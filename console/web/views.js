@@ -1,5 +1,5 @@
 // views.js: the views of the rest of the agent: Tools, Servers, Conversations (and A2A tasks) and Evals.
-import { h, icon, api, session, dur, num, pretty, ago, debounce, empty, copyButton } from './lib.js';
+import { h, fill, add, icon, api, session, dur, num, pretty, ago, debounce, empty, copyButton } from './lib.js';
 
 const go = (hash) => document.dispatchEvent(new CustomEvent('navigate', { detail: hash }));
 
@@ -34,7 +34,7 @@ class ToolsView extends HTMLElement {
     rowKeys(this.tbody);
     this.list = h('div', { class: 'list-pane' });
     this.pane = h('aside', { class: 'detail-pane', hidden: true, 'aria-label': 'Tool' });
-    this.append(head('Tools', this.note, h('span', { class: 'spacer' }), h('div', { class: 'search' }, icon('search'), this.q)), h('div', { class: 'split' }, this.list, this.pane));
+    add(this, head('Tools', this.note, h('span', { class: 'spacer' }), h('div', { class: 'search' }, icon('search'), this.q)), h('div', { class: 'split' }, this.list, this.pane));
     const load = debounce(() => this.load(), 200);
     this.q.addEventListener('input', load);
     this.q.addEventListener('keydown', (e) => { if (e.key === 'ArrowDown') { e.preventDefault(); this.tbody.firstElementChild?.focus(); } });
@@ -45,28 +45,28 @@ class ToolsView extends HTMLElement {
     const q = this.q.value.trim();
     const seq = (this.seq = (this.seq || 0) + 1);
     let r;
-    try { r = await api('/tools' + (q ? '?q=' + encodeURIComponent(q) : '')); } catch (err) { this.list.replaceChildren(h('div', { class: 'error-note' }, err.message)); return; }
+    try { r = await api('/tools' + (q ? '?q=' + encodeURIComponent(q) : '')); } catch (err) { fill(this.list, h('div', { class: 'error-note' }, err.message)); return; }
     if (seq !== this.seq) return;
     this.tools = r.tools || [];
     const s = r.search || {};
     this.note.textContent = `${this.tools.length} tool${this.tools.length === 1 ? '' : 's'}` + (q ? (s.on ? ' · ranked by tool search' : ' · matched by name') : '') + (s.reason && !s.on ? ` · tool search off: ${s.reason}` : '');
     if (!this.tools.length) {
-      this.list.replaceChildren(q ? empty(`No tool matches “${q}”`, 'Try another word, or clear the search to see every tool.', 'search') : empty('The agent has no tools', 'Add MCP servers, A2A peers or built-ins in agent.toml; their tools are listed here.', 'tools'));
+      fill(this.list, q ? empty(`No tool matches “${q}”`, 'Try another word, or clear the search to see every tool.', 'search') : empty('The agent has no tools', 'Add MCP servers, A2A peers or built-ins in agent.toml; their tools are listed here.', 'tools'));
       return;
     }
-    this.tbody.replaceChildren(...this.tools.map((t) => h('tr', { tabindex: 0, 'data-testid': 'tool-row', 'data-name': t.name, onclick: () => this.open(t) },
+    fill(this.tbody, ...this.tools.map((t) => h('tr', { tabindex: 0, 'data-testid': 'tool-row', 'data-name': t.name, onclick: () => this.open(t) },
       h('td', {}, h('span', { class: 'mono' }, t.name), t.title && t.title !== t.name ? h('div', { class: 'faint' }, t.title) : null),
       h('td', { class: 'muted' }, t.source || ''),
       h('td', { class: 'ellipsis muted', title: t.description || '' }, t.description || ''),
       h('td', {}, h('span', { class: 'checks' }, (t.flags || []).map((f) => h('span', { class: 'chip' + (f === 'require_approval' ? ' warn' : '') }, f)))),
       h('td', {}, t.pinned ? h('span', { class: 'chip ok' }, 'pinned') : null),
       q && t.score != null ? h('td', { class: 'num faint' }, t.score.toFixed(2)) : null)));
-    this.list.replaceChildren(h('table', { class: 'grid', 'aria-label': 'Tools' }, h('thead', {}, h('tr', {}, h('th', {}, 'Name'), h('th', {}, 'Source'), h('th', {}, 'Description'), h('th', {}, 'Flags'), h('th', {}, 'Pinned'), q && this.tools[0]?.score != null ? h('th', { class: 'num' }, 'Score') : null)), this.tbody));
+    fill(this.list, h('table', { class: 'grid', 'aria-label': 'Tools' }, h('thead', {}, h('tr', {}, h('th', {}, 'Name'), h('th', {}, 'Source'), h('th', {}, 'Description'), h('th', {}, 'Flags'), h('th', {}, 'Pinned'), q && this.tools[0]?.score != null ? h('th', { class: 'num' }, 'Score') : null)), this.tbody));
   }
   open(t) {
     for (const tr of this.tbody.children) tr.setAttribute('aria-selected', String(tr.dataset.name === t.name));
     this.pane.hidden = false;
-    this.pane.replaceChildren(...detailPane(t.name, () => { this.pane.hidden = true; }, 
+    fill(this.pane, ...detailPane(t.name, () => { this.pane.hidden = true; }, 
       t.description ? h('p', { class: 'muted' }, t.description) : null,
       h('dl', { class: 'kv' }, h('dt', {}, 'source'), h('dd', {}, t.source || '—'), h('dt', {}, 'flags'), h('dd', {}, (t.flags || []).join(', ') || '—'), h('dt', {}, 'pinned'), h('dd', {}, t.pinned ? 'yes' : 'no')),
       h('div', {}, h('div', { class: 'label' }, 'Input schema'), h('pre', { class: 'json' }, pretty(t.input_schema) || '{}')),
@@ -84,17 +84,17 @@ class ServersView extends HTMLElement {
     this.built = true;
     this.note = h('span', { class: 'sub' });
     this.body = h('div', { class: 'view-body' });
-    this.append(head('Servers', this.note), this.body);
+    add(this, head('Servers', this.note), this.body);
   }
   route() { this.load(); clearInterval(this.timer); this.timer = setInterval(() => this.load(), 3000); }
   deactivate() { clearInterval(this.timer); }
   async load() {
     let r;
-    try { r = await api('/servers'); } catch (err) { this.body.replaceChildren(h('div', { class: 'error-note' }, err.message)); return; }
+    try { r = await api('/servers'); } catch (err) { fill(this.body, h('div', { class: 'error-note' }, err.message)); return; }
     const list = r.servers || [];
     const up = list.filter((s) => s.state === 'connected').length;
     this.note.textContent = list.length ? `${up} of ${list.length} connected · refreshed every 3 s` : '';
-    if (!list.length) { this.body.replaceChildren(empty('No MCP servers or A2A peers', 'Add [[mcp_servers]] or [[a2a_peers]] to agent.toml to give the agent tools from them.', 'servers')); return; }
+    if (!list.length) { fill(this.body, empty('No MCP servers or A2A peers', 'Add [[mcp_servers]] or [[a2a_peers]] to agent.toml to give the agent tools from them.', 'servers')); return; }
     const card = (s) => h('div', { class: 'card', 'data-testid': 'server-row', 'data-state': s.state, 'data-name': s.name },
       h('div', { class: 'card-head' }, h('span', { class: 'dot ' + s.state, role: 'img', 'aria-label': STATE[s.state] || s.state }), h('span', { class: 'nm' }, s.name),
         h('span', { class: 'badge' }, s.kind === 'a2a' ? 'A2A peer' : 'MCP'), h('span', { class: 'state' }, STATE[s.state] || s.state)),
@@ -103,7 +103,7 @@ class ServersView extends HTMLElement {
       s.error ? h('div', { class: 'err-text' }, s.error) : null,
       s.state === 'needs_login' && s.login ? h('div', {}, h('div', { class: 'label' }, 'Sign in from a terminal'), h('div', { class: 'codeblock' }, h('pre', { class: 'mono' }, s.login), copyButton(() => s.login, 'Copy the command'))) : null);
     const mcp = list.filter((s) => s.kind !== 'a2a'), a2a = list.filter((s) => s.kind === 'a2a');
-    this.body.replaceChildren(
+    fill(this.body, 
       mcp.length ? h('div', { class: 'section-title' }, 'MCP servers') : null, mcp.length ? h('div', { class: 'cards' }, mcp.map(card)) : null,
       a2a.length ? h('div', { class: 'section-title' }, 'A2A peers') : null, a2a.length ? h('div', { class: 'cards' }, a2a.map(card)) : null);
   }
@@ -118,23 +118,23 @@ class ConversationsView extends HTMLElement {
     this.list = h('div', { class: 'list-pane' });
     this.pane = h('aside', { class: 'detail-pane', hidden: true, 'aria-label': 'Conversation' });
     this.note = h('span', { class: 'sub' });
-    this.append(head('Conversations', this.note), h('div', { class: 'split' }, this.list, this.pane));
+    add(this, head('Conversations', this.note), h('div', { class: 'split' }, this.list, this.pane));
   }
   route(arg) { this.load(); if (arg) this.open(arg); }
   escape() { if (!this.pane.hidden) { this.pane.hidden = true; return true; } return false; }
   async load() {
     const f = session.data?.features || {};
-    if (f.state === false) { this.list.replaceChildren(empty('Conversations are not kept', 'Configure [state] in agent.toml (SQLite or Postgres) to keep conversations and continue them later.', 'conversations')); return; }
+    if (f.state === false) { fill(this.list, empty('Conversations are not kept', 'Configure [state] in agent.toml (SQLite or Postgres) to keep conversations and continue them later.', 'conversations')); return; }
     let r, tasks = null;
     try {
       r = await api('/conversations');
       if (f.tasks) tasks = (await api('/tasks')).tasks || [];
-    } catch (err) { this.list.replaceChildren(h('div', { class: 'error-note' }, err.message)); return; }
+    } catch (err) { fill(this.list, h('div', { class: 'error-note' }, err.message)); return; }
     const list = r.conversations || [];
     this.note.textContent = list.length ? `${list.length} conversation${list.length === 1 ? '' : 's'}` : '';
     const tbody = h('tbody');
     rowKeys(tbody);
-    tbody.append(...list.map((c) => h('tr', { tabindex: 0, 'data-testid': 'conversation-row', 'data-id': c.id, onclick: () => this.open(c.id) },
+    add(tbody, ...list.map((c) => h('tr', { tabindex: 0, 'data-testid': 'conversation-row', 'data-id': c.id, onclick: () => this.open(c.id) },
       h('td', { class: 'ellipsis' }, c.title || h('span', { class: 'mono' }, c.id)),
       h('td', { class: 'num' }, num(c.messages)),
       h('td', { class: 'muted', title: new Date(c.updated || c.created).toLocaleString() }, ago(c.updated || c.created)))));
@@ -147,19 +147,19 @@ class ConversationsView extends HTMLElement {
         h('tbody', {}, tasks.map((t) => h('tr', { class: 'static', 'data-testid': 'task-row' }, h('td', { class: 'mono' }, t.id), h('td', { class: 'mono muted' }, t.context_id || ''), h('td', {}, h('span', { class: 'chip' }, t.state)), h('td', { class: 'muted' }, ago(t.updated || t.created))))))
         : h('div', { class: 'empty-hint muted', style: null }, h('p', {}, 'No A2A tasks yet.')));
     }
-    this.list.replaceChildren(...parts);
+    fill(this.list, ...parts);
   }
   async open(id) {
     for (const tr of this.list.querySelectorAll('tr[data-id]')) tr.setAttribute('aria-selected', String(tr.dataset.id === id));
     this.pane.hidden = false;
     const close = () => { this.pane.hidden = true; };
-    this.pane.replaceChildren(...detailPane('Conversation', close, h('div', { class: 'faint' }, 'Loading…')));
+    fill(this.pane, ...detailPane('Conversation', close, h('div', { class: 'faint' }, 'Loading…')));
     let c;
-    try { c = await api('/conversations/' + encodeURIComponent(id)); } catch (err) { this.pane.replaceChildren(...detailPane('Conversation', close, h('div', { class: 'error-note' }, err.message))); return; }
+    try { c = await api('/conversations/' + encodeURIComponent(id)); } catch (err) { fill(this.pane, ...detailPane('Conversation', close, h('div', { class: 'error-note' }, err.message))); return; }
     const cont = h('button', { class: 'btn primary', type: 'button', 'data-testid': 'conversation-continue', onclick: () => go('#/chat?c=' + encodeURIComponent(id)) }, icon('chat'), 'Continue');
     const del = h('button', { class: 'btn danger', type: 'button', 'data-testid': 'conversation-delete', onclick: () => this.remove(id) }, icon('trash'), 'Delete');
     const msgs = (c.messages || []).filter((m) => m.role !== 'system');
-    this.pane.replaceChildren(...detailPane('Conversation', close,
+    fill(this.pane, ...detailPane('Conversation', close,
       h('div', { class: 'mono faint' }, id),
       h('div', { class: 'checks' }, cont, del),
       msgs.length ? h('div', { class: 'msgs' }, msgs.map((m) => h('div', {},
@@ -179,7 +179,7 @@ class ConversationsView extends HTMLElement {
       ok.disabled = true;
       try { await api('/conversations/' + encodeURIComponent(id), { method: 'DELETE' }); dlg.close(); this.pane.hidden = true; this.load(); } catch (x) { err.textContent = x.message; ok.disabled = false; }
     });
-    document.body.append(dlg);
+    add(document.body, dlg);
     dlg.showModal();
     cancel.focus();
   }
@@ -193,20 +193,20 @@ class EvalsView extends HTMLElement {
     this.built = true;
     this.list = h('div', {});
     this.result = h('div', {});
-    this.append(head('Evals'), h('div', { class: 'view-body' }, this.list, this.result));
+    add(this, head('Evals'), h('div', { class: 'view-body' }, this.list, this.result));
   }
   route(_a, _p, fresh) { if (fresh) this.load(); }
   deactivate() { /* a running eval keeps polling so its table is complete when the view is opened again */ }
   async load() {
     if (session.data?.features && session.data.features.evals === false) {
-      this.list.replaceChildren(empty('No eval datasets', 'Name JSON-lines datasets in [eval] datasets in agent.toml; run them here and see which cases fail.', 'evals'));
+      fill(this.list, empty('No eval datasets', 'Name JSON-lines datasets in [eval] datasets in agent.toml; run them here and see which cases fail.', 'evals'));
       return;
     }
     let r;
-    try { r = await api('/evals'); } catch (err) { this.list.replaceChildren(h('div', { class: 'error-note' }, err.message)); return; }
+    try { r = await api('/evals'); } catch (err) { fill(this.list, h('div', { class: 'error-note' }, err.message)); return; }
     const ds = r.datasets || [];
-    if (!ds.length) { this.list.replaceChildren(empty('No eval datasets', 'Name JSON-lines datasets in [eval] datasets in agent.toml; run them here and see which cases fail.', 'evals')); return; }
-    this.list.replaceChildren(h('div', { class: 'section-title' }, 'Datasets'), h('div', { class: 'cards' }, ds.map((d) => {
+    if (!ds.length) { fill(this.list, empty('No eval datasets', 'Name JSON-lines datasets in [eval] datasets in agent.toml; run them here and see which cases fail.', 'evals')); return; }
+    fill(this.list, h('div', { class: 'section-title' }, 'Datasets'), h('div', { class: 'cards' }, ds.map((d) => {
       const run = h('button', { class: 'btn primary sm', type: 'button', 'data-testid': 'eval-run', 'data-name': d.name, disabled: !!d.error }, icon('play'), 'Run');
       run.addEventListener('click', () => this.run(d, run));
       return h('div', { class: 'card', 'data-testid': 'eval-dataset' },
@@ -217,12 +217,12 @@ class EvalsView extends HTMLElement {
   }
   async run(d, btn) {
     btn.disabled = true;
-    this.result.replaceChildren(h('div', { class: 'section-title' }, d.name), h('div', { class: 'faint', style: null }, 'Starting…'));
+    fill(this.result, h('div', { class: 'section-title' }, d.name), h('div', { class: 'faint', style: null }, 'Starting…'));
     let id;
-    try { id = (await api(`/evals/${encodeURIComponent(d.name)}/run`, { method: 'POST' })).id; } catch (err) { this.result.replaceChildren(h('div', { class: 'error-note' }, err.message)); btn.disabled = false; return; }
+    try { id = (await api(`/evals/${encodeURIComponent(d.name)}/run`, { method: 'POST' })).id; } catch (err) { fill(this.result, h('div', { class: 'error-note' }, err.message)); btn.disabled = false; return; }
     const poll = async () => {
       let r;
-      try { r = await api('/evals/runs/' + encodeURIComponent(id)); } catch (err) { this.result.append(h('div', { class: 'error-note' }, err.message)); btn.disabled = false; return; }
+      try { r = await api('/evals/runs/' + encodeURIComponent(id)); } catch (err) { add(this.result, h('div', { class: 'error-note' }, err.message)); btn.disabled = false; return; }
       this.paint(r);
       if (r.status === 'running') setTimeout(poll, 1000); else btn.disabled = false;
     };
@@ -238,7 +238,7 @@ class EvalsView extends HTMLElement {
       h('td', {}, h('div', {}, c.name || `line ${c.line}`), !c.passed && (c.failures?.length || c.error) ? h('ul', { class: 'failures' }, (c.failures || []).map((f) => h('li', {}, f)), c.error ? h('li', {}, c.error) : null) : null),
       h('td', { class: 'muted' }, (c.tools_called || []).join(', ')),
       h('td', { class: 'num' }, dur(c.duration_ms))));
-    this.result.replaceChildren(
+    fill(this.result, 
       h('div', { class: 'section-title' }, `${r.dataset} · ${r.status}`),
       h('div', { class: 'run-head' },
         h('div', { class: 'stats' }, h('span', {}, 'cases ', h('b', {}, `${cases.length}/${r.total || '?'}`)), h('span', { class: 'pass' }, `${rep.passed || 0} passed`), h('span', { class: 'fail' }, `${rep.failed || 0} failed`)),
