@@ -74,7 +74,7 @@ class Turn {
         return false;
       case 'text': {
         const s = this.spans.get(e.span);
-        const own = e.span === this.root || (s && s.kind === 'model' && s.parent === this.root);
+        const own = e.span === this.root || ((e.parent === this.root || s?.parent === this.root) && (!s || s.kind === 'model'));
         if (!own || !e.text) return false;
         if (this.textSpan !== e.span) { this.textSpan = e.span; this.texts.push(''); }
         this.texts[this.texts.length - 1] += e.text;
