@@ -8,7 +8,8 @@
 // Every path is under /api. Responses are JSON (Content-Type application/json) unless said otherwise; errors are
 // {"error": "message"} with a 4xx or 5xx status. Requests that change anything (POST, DELETE) must carry the header
 // X-CSRF-Token with the csrf value of GET /api/session, and a JSON body where they take one; the page's Origin, when
-// sent, must be the console's own.
+// sent, must be the console's own. On a protected console a script may send "Authorization: Bearer TOKEN" on every
+// call instead of logging in; it then needs no CSRF token (its session's csrf is "").
 //
 //	GET    /api/session                 {"csrf", "auth": "none"|"token"|"oauth", "agent": {"name", "description",
 //	                                     "version", "model", "provider"}, "features": {"state", "tasks", "evals",
@@ -20,7 +21,8 @@
 //
 //	POST   /api/chat     {"message", "conversation_id"?, "tools"?: [name], "disable"?: [name],
 //	                      "output_schema"?: schema}
-//	                                    202 {"run_id"}: the run has started; follow it with its events
+//	                                    202 {"run_id"}: the run has started; follow it with its events; 429 when
+//	                                    too many of the console's runs are going
 //	GET    /api/runs                    {"runs": [runlog.Summary]}, newest first
 //	GET    /api/runs/live               text/event-stream: "event: run", data runlog.Summary, as each run starts,
 //	                                    changes and ends
@@ -29,7 +31,8 @@
 //	                                    text/event-stream: "event: entry", "id: SEQ", data runlog.Entry, the entries
 //	                                    after N (or after Last-Event-ID), then each as it comes; "event: end", data
 //	                                    runlog.Summary, once the run has ended and all were sent
-//	POST   /api/runs/{id}/cancel        204: the console's own run is cancelled, with everything under it
+//	POST   /api/runs/{id}/cancel        204: the console's own run is cancelled, with everything under it; 409 for a
+//	                                    run another front end started, or one that has ended
 //	POST   /api/runs/{id}/answer {"id", "approved"?: bool, "action"?: "accept"|"decline"|"cancel", "content"?: {}}
 //	                                    204: the run's waiting question (a runlog.Waiting entry) is answered
 //
@@ -49,7 +52,12 @@
 //	GET    /api/evals/runs/{id}         {"id", "dataset", "status": "running"|"done"|"failed", "error"?,
 //	                                     "total", "report": evals.Report (cases so far)}
 //
+// In the session, features.state says the conversations can be listed (a state database), tasks that A2A tasks
+// can, evals that eval datasets are configured, tool_search that a run searches the tools rather than offering them
+// all, and content that the content of the other front ends' runs is recorded, not only their sizes and timings.
+//
 // Everything but /api and the page's own files answers 404. The page's files need no session: they hold no secret.
 //
-// It imports host, llm, runlog and internal/evals, and the standard library.
+// It imports host, llm, runlog, internal/evals and internal/httpedge (the Host and Origin checks), and the standard
+// library.
 package console

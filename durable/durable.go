@@ -469,6 +469,8 @@ func (e *Engine) workflow(wctx dbos.Context, in input) (output, error) {
 	var dest *Resumed
 	if lr != nil {
 		ctx = telemetry.Carry(lr.ctx, ctx) // the run stays in its caller's trace
+		// and keeps what its caller marked it with (its origin, a recorder's expectation, ...)
+		ctx = callerValues{Context: ctx, caller: lr.ctx}
 		defer context.AfterFunc(lr.ctx, func() { cancel(context.Cause(lr.ctx)) })()
 		dest = &Resumed{
 			Interactor: lr.interactor,
@@ -481,6 +483,7 @@ func (e *Engine) workflow(wctx dbos.Context, in input) (output, error) {
 			},
 		}
 	} else {
+		ctx = host.WithOrigin(ctx, resumedOrigin(in.Tag))
 		dest = e.resumed(ctx, cancel, id, in.Tag)
 	}
 	req := &host.Request{
@@ -538,6 +541,29 @@ func (e *Engine) resumed(ctx context.Context, cancel context.CancelCauseFunc, id
 		dest.End = func(*host.Answer, error) {}
 	}
 	return dest
+}
+
+// resumedOrigin is the origin (host.WithOrigin) of a run resumed after a crash: its front end's, known by the
+// prefix of its tag ("a2a (resumed)"), or "durable".
+func resumedOrigin(tag string) string {
+	if prefix, _, ok := strings.Cut(tag, ":"); ok && prefix != "" {
+		return prefix + " (resumed)"
+	}
+	return "durable"
+}
+
+// callerValues is the context of a caller's run in its workflow: it ends with the workflow's (Context), and finds
+// the values that context lacks in the caller's, as the run would under a plain Run.
+type callerValues struct {
+	context.Context
+	caller context.Context
+}
+
+func (c callerValues) Value(key any) any {
+	if v := c.Context.Value(key); v != nil {
+		return v
+	}
+	return c.caller.Value(key)
 }
 
 func newID() string {

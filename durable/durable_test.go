@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,6 +18,7 @@ import (
 	"github.com/agenthost/agenthost/internal/testkit/fakellm"
 	"github.com/agenthost/agenthost/internal/testkit/pgtest"
 	"github.com/agenthost/agenthost/internal/testkit/testwait"
+	"github.com/agenthost/agenthost/llm"
 	"github.com/agenthost/agenthost/llm/openai"
 	"github.com/agenthost/agenthost/store"
 )
@@ -76,8 +78,36 @@ func backends(t *testing.T) []backend {
 
 // process is one agenthost process's engine, with its own model client and tools, on a shared database.
 type process struct {
-	engine *Engine
-	tool   *lookup
+	engine  *Engine
+	tool    *lookup
+	origins *origins
+}
+
+// origins is an Observer that records the origin of each run it sees start.
+type origins struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (o *origins) StartRun(ctx context.Context, run *host.RunStart) (context.Context, func(*host.Answer, error)) {
+	o.mu.Lock()
+	o.seen = append(o.seen, run.Origin)
+	o.mu.Unlock()
+	return ctx, func(*host.Answer, error) {}
+}
+
+func (o *origins) StartModelCall(ctx context.Context, _ *host.ModelCallStart) (context.Context, func(*llm.Response, error)) {
+	return ctx, func(*llm.Response, error) {}
+}
+
+func (o *origins) StartToolCall(ctx context.Context, _ *host.ToolCallStart) (context.Context, func(*host.Result, error)) {
+	return ctx, func(*host.Result, error) {}
+}
+
+func (o *origins) list() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.seen)
 }
 
 func start(t *testing.T, db *store.DB, opts Options, llmURL string, launch bool) *process {
@@ -86,9 +116,9 @@ func start(t *testing.T, db *store.DB, opts Options, llmURL string, launch bool)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &process{tool: &lookup{}}
+	p := &process{tool: &lookup{}, origins: &origins{}}
 	tm := host.NewToolManager([]host.Toolset{toolset{[]host.Tool{p.tool}}}, nil)
-	orch := host.New(model, tm, &host.Options{Conversations: db})
+	orch := host.New(model, tm, &host.Options{Conversations: db, Observer: p.origins})
 	opts.AppName, opts.AppVersion = "agenthost-test", "v1"
 	if p.engine, err = New(t.Context(), orch, opts); err != nil {
 		t.Fatal(err)
@@ -206,6 +236,9 @@ func TestRunResumesAfterInterruption(t *testing.T) {
 			if events.Load() == 0 {
 				t.Error("the front end got no event of the resumed run")
 			}
+			if got := second.origins.list(); !slices.Equal(got, []string{"test (resumed)"}) {
+				t.Errorf("the resumed run's origins = %q; want its front end's, resumed", got)
+			}
 			testwait.Until(t, 30*time.Second, "the resumed run is recorded as over", func() bool { return !unfinished() })
 			conv, err := db.Load(t.Context(), "conv-1")
 			if err != nil || len(conv.Messages) != 4 || len(conv.Sources) != 1 {
@@ -231,7 +264,7 @@ func TestRunRelaysEvents(t *testing.T) {
 	var kinds []host.EventKind
 	var ans *host.Answer
 	var streamed strings.Builder
-	for ev, err := range p.engine.Run(t.Context(), &host.Request{Prompt: "Find y."}) {
+	for ev, err := range p.engine.Run(host.WithOrigin(t.Context(), "console"), &host.Request{Prompt: "Find y."}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -252,6 +285,10 @@ func TestRunRelaysEvents(t *testing.T) {
 	conv, err := db.Load(t.Context(), ans.ConversationID)
 	if err != nil || len(conv.Messages) != 4 {
 		t.Fatalf("conversation: %+v, %v", conv, err)
+	}
+	// The run keeps what its caller's context carries: its origin.
+	if got := p.origins.list(); !slices.Equal(got, []string{"console"}) {
+		t.Errorf("origins = %q; want the caller's", got)
 	}
 
 	// Stopping early cancels the run: the hanging tool call ends.

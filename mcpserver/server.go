@@ -468,7 +468,7 @@ func (s *Server) handleAgent(ctx context.Context, req *mcp.CallToolRequest) (*mc
 func (s *Server) runAgent(ctx context.Context, hreq *host.Request, p *progress) (*mcp.CallToolResult, error) {
 	var ans *host.Answer
 	var runErr error
-	for ev, err := range s.opts.Run(ctx, hreq) {
+	for ev, err := range s.opts.Run(host.WithOrigin(ctx, "mcp"), hreq) {
 		if err != nil {
 			runErr = err
 			break

@@ -12,6 +12,8 @@ package runlog
 import (
 	"context"
 	"encoding/json"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agenthost/agenthost/host"
@@ -34,18 +36,37 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Recorder records runs. It is safe for concurrent use.
+// Recorder records runs. It is safe for concurrent use. It starts no goroutine of its own.
 type Recorder struct {
 	opts Options
+
+	mu      sync.Mutex
+	runs    []*record // in start order, oldest first
+	byID    map[string]*record
+	running int // runs in runs that have not ended
+
+	watchers atomic.Pointer[[]*watcher] // copied on write: read on every change of a run
 }
 
 var _ host.EventObserver = (*Recorder)(nil)
 
 // New returns a Recorder.
 func New(opts *Options) *Recorder {
-	r := &Recorder{}
+	r := &Recorder{byID: map[string]*record{}}
 	if opts != nil {
 		r.opts = *opts
+	}
+	if r.opts.MaxRuns <= 0 {
+		r.opts.MaxRuns = 200
+	}
+	if r.opts.MaxEntries <= 0 {
+		r.opts.MaxEntries = 20000
+	}
+	if r.opts.Content == nil {
+		r.opts.Content = func(origin string) bool { return origin == "console" }
+	}
+	if r.opts.Now == nil {
+		r.opts.Now = time.Now
 	}
 	return r
 }
@@ -165,50 +186,12 @@ type ApprovalAnswer struct {
 	Action string `json:"action,omitempty"`
 }
 
-// StartRun implements host.Observer.
-func (r *Recorder) StartRun(ctx context.Context, run *host.RunStart) (context.Context, func(*host.Answer, error)) {
-	return ctx, func(*host.Answer, error) {}
-}
-
-// StartModelCall implements host.Observer.
-func (r *Recorder) StartModelCall(ctx context.Context, call *host.ModelCallStart) (context.Context, func(*llm.Response, error)) {
-	return ctx, func(*llm.Response, error) {}
-}
-
-// StartToolCall implements host.Observer.
-func (r *Recorder) StartToolCall(ctx context.Context, call *host.ToolCallStart) (context.Context, func(*host.Result, error)) {
-	return ctx, func(*host.Result, error) {}
-}
-
-// ObserveEvent implements host.EventObserver.
-func (r *Recorder) ObserveEvent(ctx context.Context, ev *host.Event) {}
-
-// Expect returns ctx marked so that the next root run started under it is recorded under the returned id, and
-// makes that id known at once (a run with StatusRunning and no entries yet), so that a console can hand the id to
-// its page, which follows it, before the run has started. The orchestrator calls StartRun for every run it is asked
-// for, even one that cannot start, so the expected run always ends.
-func (r *Recorder) Expect(ctx context.Context, origin string) (context.Context, string) {
-	return ctx, ""
-}
-
-// Runs returns the runs kept, newest first.
-func (r *Recorder) Runs() []Summary { return nil }
-
-// Run returns a run's summary and its entries from after (0 for all), or false when no such run is kept.
-func (r *Recorder) Run(id string, after int) (Summary, []Entry, bool) { return Summary{}, nil, false }
-
-// Watch calls fn with each run's summary as it starts, changes (at most every 100ms per run) and ends, until ctx
-// ends; it blocks. fn must not block for long.
-func (r *Recorder) Watch(ctx context.Context, fn func(Summary)) {}
-
-// Follow calls fn with the run's entries after seq after, those kept first, then each new one as it is recorded,
-// until the run has ended and every entry was handed over (it returns nil) or ctx ends (it returns ctx's error). It
-// returns an error at once when no such run is kept.
-func (r *Recorder) Follow(ctx context.Context, id string, after int, fn func(Entry)) error {
-	return nil
-}
-
 // Waiting records, in the run ctx belongs to, that the run waits on w, and Answered how it was answered: a
 // console's Interactor calls them, so that the question and its answer are part of the run's record.
-func (r *Recorder) Waiting(ctx context.Context, w *Waiting)         {}
-func (r *Recorder) Answered(ctx context.Context, a *ApprovalAnswer) {}
+func (r *Recorder) Waiting(ctx context.Context, w *Waiting) {
+	r.approval(ctx, &Entry{Kind: KindApproval, Approval: w})
+}
+
+func (r *Recorder) Answered(ctx context.Context, a *ApprovalAnswer) {
+	r.approval(ctx, &Entry{Kind: KindApprovalDone, Answered: a})
+}

@@ -25,6 +25,8 @@ type common struct {
 	configPath string
 	logLevel   string
 	model      string
+	// recordRuns builds the app with wiring.Options.RecordRuns, for the web console.
+	recordRuns bool
 }
 
 func (c *common) register(fs *flag.FlagSet) {
@@ -182,7 +184,7 @@ func (c *common) app(ctx context.Context, fs *flag.FlagSet, stderr, notices io.W
 	if err != nil {
 		return nil, err
 	}
-	return wiring.Build(ctx, cfg, &wiring.Options{Logger: logger, Notices: notices, Version: version, Model: c.model, Purpose: purpose})
+	return wiring.Build(ctx, cfg, &wiring.Options{Logger: logger, Notices: notices, Version: version, Model: c.model, Purpose: purpose, RecordRuns: c.recordRuns})
 }
 
 func configName(cfg *config.Config) string { return wiring.ConfigName(cfg) }

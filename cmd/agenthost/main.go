@@ -62,7 +62,11 @@ var commands = []command{
 	{"serve", `
   agenthost serve [flags]               serve the agent as an MCP server over stdio
   agenthost serve --http [ADDR]         ... over streamable HTTP instead (default [serve] http)
-  agenthost serve --a2a [ADDR]          ... as an A2A agent too (with --http), or only (without)`, cmdServe},
+  agenthost serve --a2a [ADDR]          ... as an A2A agent too (with --http), or only (without)
+  agenthost serve --ui [ADDR]           ... and serve the web console too (default 127.0.0.1:8767)`, cmdServe},
+	{"ui", `
+  agenthost ui [--addr ADDR] [--open]   run the agent and serve the web console: chat, every run step by step,
+                                        tools, servers, conversations and evals (default 127.0.0.1:8767)`, cmdUI},
 	{"eval", `
   agenthost eval [flags] DATASET.jsonl  run an eval dataset through the agent and check each answer`, cmdEval},
 	{"index", `

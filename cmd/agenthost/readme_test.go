@@ -42,6 +42,7 @@ var readmeNotRun = map[string]string{
 	`$ agenthost state`:            "the ids are an example's; state_test.go runs the state commands",
 	`createdb agenthost`:           "needs a PostgreSQL server at db.internal; store and durable run on pgtest clusters",
 	`make test`:                    "is the whole test suite, this test included",
+	`agenthost ui --open          # prints "agenthost: console at http://127.0.0.1:8767/" and opens it`: "opens a browser; ui_test.go runs agenthost ui",
 }
 
 // readmeBlock is one fenced block of README.md.

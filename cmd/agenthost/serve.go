@@ -44,14 +44,17 @@ func cmdServe(ctx context.Context, args []string, io *stdio) error {
 	var httpAddr, a2aAddr addrFlag
 	fs.Var(&httpAddr, "http", "serve MCP over streamable HTTP instead of stdio, on `ADDR` or on [serve] http (default 127.0.0.1:8765)")
 	fs.Var(&a2aAddr, "a2a", "serve A2A (JSON-RPC, v1.0 and v0.3) on `ADDR` or on [serve] a2a (default 127.0.0.1:8766); alone, stdin is not read")
+	var uiAddr addrFlag
+	fs.Var(&uiAddr, "ui", "serve the web console too, on `ADDR` (default "+defaultUIAddr+")")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), `Usage: agenthost serve [flags]
-       agenthost serve --http [ADDR] [--a2a [ADDR]] [flags]
+       agenthost serve --http [ADDR] [--a2a [ADDR]] [--ui [ADDR]] [flags]
        agenthost serve --a2a [ADDR] [flags]
 
 Serves the agent as an MCP server: over stdio (what Claude Desktop and IDEs start), or over
 streamable HTTP at [serve] path (default /mcp). With --a2a it is also (or only) an A2A agent,
-its card at /.well-known/agent-card.json and its JSON-RPC endpoint at /.
+its card at /.well-known/agent-card.json and its JSON-RPC endpoint at /. With --ui it also
+serves the web console (see agenthost ui), for the runs of every front end of this process.
 
 Flags:`)
 		fs.PrintDefaults()
@@ -62,6 +65,7 @@ Flags:`)
 	if rest := fs.Args(); len(rest) > 0 {
 		return fmt.Errorf("%w: serve takes no arguments (got %q)", errUsage, rest)
 	}
+	c.recordRuns = uiAddr.set
 	a, err := c.app(ctx, fs, io.err, io.err, wiring.Running)
 	if err != nil {
 		return err
@@ -69,12 +73,18 @@ Flags:`)
 	defer a.Close()
 	sc := a.Config().Serve
 	o := &wiring.ServeOptions{Stdin: io.stdinCloser(), Stdout: io.stdoutCloser(), Listening: func(e *wiring.Endpoint) {
-		if e.Front == "mcp" {
+		switch e.Front {
+		case "mcp":
 			fmt.Fprintf(io.err, "agenthost: serving MCP at %s (tool %s)\n", e.URL, e.Tool)
-		} else {
+		case "ui":
+			fmt.Fprintf(io.err, "agenthost: console at %s\n", e.URL)
+		default:
 			fmt.Fprintf(io.err, "agenthost: serving A2A at %s (card %s)\n", e.URL, e.Card)
 		}
 	}}
+	if uiAddr.set {
+		o.UI = uiAddr.or(defaultUIAddr)
+	}
 	if httpAddr.set {
 		o.HTTP = httpAddr.or(sc.HTTP)
 	}

@@ -179,6 +179,12 @@ func Build(ctx context.Context, cfg *config.Config, opts *Options) (*App, error)
 		}
 		hopts.Observer = a.tel.Observer()
 	}
+	if opts.RecordRuns {
+		// The console's runs were typed at it; the others' content is recorded where telemetry records it too.
+		capture := cfg.Telemetry.CaptureContent
+		a.runs = runlog.New(&runlog.Options{Content: func(origin string) bool { return capture || origin == "console" }})
+		hopts.Observer = runlog.Tee(hopts.Observer, a.runs)
+	}
 	if mode == Running {
 		if hopts.Conversations, a.state, err = OpenState(ctx, cfg, a.getenv, logger); err != nil {
 			a.Close()

@@ -70,21 +70,25 @@ func (a *App) Serve(ctx context.Context, o *ServeOptions) error {
 	if o == nil {
 		o = &ServeOptions{}
 	}
-	serveHTTP, serveA2A := o.HTTP != "", o.A2A != ""
+	serveHTTP, serveA2A, serveUI := o.HTTP != "", o.A2A != "", o.UI != ""
+	listens := serveHTTP || serveA2A || serveUI
 	sc := a.cfg.Serve
 	var access Access
 	var err error
-	if (serveHTTP || serveA2A) && sc.AuthTokenEnv != "" {
+	if serveUI && a.runs == nil {
+		return errors.New("serve: the console needs an app built with Options.RecordRuns")
+	}
+	if listens && sc.AuthTokenEnv != "" {
 		if access.Token = a.getenv(sc.AuthTokenEnv); access.Token == "" {
 			return fmt.Errorf("%w: %s: serve.auth_token_env names %s, which is not set", ErrConfig, ConfigName(a.cfg), sc.AuthTokenEnv)
 		}
 	}
-	if (serveHTTP || serveA2A) && len(sc.AuthTokensEnv) > 0 {
+	if listens && len(sc.AuthTokensEnv) > 0 {
 		if access.Tokens, err = readCallerTokens(sc.AuthTokensEnv, a.getenv); err != nil {
 			return fmt.Errorf("%w: %s: serve.auth_tokens_env: %w", ErrConfig, ConfigName(a.cfg), err)
 		}
 	}
-	if serveHTTP || serveA2A {
+	if listens {
 		if access.JWT, err = Verifier(ctx, a.cfg, a.logger); err != nil {
 			return fmt.Errorf("%s: [serve.oauth]: %w", ConfigName(a.cfg), err)
 		}
@@ -107,8 +111,15 @@ func (a *App) Serve(ctx context.Context, o *ServeOptions) error {
 		}
 		defer a2aLn.Close()
 	}
+	var uiLn net.Listener
+	if serveUI {
+		if uiLn, err = listenUI(o.UI, protected); err != nil {
+			return err
+		}
+		defer uiLn.Close()
+	}
 
-	serveMCP := !serveA2A || serveHTTP
+	serveMCP := serveHTTP || (!serveA2A && !o.UIOnly)
 	engine, err := a.startEngine(ctx, (serveMCP && Durable(a.cfg, "mcp")) || (serveA2A && Durable(a.cfg, "a2a")))
 	if err != nil {
 		return err
@@ -128,6 +139,18 @@ func (a *App) Serve(ctx context.Context, o *ServeOptions) error {
 	var serve []func(context.Context) error
 	// /livez answers 503 once serving stops: a probe sees the shutdown before the listeners close.
 	live := func() bool { return ctx.Err() == nil }
+	if serveUI {
+		con, err := a.newConsole(access, uiLn.Addr().String())
+		if err != nil {
+			return err
+		}
+		// Deferred after the engine's close, so run first: the console's runs are cancelled before the engine and
+		// the app close.
+		defer con.Close()
+		handler := con.Handler()
+		o.announce(&Endpoint{Front: "ui", Addr: uiLn.Addr(), URL: "http://" + uiLn.Addr().String() + "/"})
+		serve = append(serve, func(ctx context.Context) error { return httpedge.Serve(ctx, uiLn, handler, Timeouts(sc)) })
+	}
 	// The MCP sessions of HTTP and the unfinished tasks of A2A share one cap.
 	sessions := httpedge.NewSessions(sc.MaxSessions)
 	sessions.Reclaim(ReclaimEnded, reclaimQuiet, reclaimEvery, freeSessionMemory(a.logger))
@@ -180,7 +203,17 @@ func (a *App) Serve(ctx context.Context, o *ServeOptions) error {
 			}
 			a.logger.Info("serving MCP over stdio", "tool", srv.ToolName())
 			releaseStartupGarbage()
-			err := srv.ServeStdio(ctx, o.Stdin, o.Stdout)
+			// With the console, MCP over stdio ending (stdin closed) ends serving as a stop would.
+			stdio := func(ctx context.Context) error {
+				if err := srv.ServeStdio(ctx, o.Stdin, o.Stdout); err != nil {
+					return err
+				}
+				return errStdioEnded
+			}
+			err := serveAll(ctx, append(serve, stdio))
+			if errors.Is(err, errStdioEnded) {
+				err = nil
+			}
 			closeEngine()
 			return err
 		}
@@ -238,6 +271,9 @@ func (a *App) Serve(ctx context.Context, o *ServeOptions) error {
 	closeEngine()
 	return err
 }
+
+// errStdioEnded stops the other servers when MCP over stdio ends without an error.
+var errStdioEnded = errors.New("serve: MCP over stdio ended")
 
 func (o *ServeOptions) announce(e *Endpoint) {
 	if o.Listening != nil {

@@ -30,6 +30,8 @@ var Rules = []Rule{
 		Why: "llm is a leaf: model types and the Model interface, no project package"},
 	{Package: Module + "/config", Allowed: []string{"github.com/BurntSushi/toml/..."},
 		Why: "config is the agent.toml schema: it imports only the TOML decoder"},
+	{Package: Module + "/runlog", Allowed: []string{Module + "/host/...", Module + "/llm", "github.com/kljensen/snowball/..."},
+		Why: "runlog is fed by host's observer: it imports host, llm and the standard library only (host's own imports aside)"},
 }
 
 // Support is what no product package may link: test support and the load and benchmark tools.

@@ -1,0 +1,277 @@
+package console
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"strings"
+
+	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/internal/evals"
+	"github.com/agenthost/agenthost/llm"
+)
+
+// toolJSON is a tool as GET /api/tools lists it.
+type toolJSON struct {
+	Name         string          `json:"name"`
+	Title        string          `json:"title,omitempty"`
+	Source       string          `json:"source"`
+	Description  string          `json:"description"`
+	Flags        []string        `json:"flags"`
+	Pinned       bool            `json:"pinned"`
+	InputSchema  json.RawMessage `json:"input_schema,omitempty"`
+	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
+	Score        *float64        `json:"score,omitempty"`
+}
+
+func newToolJSON(t *host.ManagedTool) toolJSON {
+	flags := t.Policy.Flags()
+	if flags == nil {
+		flags = []string{}
+	}
+	return toolJSON{Name: t.Spec.Name, Title: t.Spec.Title, Source: t.Source, Description: t.Spec.Description, Flags: flags,
+		Pinned: t.Pinned(), InputSchema: t.Spec.InputSchema, OutputSchema: t.Spec.OutputSchema}
+}
+
+// maxSearchResults bounds the tools a search lists.
+const maxSearchResults = 50
+
+// tools answers GET /api/tools: every tool, or with ?q= those tool search ranks for it, best first; and whether a
+// run would search the tools, and why.
+func (c *Console) tools(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	tm := c.opts.Orchestrator.Tools()
+	all, err := tm.Tools(ctx)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "listing the tools: "+err.Error())
+		return
+	}
+	d := c.opts.Orchestrator.SearchDecision(all, host.Selection{})
+	search := map[string]any{"on": d.On, "reason": searchReason(d)}
+	out := []toolJSON{}
+	if q := strings.TrimSpace(r.URL.Query().Get("q")); q != "" {
+		hits, err := tm.Search(ctx, q, &host.SearchOptions{MaxResults: maxSearchResults})
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, "searching the tools: "+err.Error())
+			return
+		}
+		for _, h := range hits {
+			t := newToolJSON(h.Tool)
+			score := math.Round(h.Score*1e4) / 1e4
+			t.Score = &score
+			out = append(out, t)
+		}
+	} else {
+		for _, t := range all {
+			out = append(out, newToolJSON(t))
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"tools": out, "search": search})
+}
+
+// searchOn says whether a run would search the tools; false when they cannot be listed.
+func (c *Console) searchOn(ctx context.Context) bool {
+	all, err := c.opts.Orchestrator.Tools().Tools(ctx)
+	return err == nil && c.opts.Orchestrator.SearchDecision(all, host.Selection{}).On
+}
+
+// searchReason says why a run would search the tools or not, as `agenthost tools` does.
+func searchReason(d host.SearchDecision) string {
+	if d.Why != "auto" {
+		return d.Why
+	}
+	if d.On {
+		return fmt.Sprintf("auto: %d tools, estimated %d tokens > threshold %d", d.Tools, d.Tokens, d.Threshold)
+	}
+	return fmt.Sprintf("auto: %d tools, estimated %d tokens <= threshold %d", d.Tools, d.Tokens, d.Threshold)
+}
+
+// servers answers GET /api/servers.
+func (c *Console) servers(w http.ResponseWriter, r *http.Request) {
+	list := []ServerState{}
+	if c.opts.Servers != nil {
+		list = append(list, c.opts.Servers()...)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"servers": list})
+}
+
+func (c *Console) listConversations(w http.ResponseWriter, r *http.Request) {
+	if c.opts.Conversations == nil {
+		writeError(w, http.StatusNotFound, "the conversations are kept in memory, which cannot list them: see [state]")
+		return
+	}
+	list, err := c.opts.Conversations.List(r.Context())
+	if err != nil {
+		writeError(w, errorStatus(err), err.Error())
+		return
+	}
+	if list == nil {
+		list = []ConversationSummary{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"conversations": list})
+}
+
+func (c *Console) getConversation(w http.ResponseWriter, r *http.Request) {
+	if c.opts.Conversations == nil {
+		writeError(w, http.StatusNotFound, "no state database")
+		return
+	}
+	conv, err := c.opts.Conversations.Get(r.Context(), r.PathValue("id"))
+	if err != nil {
+		writeError(w, errorStatus(err), err.Error())
+		return
+	}
+	msgs := conv.Messages
+	if msgs == nil {
+		msgs = []llm.Message{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"id": conv.ID, "messages": msgs})
+}
+
+func (c *Console) deleteConversation(w http.ResponseWriter, r *http.Request) {
+	if c.opts.Conversations == nil {
+		writeError(w, http.StatusNotFound, "no state database")
+		return
+	}
+	if err := c.opts.Conversations.Delete(r.Context(), r.PathValue("id")); err != nil {
+		writeError(w, errorStatus(err), err.Error())
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (c *Console) listTasks(w http.ResponseWriter, r *http.Request) {
+	if c.opts.Tasks == nil {
+		writeError(w, http.StatusNotFound, "no state database")
+		return
+	}
+	list, err := c.opts.Tasks.List(r.Context())
+	if err != nil {
+		writeError(w, errorStatus(err), err.Error())
+		return
+	}
+	if list == nil {
+		list = []TaskSummary{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"tasks": list})
+}
+
+func (c *Console) getTask(w http.ResponseWriter, r *http.Request) {
+	if c.opts.Tasks == nil {
+		writeError(w, http.StatusNotFound, "no state database")
+		return
+	}
+	task, err := c.opts.Tasks.Get(r.Context(), r.PathValue("id"))
+	if err != nil {
+		writeError(w, errorStatus(err), err.Error())
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(task)
+}
+
+// evalRun is an eval dataset's run started from the console.
+type evalRun struct {
+	ID      string `json:"id"`
+	Dataset string `json:"dataset"`
+	// Status is "running", "done" or "failed".
+	Status string        `json:"status"`
+	Error  string        `json:"error,omitempty"`
+	Total  int           `json:"total"`
+	Report *evals.Report `json:"report"`
+}
+
+// maxEvalRuns bounds the eval runs kept, the oldest dropped first.
+const maxEvalRuns = 20
+
+func (c *Console) listEvals(w http.ResponseWriter, r *http.Request) {
+	if c.opts.Evals == nil {
+		writeError(w, http.StatusNotFound, "no eval datasets are configured")
+		return
+	}
+	list := c.opts.Evals.Datasets()
+	if list == nil {
+		list = []evals.Dataset{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"datasets": list})
+}
+
+func (c *Console) runEval(w http.ResponseWriter, r *http.Request) {
+	if c.opts.Evals == nil {
+		writeError(w, http.StatusNotFound, "no eval datasets are configured")
+		return
+	}
+	name := r.PathValue("name")
+	total, found := 0, false
+	for _, d := range c.opts.Evals.Datasets() {
+		if d.Name == name {
+			total, found = d.Cases, true
+		}
+	}
+	if !found {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no dataset %q", name))
+		return
+	}
+	run := &evalRun{ID: "e" + rand.Text()[:12], Dataset: name, Status: "running", Total: total, Report: &evals.Report{Cases: []*evals.Result{}}}
+	c.mu.Lock()
+	c.evalRuns[run.ID] = run
+	c.evalIDs = append(c.evalIDs, run.ID)
+	for len(c.evalIDs) > maxEvalRuns {
+		delete(c.evalRuns, c.evalIDs[0])
+		c.evalIDs = c.evalIDs[1:]
+	}
+	c.mu.Unlock()
+	started := c.goOwned(func() {
+		report, err := c.opts.Evals.Run(c.ctx, name, 0, func(res *evals.Result) {
+			c.evalMu.Lock()
+			run.Report.Cases = append(run.Report.Cases, res)
+			if res.Passed {
+				run.Report.Passed++
+			} else {
+				run.Report.Failed++
+			}
+			c.evalMu.Unlock()
+		})
+		c.evalMu.Lock()
+		defer c.evalMu.Unlock()
+		if err != nil {
+			run.Status, run.Error = "failed", err.Error()
+			return
+		}
+		if report != nil {
+			run.Report = report
+		}
+		run.Status = "done"
+	})
+	if !started {
+		writeError(w, http.StatusServiceUnavailable, "the console is closing")
+		return
+	}
+	writeJSON(w, http.StatusAccepted, map[string]string{"id": run.ID})
+}
+
+func (c *Console) getEvalRun(w http.ResponseWriter, r *http.Request) {
+	if c.opts.Evals == nil {
+		writeError(w, http.StatusNotFound, "no eval datasets are configured")
+		return
+	}
+	c.mu.Lock()
+	run := c.evalRuns[r.PathValue("id")]
+	c.mu.Unlock()
+	if run == nil {
+		writeError(w, http.StatusNotFound, "no such eval run")
+		return
+	}
+	c.evalMu.Lock()
+	body, err := json.Marshal(run)
+	c.evalMu.Unlock()
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(append(body, '\n'))
+}

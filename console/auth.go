@@ -1,0 +1,278 @@
+package console
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/json"
+	"mime"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// cookieName names the session cookie.
+const cookieName = "agenthost_console"
+
+// Sessions expire after sessionIdle without a request; at most maxSessions are kept, the least recently used
+// dropped first.
+const (
+	sessionIdle = 12 * time.Hour
+	maxSessions = 64
+)
+
+// session is a logged-in browser.
+type session struct {
+	id, csrf, subject string
+	// expires is the JWT's expiry; zero for a static token.
+	expires  time.Time
+	lastSeen time.Time
+}
+
+// sessions are the console's sessions. They live in memory: a restart logs everyone out.
+type sessions struct {
+	now func() time.Time
+	mu  sync.Mutex
+	m   map[string]*session
+}
+
+func newSessions(now func() time.Time) *sessions {
+	return &sessions{now: now, m: map[string]*session{}}
+}
+
+// open opens a session for subject until expires (zero: until idle), dropping the least recently used one when
+// full.
+func (s *sessions) open(subject string, expires time.Time) *session {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	for id, ss := range s.m {
+		if s.endedLocked(ss, now) {
+			delete(s.m, id)
+		}
+	}
+	for len(s.m) >= maxSessions {
+		var oldest *session
+		for _, ss := range s.m {
+			if oldest == nil || ss.lastSeen.Before(oldest.lastSeen) {
+				oldest = ss
+			}
+		}
+		delete(s.m, oldest.id)
+	}
+	ss := &session{id: rand.Text() + rand.Text(), csrf: rand.Text(), subject: subject, expires: expires, lastSeen: now}
+	s.m[ss.id] = ss
+	return ss
+}
+
+// get returns the live session id, marking it used.
+func (s *sessions) get(id string) (*session, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss, ok := s.m[id]
+	if !ok {
+		return nil, false
+	}
+	now := s.now()
+	if s.endedLocked(ss, now) {
+		delete(s.m, id)
+		return nil, false
+	}
+	ss.lastSeen = now
+	return ss, true
+}
+
+func (s *sessions) close(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.m, id)
+}
+
+func (s *sessions) endedLocked(ss *session, now time.Time) bool {
+	return now.Sub(ss.lastSeen) > sessionIdle || (!ss.expires.IsZero() && !now.Before(ss.expires))
+}
+
+// caller is who made a request, as access found it.
+type caller struct {
+	// session is the request's session; nil for an unprotected console or a bearer token.
+	session *session
+	// bearer says the request carried a valid bearer token (a script): no CSRF token is needed.
+	bearer bool
+}
+
+type callerKey struct{}
+
+func callerOf(r *http.Request) caller {
+	c, _ := r.Context().Value(callerKey{}).(caller)
+	return c
+}
+
+// access lets a request through to next when it may: the page's files always; on a protected console, /api/session
+// and /api/login always, the rest of /api with the session cookie or a bearer token; and a request that changes
+// anything only with the CSRF token and, when it has a body, as JSON.
+func (c *Console) access(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !isAPI(r.URL.Path) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		var who caller
+		if c.protected() {
+			if bearer, ok := bearerToken(r); ok {
+				if _, _, err := c.checkToken(r.Context(), bearer); err != nil {
+					w.Header().Set("WWW-Authenticate", `Bearer realm="agenthost", error="invalid_token"`)
+					writeError(w, http.StatusUnauthorized, "the bearer token is not valid")
+					return
+				}
+				who.bearer = true
+			} else if ck, err := r.Cookie(cookieName); err == nil {
+				who.session, _ = c.sessions.get(ck.Value)
+			}
+			open := r.URL.Path == "/api/session" || r.URL.Path == "/api/login"
+			if who.session == nil && !who.bearer && !open {
+				writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "log in first", "login": c.loginKind()})
+				return
+			}
+		}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			if r.ContentLength != 0 && !isJSON(r.Header.Get("Content-Type")) {
+				writeError(w, http.StatusUnsupportedMediaType, "the body must be JSON (Content-Type application/json)")
+				return
+			}
+			if r.URL.Path != "/api/login" && !who.bearer && !c.csrfMatches(who, r.Header.Get("X-CSRF-Token")) {
+				writeError(w, http.StatusForbidden, "forbidden: missing or wrong X-CSRF-Token")
+				return
+			}
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, who)))
+	})
+}
+
+// csrfMatches compares the request's CSRF token with the session's, or the console's when it is unprotected, in
+// constant time.
+func (c *Console) csrfMatches(who caller, got string) bool {
+	want := c.csrf
+	if c.protected() {
+		if who.session == nil {
+			return false
+		}
+		want = who.session.csrf
+	}
+	return got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
+}
+
+func (c *Console) loginKind() string {
+	if c.opts.Verify != nil && c.opts.Token == "" && len(c.opts.Tokens) == 0 {
+		return "oauth"
+	}
+	return "token"
+}
+
+// checkToken checks a token given to log in or as a bearer: every static token compared in constant time, so that
+// the time says nothing of which matched, then, when none did, as a JWT of [serve.oauth].
+func (c *Console) checkToken(ctx context.Context, token string) (subject string, expires time.Time, err error) {
+	matched := false
+	if c.opts.Token != "" && subtle.ConstantTimeCompare([]byte(token), []byte(c.opts.Token)) == 1 {
+		matched = true
+	}
+	for t, sub := range c.opts.Tokens {
+		if subtle.ConstantTimeCompare([]byte(token), []byte(t)) == 1 {
+			subject, matched = sub, true
+		}
+	}
+	if matched {
+		return subject, time.Time{}, nil
+	}
+	if c.opts.Verify != nil && token != "" {
+		return c.opts.Verify(ctx, token)
+	}
+	return "", time.Time{}, errBadToken
+}
+
+var errBadToken = &tokenError{}
+
+type tokenError struct{}
+
+func (*tokenError) Error() string { return "console: the token is not valid" }
+
+func bearerToken(r *http.Request) (string, bool) {
+	const prefix = "Bearer "
+	h := r.Header.Get("Authorization")
+	if !strings.HasPrefix(h, prefix) {
+		return "", false
+	}
+	return h[len(prefix):], true
+}
+
+func isJSON(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	return err == nil && mt == "application/json"
+}
+
+// session answers GET /api/session.
+func (c *Console) session(w http.ResponseWriter, r *http.Request) {
+	who := callerOf(r)
+	if c.protected() && who.session == nil && !who.bearer {
+		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "log in first", "login": c.loginKind()})
+		return
+	}
+	csrf := c.csrf
+	switch {
+	case who.session != nil:
+		csrf = who.session.csrf
+	case who.bearer:
+		csrf = "" // a bearer token needs none
+	}
+	var schema any
+	if len(c.opts.OutputSchema) > 0 {
+		schema = c.opts.OutputSchema
+	}
+	features := map[string]bool{
+		"state":       c.opts.Conversations != nil,
+		"tasks":       c.opts.Tasks != nil,
+		"evals":       c.opts.Evals != nil,
+		"tool_search": c.searchOn(r.Context()),
+		"content":     c.opts.Content,
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"csrf": csrf, "auth": c.authKind(), "agent": c.opts.Agent,
+		"features": features, "output_schema": schema})
+}
+
+// login answers POST /api/login: a good token opens a session, whose id the cookie holds.
+func (c *Console) login(w http.ResponseWriter, r *http.Request) {
+	if !c.protected() {
+		writeError(w, http.StatusConflict, "this console needs no login")
+		return
+	}
+	var body struct {
+		Token string `json:"token"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+		writeError(w, http.StatusBadRequest, "the body must be {\"token\": \"...\"}")
+		return
+	}
+	subject, expires, err := c.checkToken(r.Context(), body.Token)
+	if err != nil {
+		c.logger.Info("console: a login was refused", "err", err)
+		writeError(w, http.StatusUnauthorized, "the token is not valid")
+		return
+	}
+	ss := c.sessions.open(subject, expires)
+	ck := &http.Cookie{Name: cookieName, Value: ss.id, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,
+		Secure: r.TLS != nil}
+	if !expires.IsZero() {
+		ck.Expires = expires
+	}
+	http.SetCookie(w, ck)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// logout answers POST /api/logout: the session ends and the cookie is cleared.
+func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
+	if ss := callerOf(r).session; ss != nil {
+		c.sessions.close(ss.id)
+	}
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, MaxAge: -1})
+	w.WriteHeader(http.StatusNoContent)
+}
