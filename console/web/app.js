@@ -59,7 +59,7 @@ function buildFoot() {
       ? h('button', { class: 'btn ghost', type: 'button', onclick: logout }, icon('lock'), h('span', { class: 'nav-label' }, 'Sign out'))
       : null,
     h('div', { class: 'agent-meta', title: [a.provider, a.model].filter(Boolean).join(' · ') },
-      h('span', { class: 'mono' }, a.model || ''), a.version ? h('span', { class: 'faint' }, 'v' + a.version) : null));
+      h('span', { class: 'mono' }, a.model || ''), a.version ? h('span', { class: 'faint' }, /^\d/.test(a.version) ? 'v' + a.version : a.version) : null));
   document.getElementById('agent-name').textContent = a.name || 'agenthost';
   document.title = (a.name || 'agenthost') + ' · agenthost';
 }

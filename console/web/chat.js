@@ -388,7 +388,9 @@ class ChatView extends HTMLElement {
         add(this.col, t.el);
       }
       if (!this.col.childElementCount) add(this.col, empty('This conversation has no messages yet', 'Send a message to continue it.'));
-      this.convTitle.textContent = c.title || id;
+      const first = (c.messages || []).find((m) => m.role === 'user');
+      this.convTitle.textContent = c.title || (first?.content || id).slice(0, 80);
+      this.convTitle.title = id;
       this.stick();
     } catch (err) {
       fill(this.col, h('div', { class: 'error-note' }, 'The conversation could not be read: ' + err.message));
@@ -415,6 +417,7 @@ class ChatView extends HTMLElement {
     this.stick();
     const body = { message: text };
     if (this.conversation) body.conversation_id = this.conversation;
+    else { this.convTitle.textContent = text.length > 80 ? text.slice(0, 80) + '…' : text; }
     if (this.options.tools.size) body.tools = [...this.options.tools];
     if (this.options.disable.size) body.disable = [...this.options.disable];
     if (schema) body.output_schema = schema;
@@ -438,7 +441,7 @@ class ChatView extends HTMLElement {
   runEnded(turn) {
     if (turn.final?.conversation_id && !this.conversation) {
       this.conversation = turn.final.conversation_id;
-      this.convTitle.textContent = this.conversation;
+      this.convTitle.title = this.conversation;
     }
     if (this.current === turn) { this.current = null; this.setRunning(false); }
   }

@@ -33,7 +33,8 @@ class RunModel {
     const s = this.span(e.span, e);
     if (m && m[2] === 'start') {
       Object.assign(s, { kind: m[1], parent: e.parent || '', start: e.at_ms, startE: e });
-      s.name = m[1] === 'tool' ? e.name || 'tool' : m[1] === 'model' ? (e.model || 'model') + (e.iteration ? ` · iteration ${e.iteration}` : '') : e.agent || 'run';
+      if (m[1] === 'model') this.calls = (this.calls || 0) + 1;
+      s.name = m[1] === 'tool' ? e.name || 'tool' : m[1] === 'model' ? `${e.model || 'model'} · call ${this.calls}` : e.agent || 'run';
     } else if (m) {
       Object.assign(s, { kind: m[1], end: e.at_ms, endE: e });
       if (e.error || e.ok === false || (m[1] === 'run' && e.stopped_by && e.stopped_by !== 'answered' && e.stopped_by !== 'tool_took_control')) s.error = true;
@@ -380,7 +381,7 @@ class RunsView extends HTMLElement {
     const parts = [];
     const timing = [['span', h('span', { class: 'mono' }, s.id)], ['parent', s.parent ? h('span', { class: 'mono' }, s.parent) : ''], ['started', dur(s.start)], ['duration', s.end != null ? dur(s.end - s.start) : 'running']];
     if (s.kind === 'model') {
-      parts.push(kv([['model', st.model], ['iteration', st.iteration], ['tools offered', st.tools], ...timing, ['finish reason', en.finish_reason], ['tokens', en.usage ? `${num(en.usage.total_tokens)} (${num(en.usage.prompt_tokens)} in · ${num(en.usage.completion_tokens)} out)` : ''], ['error', en.error ? h('span', { class: 'fail' }, en.error) : '']]));
+      parts.push(kv([['model', st.model], ['iteration', st.iteration ?? 0], ['tools offered', st.tools], ...timing, ['finish reason', en.finish_reason], ['tokens', en.usage ? `${num(en.usage.total_tokens)} (${num(en.usage.prompt_tokens)} in · ${num(en.usage.completion_tokens)} out)` : ''], ['error', en.error ? h('span', { class: 'fail' }, en.error) : '']]));
       if (noContent) parts.push(noContent);
       if (st.messages?.length) parts.push(section(`Sent · ${st.messages.length} messages`, h('div', { class: 'msgs' }, st.messages.map((m) => h('div', {},
         h('div', { class: 'role' }, m.role + (m.name ? ' · ' + m.name : '') + (m.tool_call_id ? ' · ' + m.tool_call_id : '')),

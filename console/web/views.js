@@ -145,7 +145,7 @@ class ConversationsView extends HTMLElement {
       parts.push(h('div', { class: 'section-title' }, 'A2A tasks'));
       parts.push(tasks.length ? h('table', { class: 'grid', 'aria-label': 'A2A tasks' }, h('thead', {}, h('tr', {}, h('th', {}, 'Task'), h('th', {}, 'Context'), h('th', {}, 'State'), h('th', {}, 'Updated'))),
         h('tbody', {}, tasks.map((t) => h('tr', { class: 'static', 'data-testid': 'task-row' }, h('td', { class: 'mono' }, t.id), h('td', { class: 'mono muted' }, t.context_id || ''), h('td', {}, h('span', { class: 'chip' }, t.state)), h('td', { class: 'muted' }, ago(t.updated || t.created))))))
-        : h('div', { class: 'empty-hint muted', style: null }, h('p', {}, 'No A2A tasks yet.')));
+        : h('p', { class: 'muted pad' }, 'No A2A tasks yet: tasks appear when A2A clients call the agent (agenthost serve --a2a).'));
     }
     fill(this.list, ...parts);
   }
@@ -217,7 +217,7 @@ class EvalsView extends HTMLElement {
   }
   async run(d, btn) {
     btn.disabled = true;
-    fill(this.result, h('div', { class: 'section-title' }, d.name), h('div', { class: 'faint', style: null }, 'Starting…'));
+    fill(this.result, h('div', { class: 'section-title' }, d.name), h('p', { class: 'faint pad' }, 'Starting…'));
     let id;
     try { id = (await api(`/evals/${encodeURIComponent(d.name)}/run`, { method: 'POST' })).id; } catch (err) { fill(this.result, h('div', { class: 'error-note' }, err.message)); btn.disabled = false; return; }
     const poll = async () => {
