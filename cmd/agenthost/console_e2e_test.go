@@ -1,0 +1,458 @@
+package main
+
+// The web console's end-to-end tests: each starts the real binary (`agenthost ui`, or `serve --http --ui`) with a
+// fakellm model and the fixture MCP server, drives Debian's Chromium through internal/testkit/browser, and checks
+// what a person sees. Each test ends with no page errors, and writes screenshots of its views to its artifacts
+// (go test -artifacts -outputdir DIR keeps them); -update-screenshots also copies the chat and timeline ones to
+// docs/.
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp/kb"
+
+	"github.com/agenthost/agenthost/internal/testkit/browser"
+	"github.com/agenthost/agenthost/internal/testkit/fakellm"
+)
+
+// consoleEnv is the console child's environment: the model's API key.
+var consoleEnv = []string{"TEST_KEY=k"}
+
+// uiConsole starts `agenthost ui` for an agent named name whose model is llm, with the fixture server (tools fx_*)
+// and extra appended to its configuration, and a browser on the console.
+func uiConsole(t *testing.T, name string, llm *fakellm.Server, extra string, env ...string) (*consoleChild, *browser.Browser, string) {
+	t.Helper()
+	config := agentConfig(t, t.TempDir(), name, llm.URL, "", extra)
+	c := startConsole(t, append(consoleEnv, env...), "ui", "--config", config, "--addr", "127.0.0.1:0")
+	b := browser.Start(t)
+	return c, b, config
+}
+
+// send types message into the chat and presses Enter.
+func send(t *testing.T, b *browser.Browser, message string) {
+	t.Helper()
+	b.WaitVisible(sel("chat-input"))
+	b.SendKeys(sel("chat-input"), message+kb.Enter)
+}
+
+// apiGet reads a console API path with the browser's own session (fetch from the page), decoding its JSON into out.
+func apiGet(t *testing.T, b *browser.Browser, path string, out any) {
+	t.Helper()
+	var raw string
+	b.Eval(`fetch(`+jsString(path)+`).then((r) => r.text())`, &raw)
+	if err := json.Unmarshal([]byte(raw), out); err != nil {
+		t.Fatalf("GET %s: %v: %s", path, err, raw)
+	}
+}
+
+// jsString quotes s as a JavaScript string literal.
+func jsString(s string) string {
+	q, _ := json.Marshal(s)
+	return string(q)
+}
+
+// TestConsoleChat: a message typed in the chat reaches the model, which calls the fixture's cite tool and then
+// streams an answer that cites its document; the page shows the answer, the citation and the source, and the tool's
+// step with its arguments and result.
+func TestConsoleChat(t *testing.T) {
+	llm := fakellm.New()
+	t.Cleanup(llm.Close)
+	const answer = "The document says hello [1]. It was written for this test, and it greets whoever reads it."
+	llm.Enqueue(
+		fakellm.Turn{ToolCalls: []fakellm.ToolCall{
+			{ID: "c1", Name: "fx_cite", Arguments: `{}`},
+			{ID: "c2", Name: "fx_shout", Arguments: `{"text":"greetings"}`},
+		}},
+		fakellm.Turn{Text: answer, ChunkSize: 6},
+	)
+	c, b, config := uiConsole(t, "chatty", llm, "\n[eval]\ndatasets = [\"evals/*.jsonl\"]\n")
+	// Listed again at each visit of Evals: written after the start.
+	if err := os.Mkdir(filepath.Join(filepath.Dir(config), "evals"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Dir(config), "evals/greetings.jsonl", `{"name": "cites", "prompt": "What does the document say?", "expect": {"tools_called": ["fx_cite"], "min_sources": 1}}
+{"name": "shouts", "prompt": "Shout hello.", "expect": {"contains": ["HELLO"]}}
+`)
+	b.Visit(c.url + "#/chat")
+	send(t, b, "What does the document say?")
+
+	waitFor(t, b, "the answer with its sources", `document.querySelector('[data-testid="answer"]') && document.querySelector('[data-testid="sources"]')`)
+	got := b.Text(sel("answer"))
+	if !strings.Contains(got, "The document says hello") || !strings.Contains(got, "greets whoever reads it.") {
+		t.Errorf("the answer reads %q", got)
+	}
+	if n := b.Count(sel("answer") + ` ` + sel("citation", `[data-ref="1"]`)); n != 1 {
+		t.Errorf("%d citations [1] in the answer, want 1", n)
+	}
+	if src := b.Text(sel("sources") + ` li[data-n="1"]`); !strings.Contains(src, "The test document") || !strings.Contains(src, fixtureDocURI) {
+		t.Errorf("source 1 reads %q", src)
+	}
+	reqs := llm.Requests()
+	if len(reqs) != 2 || !reqs[1].Stream {
+		t.Fatalf("%d model requests (streamed: %v), want 2 streamed", len(reqs), len(reqs) == 2 && reqs[1].Stream)
+	}
+	if last := reqs[0].Messages[len(reqs[0].Messages)-1]; last.Role != "user" || last.Content != "What does the document say?" {
+		t.Errorf("the model was asked %q", last.Content)
+	}
+
+	// The tool steps: done, with its arguments and its result once expanded.
+	waitFor(t, b, "the cite step done", `document.querySelector('[data-testid="tool-step"][data-name="fx_cite"][data-state="ok"]')`)
+	step := sel("tool-step", `[data-name="fx_shout"]`)
+	waitFor(t, b, "the shout step done", `document.querySelector('`+step+`[data-state="ok"]')`)
+	b.Click(step + ` summary`)
+	b.WaitVisible(step + ` .step-body pre`)
+	body := b.Text(step + ` .step-body`)
+	if !strings.Contains(body, `"greetings"`) || !strings.Contains(body, "\nGREETINGS") {
+		t.Errorf("the expanded step lacks the argument or the result:\n%s", body)
+	}
+	for _, want := range []string{"ARGUMENTS", `"TEXT"`, "GREETINGS", "RESULT"} { // the labels are upper-cased by CSS
+		if !strings.Contains(strings.ToUpper(body), want) {
+			t.Errorf("the expanded step lacks %q:\n%s", want, body)
+		}
+	}
+	shot(t, b, "console-chat")
+	setTheme(t, b, "dark")
+	shot(t, b, "console-chat-dark")
+	setTheme(t, b, "light")
+
+	// The other views, as they look for this agent.
+	b.Click(sel("nav-tools"))
+	waitFor(t, b, "the fixture's tools", `document.querySelector('[data-testid="tool-row"][data-name="fx_cite"]')`)
+	shot(t, b, "console-tools")
+	b.Click(sel("nav-servers"))
+	waitFor(t, b, "the fixture server connected", `document.querySelector('[data-testid="server-row"][data-name="fixture"][data-state="connected"]')`)
+	shot(t, b, "console-servers")
+	b.Click(sel("nav-evals"))
+	b.WaitVisible(sel("eval-dataset"))
+	if got := b.Text(sel("eval-dataset")); !strings.Contains(got, "greetings") {
+		t.Errorf("the dataset reads %q", got)
+	}
+	shot(t, b, "console-evals")
+	b.AssertNoErrors()
+}
+
+// runSummary is what GET /api/runs/{id} says of a run.
+type runSummary struct {
+	Run struct {
+		ID        string `json:"id"`
+		Status    string `json:"status"`
+		Origin    string `json:"origin"`
+		Entries   int    `json:"entries"`
+		ToolCalls int    `json:"tool_calls"`
+	} `json:"run"`
+}
+
+// latestRunID returns the id of the run the chat's latest turn links to ("View run").
+func latestRunID(t *testing.T, b *browser.Browser) string {
+	t.Helper()
+	waitFor(t, b, "the link to the run", `[...document.querySelectorAll('a[href^="#/runs/"]')].length > 0`)
+	var href string
+	b.Eval(`[...document.querySelectorAll('a[href^="#/runs/"]')].pop().getAttribute('href')`, &href)
+	return strings.TrimPrefix(href, "#/runs/")
+}
+
+// TestConsoleApproval: a tool that needs approval waits for the person at the console: Approve runs it and the
+// answer arrives; in the next turn Deny refuses it, and the model is told so.
+func TestConsoleApproval(t *testing.T) {
+	llm := fakellm.New()
+	t.Cleanup(llm.Close)
+	llm.Enqueue(
+		fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "a1", Name: "fx_shout", Arguments: `{"text":"approved"}`}}},
+		fakellm.Turn{Text: "The fixture shouted APPROVED."},
+		fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "a2", Name: "fx_shout", Arguments: `{"text":"denied"}`}}},
+		fakellm.Turn{Text: "I was not allowed to shout."},
+	)
+	c, b, _ := uiConsole(t, "careful", llm, "[tools.\"fx_shout\"]\nrequire_approval = true\n")
+	b.Visit(c.url + "#/chat")
+
+	send(t, b, "Shout approved.")
+	b.WaitVisible(sel("approve"))
+	if n := llm.RequestCount(); n != 1 {
+		t.Fatalf("%d model requests while the approval waits, want 1", n)
+	}
+	if n := b.Count(sel("tool-step", `[data-state="ok"]`)); n != 0 {
+		t.Errorf("%d tool steps done before the approval", n)
+	}
+	shot(t, b, "console-approval")
+	b.Click(sel("approve"))
+	waitFor(t, b, "the answer after the approval", `document.querySelector('[data-testid="answer"]')?.textContent.includes('shouted APPROVED')`)
+	waitFor(t, b, "the approved step done", `document.querySelector('[data-testid="tool-step"][data-name="fx_shout"][data-state="ok"]')`)
+	if out := llm.Requests()[1].Messages; out[len(out)-1].ToolOutput() != "APPROVED" {
+		t.Errorf("the model got %q from the approved tool", out[len(out)-1].Content)
+	}
+
+	send(t, b, "Shout denied.")
+	waitFor(t, b, "the second approval", `document.querySelectorAll('[data-testid="deny"]').length === 1`)
+	b.Click(sel("deny"))
+	waitFor(t, b, "the answer after the denial", `document.querySelector('[data-testid="answer"]')?.textContent.includes('not allowed to shout')`)
+	reqs := llm.Requests()
+	if len(reqs) != 4 {
+		t.Fatalf("%d model requests, want 4", len(reqs))
+	}
+	msgs := reqs[3].Messages
+	if out := msgs[len(msgs)-1]; out.Role != "tool" || strings.Contains(out.Content, "DENIED") {
+		t.Errorf("the model got %s %q from the denied tool", out.Role, out.Content)
+	}
+	if n := b.Count(sel("tool-step", `[data-name="fx_shout"][data-state="ok"]`)); n != 1 {
+		t.Errorf("%d shout steps ok, want only the approved one", n)
+	}
+	b.AssertNoErrors()
+}
+
+// TestConsoleStop: Stop ends a run whose tool blocks: the page and the API say cancelled, the tool's call is
+// cancelled, and the model is not asked again.
+func TestConsoleStop(t *testing.T) {
+	llm := fakellm.New()
+	t.Cleanup(llm.Close)
+	waitLog := filepath.Join(t.TempDir(), "wait.log")
+	args, _ := json.Marshal(map[string]string{"file": waitLog})
+	llm.Enqueue(fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "w1", Name: "fx_wait", Arguments: string(args)}}})
+	c, b, _ := uiConsole(t, "patient", llm, "")
+	b.Visit(c.url + "#/chat")
+	send(t, b, "Wait for it.")
+	waitFor(t, b, "the wait step running", `document.querySelector('[data-testid="tool-step"][data-name="fx_wait"][data-state="running"]')`)
+	b.Click(sel("chat-stop"))
+	waitFor(t, b, "the run cancelled", `[...document.querySelectorAll('.chip')].some((c) => c.textContent === 'cancelled')`)
+	id := latestRunID(t, b)
+	var run runSummary
+	apiGet(t, b, "/api/runs/"+id, &run)
+	if run.Run.Status != "cancelled" {
+		t.Errorf("GET /api/runs/%s: status %q, want cancelled", id, run.Run.Status)
+	}
+	if n := llm.RequestCount(); n != 1 {
+		t.Errorf("%d model requests, want 1: the model was asked again after Stop", n)
+	}
+	if n := llm.Unscripted(); n != 0 {
+		t.Errorf("%d unscripted model requests", n)
+	}
+	if b.Count(sel("chat-stop")+`:not([hidden])`) != 0 {
+		t.Errorf("Stop is still shown after the run ended")
+	}
+	b.AssertNoErrors()
+}
+
+// TestConsoleMCPRunTimeline: a run started by the TypeScript SDK over MCP is in the console's runs, with its
+// origin, and its timeline shows the run, its model calls and its tool call.
+func TestConsoleMCPRunTimeline(t *testing.T) {
+	llm := fakellm.New()
+	t.Cleanup(llm.Close)
+	llm.Enqueue(
+		fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "c1", Name: "fx_shout", Arguments: `{"text":"hello"}`}}},
+		fakellm.Turn{Text: "The fixture shouted HELLO.", ChunkSize: 5},
+	)
+	config := serveConfig(t, t.TempDir(), "helper", llm, "")
+	c := startConsoleUntil(t, servingBoth, consoleEnv, "serve", "--log-level", "info", "--config", config, "--http", "127.0.0.1:0", "--ui", "127.0.0.1:0")
+	m := servingLine.FindStringSubmatch(c.log.String())
+	if m == nil {
+		t.Fatalf("serve --http --ui did not say where it serves MCP:\n%s", c.log.String())
+	}
+	out := tsClient(t, true, "--url", m[1], "--action", "ask", "--tool", "ask_helper", "--prompt", "Shout hello.")
+	if len(out.Calls) != 1 {
+		t.Fatalf("calls %+v", out.Calls)
+	}
+
+	b := browser.Start(t)
+	b.Visit(c.url + "#/runs")
+	row := sel("run-row", `[data-origin="mcp"]`)
+	waitFor(t, b, "the MCP run ended", `document.querySelector('`+row+`[data-status="answered"]')`)
+	shot(t, b, "console-runs")
+	b.Click(row)
+	b.WaitVisible(sel("timeline"))
+	for _, kind := range []string{"run", "model", "tool"} {
+		waitFor(t, b, "a "+kind+" bar", `document.querySelector('[data-testid="timeline-bar"][data-kind="`+kind+`"]')`)
+	}
+	if n := b.Count(sel("timeline-bar", `[data-kind="model"]`)); n != 2 {
+		t.Errorf("%d model bars, want 2", n)
+	}
+	shot(t, b, "console-timeline")
+	b.AssertNoErrors()
+}
+
+// TestConsoleContinueAfterRestart: a conversation of the console is kept in the SQLite state; after a restart on
+// the same file, Conversations lists it, Continue opens it, and the next message reaches the model with the earlier
+// ones.
+func TestConsoleContinueAfterRestart(t *testing.T) {
+	llm := fakellm.New()
+	t.Cleanup(llm.Close)
+	llm.Enqueue(fakellm.Turn{Text: "Nice to meet you, Ada."}, fakellm.Turn{Text: "Your name is Ada."})
+	dir := t.TempDir()
+	config := agentConfig(t, dir, "memo", llm.URL, "", "")
+	first := startConsole(t, consoleEnv, "ui", "--config", config, "--addr", "127.0.0.1:0")
+	b := browser.Start(t)
+	b.Visit(first.url + "#/chat")
+	send(t, b, "I am Ada.")
+	waitFor(t, b, "the first answer", `document.querySelector('[data-testid="answer"]')?.textContent.includes('Nice to meet you')`)
+	first.stop()
+	if _, err := os.Stat(filepath.Join(dir, "memo-state.db")); err != nil {
+		t.Fatalf("the state database: %v", err)
+	}
+
+	second := startConsole(t, consoleEnv, "ui", "--config", config, "--addr", "127.0.0.1:0")
+	b.Visit(second.url + "#/conversations")
+	b.WaitVisible(sel("conversation-row"))
+	if n := b.Count(sel("conversation-row")); n != 1 {
+		t.Errorf("%d conversations listed, want 1", n)
+	}
+	if row := b.Text(sel("conversation-row")); !strings.Contains(row, "I am Ada.") {
+		t.Errorf("the conversation's row reads %q", row)
+	}
+	shot(t, b, "console-conversations")
+	b.Click(sel("conversation-row"))
+	b.Click(sel("conversation-continue"))
+	waitFor(t, b, "the earlier answer in the chat", `document.body.innerText.includes('Nice to meet you, Ada.')`)
+	send(t, b, "What is my name?")
+	waitFor(t, b, "the new answer", `document.querySelector('[data-testid="answer"]')?.textContent.includes('Your name is Ada.')`)
+	reqs := llm.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d model requests, want 2", len(reqs))
+	}
+	checkMessages(t, reqs[1].Messages, "user:I am Ada.", "assistant:Nice to meet you, Ada.", "user:What is my name?")
+	b.AssertNoErrors()
+}
+
+// TestConsoleLongRun: a run of more than a thousand entries (540 tool calls over nine rounds) keeps the timeline
+// virtualized: only the bars in view are in the DOM, and scrolling to the end shows the last. The frame times while
+// scrolling are logged, not asserted.
+func TestConsoleLongRun(t *testing.T) {
+	const rounds, perRound = 9, 60
+	llm := fakellm.New()
+	t.Cleanup(llm.Close)
+	for r := range rounds {
+		calls := make([]fakellm.ToolCall, perRound)
+		for i := range calls {
+			calls[i] = fakellm.ToolCall{Name: "fx_shout", Arguments: fmt.Sprintf(`{"text":"r%d c%d"}`, r, i)}
+		}
+		llm.Enqueue(fakellm.Turn{ToolCalls: calls})
+	}
+	llm.Enqueue(fakellm.Turn{Text: "All shouted."})
+	dir := t.TempDir()
+	config := agentConfig(t, dir, "busy", llm.URL, "", "")
+	// The agent may make this many calls: its [agent] table is written again with the limits.
+	raw, err := os.ReadFile(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	limits := strings.Replace(string(raw), "[agent]\n", fmt.Sprintf("[agent]\nmax_tool_calls = %d\nmax_iterations = %d\n", perRound, rounds+1), 1)
+	if err := os.WriteFile(config, []byte(limits), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := startConsole(t, consoleEnv, "ui", "--config", config, "--addr", "127.0.0.1:0")
+	b := browser.Start(t)
+	b.Timeout = 30 * time.Second // the run itself: 540 calls to a stdio server under -race
+	b.Visit(c.url + "#/chat")
+	send(t, b, "Shout everything.")
+	waitFor(t, b, "the answer", `document.querySelector('[data-testid="answer"]')?.textContent.includes('All shouted.')`)
+	b.Timeout = browser.DefaultTimeout
+	id := latestRunID(t, b)
+	var run runSummary
+	apiGet(t, b, "/api/runs/"+id, &run)
+	if run.Run.Entries < 1000 || run.Run.ToolCalls != rounds*perRound {
+		t.Fatalf("the run has %d entries and %d tool calls, want 1000+ and %d", run.Run.Entries, run.Run.ToolCalls, rounds*perRound)
+	}
+	total := 1 + (rounds + 1) + rounds*perRound // the run, its model calls, its tool calls
+
+	b.Visit(c.url + "#/runs/" + id)
+	b.WaitVisible(sel("timeline-bar"))
+	inDOM := b.Count(sel("timeline-bar"))
+	if inDOM == 0 || inDOM > total/5 {
+		t.Errorf("%d timeline bars in the DOM of %d spans, want a bounded window", inDOM, total)
+	}
+	// Scroll to the end a step at a time, one frame each, measuring the frames.
+	var frames []float64
+	b.Eval(`new Promise((resolve) => {
+		const tl = document.querySelector('[data-testid="timeline"]');
+		const times = []; let last = performance.now();
+		const step = () => {
+			const now = performance.now(); times.push(now - last); last = now;
+			if (tl.scrollTop + tl.clientHeight >= tl.scrollHeight - 1) return resolve(times);
+			tl.scrollTop += tl.clientHeight / 2;
+			requestAnimationFrame(step);
+		};
+		requestAnimationFrame(step);
+	})`, &frames)
+	// The last span, the final model call, is in view: the lowest bar (the list reuses its rows, so the DOM's order
+	// is not the screen's).
+	waitFor(t, b, "the last bar", `(() => { const tl = document.querySelector('[data-testid="timeline"]'); const v = tl.getBoundingClientRect();
+		const bars = [...tl.querySelectorAll('[data-testid="timeline-bar"]')].filter((x) => x.getBoundingClientRect().height > 0);
+		bars.sort((x, y) => x.getBoundingClientRect().top - y.getBoundingClientRect().top);
+		const last = bars[bars.length - 1]; if (!last || last.dataset.kind !== 'model' || !last.title.includes('call `+fmt.Sprint(rounds+1)+`')) return false;
+		const a = last.getBoundingClientRect(); return a.top >= v.top && a.bottom <= v.bottom + 1; })()`)
+	if n := b.Count(sel("timeline-bar")); n == 0 || n > total/5 {
+		t.Errorf("%d timeline bars in the DOM at the end, of %d spans", n, total)
+	}
+	slices.Sort(frames)
+	if len(frames) > 0 {
+		t.Logf("%d bars in the DOM of %d spans; scrolling %d frames: median %.1f ms, worst %.1f ms", inDOM, total, len(frames), frames[len(frames)/2], frames[len(frames)-1])
+	}
+	b.AssertNoErrors()
+}
+
+// TestConsoleLogin: with [serve] auth_token_env the page asks for the token; a wrong one is refused, the right one
+// opens the console, and the token is nowhere the page can read: not its URL, its storage, nor any API answer.
+func TestConsoleLogin(t *testing.T) {
+	const token = "s3cret-console-token-4711"
+	llm := fakellm.New()
+	t.Cleanup(llm.Close)
+	c, b, _ := uiConsole(t, "guarded", llm, "\n[serve]\nauth_token_env = \"UI_TEST_TOKEN\"\n", "UI_TEST_TOKEN="+token)
+	b.Visit(c.url)
+	b.WaitVisible(sel("login-token"))
+	if n := b.Count(sel("chat-input")); n != 0 {
+		t.Errorf("the chat is shown before the login")
+	}
+	shot(t, b, "console-login")
+	// The theme toggle is in the rail, which the sign-in hides: set the theme as the toggle does.
+	b.Eval(`document.documentElement.dataset.theme = 'dark'`, nil)
+	shot(t, b, "console-login-dark")
+	b.Eval(`delete document.documentElement.dataset.theme`, nil)
+
+	b.SendKeys(sel("login-token"), "not-the-token")
+	b.Click(sel("login-submit"))
+	waitFor(t, b, "the refusal", `document.querySelector('.login-card [role="alert"]')?.textContent.includes('not accepted')`)
+	if n := b.Count(sel("chat-input")); n != 0 {
+		t.Errorf("the chat is shown after a wrong token")
+	}
+	b.Eval(`document.querySelector('[data-testid="login-token"]').value = ''`, nil)
+	b.SendKeys(sel("login-token"), token)
+	b.Click(sel("login-submit"))
+	b.WaitVisible(sel("chat-input"))
+
+	var where struct {
+		URL     string
+		Storage string
+		Cookie  string
+		API     []string
+	}
+	b.Eval(`(async () => {
+		const api = [];
+		for (const p of ['/api/session', '/api/runs', '/api/tools', '/api/servers', '/api/conversations']) {
+			const r = await fetch(p); api.push(p + ' ' + r.status + ' ' + await r.text());
+		}
+		return { URL: location.href, Storage: JSON.stringify({ ...localStorage }) + JSON.stringify({ ...sessionStorage }), Cookie: document.cookie, API: api };
+	})()`, &where)
+	for what, v := range map[string]string{"URL": where.URL, "storage": where.Storage, "cookie": where.Cookie, "API": strings.Join(where.API, "\n")} {
+		if strings.Contains(v, token) {
+			t.Errorf("the token is in the page's %s: %s", what, v)
+		}
+	}
+	if !strings.Contains(where.API[0], "/api/session 200") {
+		t.Errorf("after the login: %s", where.API[0])
+	}
+	// The page's own refusals (the session before the login, the wrong token) are 401 answers, which Chromium
+	// logs as failed loads; anything else is an error of the page.
+	for _, e := range b.Errors() {
+		if !loginRefusal.MatchString(e) {
+			t.Errorf("the page had an error: %s", e)
+		}
+	}
+}
+
+// loginRefusal is how Chromium logs the 401 answers of a console that asks for a login.
+var loginRefusal = regexp.MustCompile(`^log: Failed to load resource: the server responded with a status of 401 \(Unauthorized\) \(http://127\.0\.0\.1:\d+/api/(session|login)\)$`)
