@@ -192,6 +192,8 @@ async function start() {
 }
 
 buildNav();
+// The first view's module loads while the session is asked for.
+import(parseHash().view.mod).catch(() => { /* route() reports it */ });
 addEventListener('hashchange', route);
 document.addEventListener('navigate', (e) => go(e.detail));
 start();

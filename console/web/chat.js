@@ -375,17 +375,25 @@ class ChatView extends HTMLElement {
     try {
       const c = await api('/conversations/' + encodeURIComponent(id));
       fill(this.col);
+      // One turn per user message: the assistant's tool calls (with their results) and its text under it.
+      let t = null;
+      const steps = new Map();
       for (const m of c.messages || []) {
-        if (m.role === 'user') { add(this.col, h('article', { class: 'turn' }, h('div', { class: 'msg-user' }, m.content || ''))); continue; }
+        if (m.role === 'user') { t = null; add(this.col, h('article', { class: 'turn' }, h('div', { class: 'msg-user' }, m.content || ''))); continue; }
+        if (m.role === 'tool') {
+          const body = steps.get(m.tool_call_id);
+          if (body && m.content) add(body, h('div', { class: 'label' }, 'Result'), h('pre', {}, m.content));
+          continue;
+        }
         if (m.role !== 'assistant') continue;
-        const t = new Turn(this, null);
+        if (!t) { t = new Turn(this, null); add(this.col, t.el); }
         for (const tc of m.tool_calls || []) {
+          const body = h('div', { class: 'step-body' }, h('div', { class: 'label' }, 'Arguments'), h('pre', { class: 'json' }, pretty(tc.arguments)));
+          steps.set(tc.id, body);
           add(t.steps, h('div', { class: 'step', 'data-state': 'ok', 'data-name': tc.name }, h('details', {},
-            h('summary', {}, icon('chevron', 'chev'), h('span', { class: 'state-icon' }, icon('check')), h('span', { class: 'step-name' }, tc.name), h('span', { class: 'step-note' }, 'earlier call')),
-            h('div', { class: 'step-body' }, h('div', { class: 'label' }, 'Arguments'), h('pre', { class: 'json' }, pretty(tc.arguments))))));
+            h('summary', {}, icon('chevron', 'chev'), h('span', { class: 'state-icon' }, icon('check')), h('span', { class: 'step-name' }, tc.name), h('span', { class: 'step-note' }, 'earlier call')), body)));
         }
         if (m.content) t.answer.innerHTML = render(m.content);
-        add(this.col, t.el);
       }
       if (!this.col.childElementCount) add(this.col, empty('This conversation has no messages yet', 'Send a message to continue it.'));
       const first = (c.messages || []).find((m) => m.role === 'user');
