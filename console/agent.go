@@ -103,13 +103,17 @@ func (c *Console) listConversations(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "the conversations are kept in memory, which cannot list them: see [state]")
 		return
 	}
-	list, err := c.opts.Conversations.List(r.Context())
+	all, err := c.opts.Conversations.List(r.Context())
 	if err != nil {
 		writeError(w, errorStatus(err), err.Error())
 		return
 	}
-	if list == nil {
-		list = []ConversationSummary{}
+	subject := callerOf(r).subject
+	list := []ConversationSummary{}
+	for _, conv := range all {
+		if host.OwnsConversation(conv.ID, subject) {
+			list = append(list, conv)
+		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"conversations": list})
 }
@@ -119,7 +123,12 @@ func (c *Console) getConversation(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no state database")
 		return
 	}
-	conv, err := c.opts.Conversations.Get(r.Context(), r.PathValue("id"))
+	id := r.PathValue("id")
+	if !host.OwnsConversation(id, callerOf(r).subject) {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("conversation %q: %v", id, ErrNotFound))
+		return
+	}
+	conv, err := c.opts.Conversations.Get(r.Context(), id)
 	if err != nil {
 		writeError(w, errorStatus(err), err.Error())
 		return
@@ -136,7 +145,12 @@ func (c *Console) deleteConversation(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no state database")
 		return
 	}
-	if err := c.opts.Conversations.Delete(r.Context(), r.PathValue("id")); err != nil {
+	id := r.PathValue("id")
+	if !host.OwnsConversation(id, callerOf(r).subject) {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("conversation %q: %v", id, ErrNotFound))
+		return
+	}
+	if err := c.opts.Conversations.Delete(r.Context(), id); err != nil {
 		writeError(w, errorStatus(err), err.Error())
 		return
 	}
@@ -148,7 +162,7 @@ func (c *Console) listTasks(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no state database")
 		return
 	}
-	list, err := c.opts.Tasks.List(r.Context())
+	list, err := c.opts.Tasks.List(r.Context(), callerOf(r).subject)
 	if err != nil {
 		writeError(w, errorStatus(err), err.Error())
 		return
@@ -164,7 +178,7 @@ func (c *Console) getTask(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no state database")
 		return
 	}
-	task, err := c.opts.Tasks.Get(r.Context(), r.PathValue("id"))
+	task, err := c.opts.Tasks.Get(r.Context(), callerOf(r).subject, r.PathValue("id"))
 	if err != nil {
 		writeError(w, errorStatus(err), err.Error())
 		return

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/json"
+	"errors"
 	"mime"
 	"net/http"
 	"strings"
@@ -99,6 +100,10 @@ type caller struct {
 	session *session
 	// bearer says the request carried a valid bearer token (a script): no CSRF token is needed.
 	bearer bool
+	// subject is the caller's, of its session or bearer token: with [serve] auth_tokens_env or [serve.oauth]
+	// everything it sees and does is scoped to it. "" is the operator (no login, or [serve] auth_token_env's
+	// token), who sees everything.
+	subject string
 }
 
 type callerKey struct{}
@@ -120,18 +125,21 @@ func (c *Console) access(next http.Handler) http.Handler {
 		var who caller
 		if c.protected() {
 			if bearer, ok := bearerToken(r); ok {
-				if _, _, err := c.checkToken(r.Context(), bearer); err != nil {
+				subject, _, err := c.checkToken(r.Context(), bearer)
+				if err != nil {
 					w.Header().Set("WWW-Authenticate", `Bearer realm="agenthost", error="invalid_token"`)
 					writeError(w, http.StatusUnauthorized, "the bearer token is not valid")
 					return
 				}
-				who.bearer = true
+				who.bearer, who.subject = true, subject
 			} else if ck, err := r.Cookie(cookieName); err == nil {
-				who.session, _ = c.sessions.get(ck.Value)
+				if who.session, _ = c.sessions.get(ck.Value); who.session != nil {
+					who.subject = who.session.subject
+				}
 			}
 			open := r.URL.Path == "/api/session" || r.URL.Path == "/api/login"
 			if who.session == nil && !who.bearer && !open {
-				writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "log in first", "login": c.loginKind()})
+				writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "log in first", "login": c.authKind()})
 				return
 			}
 		}
@@ -162,13 +170,6 @@ func (c *Console) csrfMatches(who caller, got string) bool {
 	return got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
 }
 
-func (c *Console) loginKind() string {
-	if c.opts.Verify != nil && c.opts.Token == "" && len(c.opts.Tokens) == 0 {
-		return "oauth"
-	}
-	return "token"
-}
-
 // checkToken checks a token given to log in or as a bearer: every static token compared in constant time, so that
 // the time says nothing of which matched, then, when none did, as a JWT of [serve.oauth].
 func (c *Console) checkToken(ctx context.Context, token string) (subject string, expires time.Time, err error) {
@@ -185,7 +186,12 @@ func (c *Console) checkToken(ctx context.Context, token string) (subject string,
 		return subject, time.Time{}, nil
 	}
 	if c.opts.Verify != nil && token != "" {
-		return c.opts.Verify(ctx, token)
+		subject, expires, err := c.opts.Verify(ctx, token)
+		if err == nil && subject == "" {
+			// A JWT naming nobody would log in as the operator, who sees every caller's runs.
+			err = errors.New("console: the token names no subject")
+		}
+		return subject, expires, err
 	}
 	return "", time.Time{}, errBadToken
 }
@@ -214,7 +220,7 @@ func isJSON(contentType string) bool {
 func (c *Console) session(w http.ResponseWriter, r *http.Request) {
 	who := callerOf(r)
 	if c.protected() && who.session == nil && !who.bearer {
-		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "log in first", "login": c.loginKind()})
+		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "log in first", "login": c.authKind()})
 		return
 	}
 	csrf := c.csrf

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -68,6 +70,10 @@ type Options struct {
 	MaxBodyBytes int64
 	// MaxRuns caps the console's runs going at once; beyond it a chat is refused with 429. 0 means 8.
 	MaxRuns int
+	// InputTimeout is how long an approval or elicitation of a console's run waits for the page's answer; then the
+	// run is told that nobody answered (the approval denied, the elicitation cancelled). 0 means 10 minutes, as
+	// [serve] input_timeout.
+	InputTimeout time.Duration
 	// Now is the clock of the sessions; nil means time.Now.
 	Now func() time.Time
 }
@@ -99,8 +105,8 @@ type ServerState struct {
 // ErrNotFound is what Conversations and Tasks return for an id they do not have.
 var ErrNotFound = errors.New("not found")
 
-// Conversations are the conversations the console lists, shows and deletes. Implementations must be safe for
-// concurrent use.
+// Conversations are the conversations the console lists, shows and deletes: every one kept; the console shows a
+// caller told apart only those it owns (host.OwnsConversation). Implementations must be safe for concurrent use.
 type Conversations interface {
 	// List returns the conversations kept, most recently used first.
 	List(ctx context.Context) ([]ConversationSummary, error)
@@ -120,12 +126,15 @@ type ConversationSummary struct {
 	Updated  time.Time `json:"updated"`
 }
 
-// Tasks are the served A2A tasks the console lists and shows. Implementations must be safe for concurrent use.
+// Tasks are the served A2A tasks the console lists and shows, each of a subject: the caller it was served to (the
+// subject of its token), "" when the A2A server does not tell callers apart. Implementations must be safe for
+// concurrent use.
 type Tasks interface {
-	// List returns the tasks kept, most recently updated first.
-	List(ctx context.Context) ([]TaskSummary, error)
-	// Get returns a task as stored (its JSON), or an error wrapping ErrNotFound.
-	Get(ctx context.Context, id string) (json.RawMessage, error)
+	// List returns the tasks of subject kept, most recently updated first.
+	List(ctx context.Context, subject string) ([]TaskSummary, error)
+	// Get returns a task of subject as stored (its JSON), or an error wrapping ErrNotFound, also when the task is
+	// another subject's.
+	Get(ctx context.Context, subject, id string) (json.RawMessage, error)
 }
 
 // TaskSummary is an A2A task as GET /api/tasks lists it.
@@ -138,8 +147,11 @@ type TaskSummary struct {
 	Updated time.Time `json:"updated"`
 }
 
-// defaultMaxRuns is Options.MaxRuns's default.
-const defaultMaxRuns = 8
+// Defaults of Options.
+const (
+	defaultMaxRuns      = 8
+	defaultInputTimeout = 10 * time.Minute
+)
 
 // Console serves the web console.
 type Console struct {
@@ -177,6 +189,9 @@ func New(opts *Options) *Console {
 	if c.opts.MaxRuns <= 0 {
 		c.opts.MaxRuns = defaultMaxRuns
 	}
+	if c.opts.InputTimeout <= 0 {
+		c.opts.InputTimeout = defaultInputTimeout
+	}
 	now := c.opts.Now
 	if now == nil {
 		now = time.Now
@@ -193,10 +208,12 @@ func (c *Console) protected() bool {
 	return c.opts.Token != "" || len(c.opts.Tokens) > 0 || c.opts.Verify != nil
 }
 
-// authKind is the session's "auth".
+// authKind is how one logs in: the session's "auth" and the 401's "login". "oauth" when a JWT of [serve.oauth] is
+// the only way in; "token" when a static token is one ([serve] auth_token_env or auth_tokens_env: the page asks
+// for a token, which may be a JWT as well); "none" when the console is not protected.
 func (c *Console) authKind() string {
 	switch {
-	case c.opts.Verify != nil:
+	case c.opts.Verify != nil && c.opts.Token == "" && len(c.opts.Tokens) == 0:
 		return "oauth"
 	case c.protected():
 		return "token"
@@ -233,12 +250,27 @@ func (c *Console) Handler() http.Handler {
 	})
 	mux.Handle("/", c.assets)
 	guarded := httpedge.Guard(c.access(mux), httpedge.Options{
-		ListenAddr:     c.opts.ListenAddr,
-		AllowedHosts:   c.opts.AllowedHosts,
-		AllowedOrigins: c.opts.AllowedOrigins,
-		MaxBodyBytes:   c.opts.MaxBodyBytes,
+		ListenAddr:    c.opts.ListenAddr,
+		AllowedHosts:  c.opts.AllowedHosts,
+		OriginAllowed: c.originAllowed,
+		MaxBodyBytes:  c.opts.MaxBodyBytes,
 	})
 	return securityHeaders(guarded)
+}
+
+// originAllowed accepts the console's own origin, the scheme and Host of the request (whose Host the guard has
+// checked), and those of [serve] allowed_origins; not any other loopback origin, which would be another local
+// program's page.
+func (c *Console) originAllowed(r *http.Request, origin string) bool {
+	origin = strings.TrimSuffix(origin, "/")
+	for _, scheme := range []string{"http://", "https://"} {
+		if strings.EqualFold(origin, scheme+r.Host) {
+			return true
+		}
+	}
+	return slices.ContainsFunc(c.opts.AllowedOrigins, func(o string) bool {
+		return strings.EqualFold(strings.TrimSuffix(o, "/"), origin)
+	})
 }
 
 // Close cancels the runs the console started, ends its event streams and eval runs, and waits for them to end. It

@@ -12,6 +12,7 @@ import (
 	"github.com/agenthost/agenthost/console"
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/internal/evals"
+	"github.com/agenthost/agenthost/internal/redact"
 	"github.com/agenthost/agenthost/internal/schemacheck"
 	"github.com/agenthost/agenthost/mcpclients"
 	"github.com/agenthost/agenthost/store"
@@ -83,7 +84,7 @@ func (a *App) serverStates() []console.ServerState {
 	var out []console.ServerState
 	for _, st := range a.mcp.Status() {
 		s := console.ServerState{Name: st.Name, Kind: "mcp", Transport: st.Transport, Error: st.Error, Tools: st.Tools,
-			URL: a.cfg.MCP.Servers[st.Name].URL}
+			URL: redact.URL(a.cfg.MCP.Servers[st.Name].URL)}
 		switch st.State {
 		case mcpclients.StateNeedsLogin:
 			s.State, s.Login = "needs_login", LoginCommand(a.cfg.Path, st.Name)
@@ -153,7 +154,7 @@ func (c consoleConversations) Delete(ctx context.Context, id string) error {
 	return err
 }
 
-// consoleTasks are the served A2A tasks of the state database, of the callers not told apart, for the console.
+// consoleTasks are the served A2A tasks of the state database, for the console.
 type consoleTasks struct{ db *store.DB }
 
 var _ console.Tasks = consoleTasks{}
@@ -161,8 +162,8 @@ var _ console.Tasks = consoleTasks{}
 // maxConsoleTasks bounds the tasks the console lists.
 const maxConsoleTasks = 500
 
-func (t consoleTasks) List(ctx context.Context) ([]console.TaskSummary, error) {
-	list, _, err := t.db.Tasks(ctx, store.TaskQuery{Limit: maxConsoleTasks})
+func (t consoleTasks) List(ctx context.Context, subject string) ([]console.TaskSummary, error) {
+	list, _, err := t.db.Tasks(ctx, store.TaskQuery{Subject: subject, Limit: maxConsoleTasks})
 	if err != nil {
 		return nil, err
 	}
@@ -173,9 +174,9 @@ func (t consoleTasks) List(ctx context.Context) ([]console.TaskSummary, error) {
 	return out, nil
 }
 
-func (t consoleTasks) Get(ctx context.Context, id string) (json.RawMessage, error) {
+func (t consoleTasks) Get(ctx context.Context, subject, id string) (json.RawMessage, error) {
 	tk, err := t.db.Task(ctx, id)
-	if errors.Is(err, store.ErrTaskNotFound) {
+	if errors.Is(err, store.ErrTaskNotFound) || err == nil && tk.Subject != subject {
 		return nil, fmt.Errorf("task %q: %w", id, console.ErrNotFound)
 	}
 	if err != nil {
