@@ -950,3 +950,36 @@ func TestUnansweredQuestionsTimeOut(t *testing.T) {
 		}
 	}
 }
+
+// The 401's "login" and the session's "auth" are one label: what the page asks for.
+func TestLoginAndAuthAgree(t *testing.T) {
+	verify := func(_ context.Context, bearer string) (string, time.Time, error) {
+		if bearer != "a.jwt.token" {
+			return "", time.Time{}, errBadToken
+		}
+		return "user-1", time.Time{}, nil
+	}
+	for _, c := range []struct {
+		name string
+		edit func(*Options)
+		want string
+	}{
+		{"oauth only", func(o *Options) { o.Verify = verify }, "oauth"},
+		{"oauth and a static token", func(o *Options) { o.Verify, o.Token = verify, staticToken }, "token"},
+		{"callers' tokens", func(o *Options) { o.Tokens = map[string]string{callerToken: "ALICE"} }, "token"},
+	} {
+		f := newFixture(t, c.edit)
+		_, b := f.do(t, "GET", "/api/session", "")
+		var refused struct{ Login string }
+		_ = json.Unmarshal(b, &refused)
+		_, b = f.do(t, "GET", "/api/session", "", "Authorization", "Bearer a.jwt.token")
+		if c.name == "callers' tokens" {
+			_, b = f.do(t, "GET", "/api/session", "", "Authorization", "Bearer "+callerToken)
+		}
+		var session struct{ Auth string }
+		_ = json.Unmarshal(b, &session)
+		if refused.Login != c.want || session.Auth != c.want {
+			t.Errorf("%s: login %q, auth %q, want %q", c.name, refused.Login, session.Auth, c.want)
+		}
+	}
+}

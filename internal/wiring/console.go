@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/agenthost/agenthost/a2a"
@@ -112,13 +113,30 @@ func (a *App) serverStates() []console.ServerState {
 	return out
 }
 
-// LoginCommand is the command that logs in to the MCP server name of the configuration at path.
+// LoginCommand is the command that logs in to the MCP server name of the configuration at path, as a POSIX shell
+// runs it: the name and path are quoted when they need to be.
 func LoginCommand(path, name string) string {
-	cmd := "agenthost mcp login " + name
+	cmd := "agenthost mcp login " + shellQuote(name)
 	if path != "" && path != "agent.toml" {
-		cmd += " -config " + path
+		cmd += " -config " + shellQuote(path)
 	}
 	return cmd
+}
+
+// shellQuote returns s as one word of a POSIX shell: as it is when it holds only characters no shell treats
+// specially, else in single quotes.
+func shellQuote(s string) string {
+	safe := s != ""
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:@%+=,", r)) {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // consoleConversations are the conversations of the state database, for the console.

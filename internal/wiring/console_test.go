@@ -186,6 +186,16 @@ func TestLoginCommand(t *testing.T) {
 	if got := LoginCommand("/etc/agents/x.toml", "docs"); got != "agenthost mcp login docs -config /etc/agents/x.toml" {
 		t.Errorf("%q", got)
 	}
+	// A path a shell would split or expand is quoted.
+	for path, want := range map[string]string{
+		"/home/me/My Agents/agent.toml": `agenthost mcp login docs -config '/home/me/My Agents/agent.toml'`,
+		"/tmp/$(rm -rf ~).toml":         `agenthost mcp login docs -config '/tmp/$(rm -rf ~).toml'`,
+		"/tmp/it's.toml":                `agenthost mcp login docs -config '/tmp/it'\''s.toml'`,
+	} {
+		if got := LoginCommand(path, "docs"); got != want {
+			t.Errorf("LoginCommand(%q) = %s, want %s", path, got, want)
+		}
+	}
 }
 
 // TestServeStdioAndUI: serve --ui with MCP over stdio serves both, and stdin closing ends serving, the console
