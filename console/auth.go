@@ -237,7 +237,7 @@ func (c *Console) session(w http.ResponseWriter, r *http.Request) {
 	features := map[string]bool{
 		"state":       c.opts.Conversations != nil,
 		"tasks":       c.opts.Tasks != nil,
-		"evals":       c.opts.Evals != nil,
+		"evals":       c.evals != nil,
 		"tool_search": c.searchOn(r.Context()),
 		"content":     c.opts.Content,
 	}

@@ -157,6 +157,8 @@ const (
 type Console struct {
 	opts   Options
 	logger *slog.Logger
+	// evals is opts.Evals; nil when there is none.
+	evals evalSuite
 	// ctx ends at Close; every run and stream of the console ends with it.
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -182,6 +184,9 @@ func New(opts *Options) *Console {
 	c := &Console{heartbeat: 15 * time.Second, active: map[string]*consoleRun{}, evalRuns: map[string]*evalRun{}}
 	if opts != nil {
 		c.opts = *opts
+	}
+	if c.opts.Evals != nil {
+		c.evals = c.opts.Evals
 	}
 	if c.logger = c.opts.Logger; c.logger == nil {
 		c.logger = slog.New(slog.DiscardHandler)
@@ -245,6 +250,7 @@ func (c *Console) Handler() http.Handler {
 	mux.HandleFunc("GET /api/evals", c.listEvals)
 	mux.HandleFunc("POST /api/evals/{name}/run", c.runEval)
 	mux.HandleFunc("GET /api/evals/runs/{id}", c.getEvalRun)
+	mux.HandleFunc("POST /api/evals/runs/{id}/cancel", c.cancelEvalRun)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such API path")
 	})
