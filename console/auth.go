@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"mime"
+	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -258,12 +260,21 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "the body must be {\"token\": \"...\"}")
 		return
 	}
+	ip := remoteIP(r)
+	if wait := c.logins.wait(ip); wait > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int((wait+time.Second-1)/time.Second)))
+		writeError(w, http.StatusTooManyRequests, "too many failed logins: wait and try again")
+		return
+	}
 	subject, expires, err := c.checkToken(r.Context(), body.Token)
 	if err != nil {
-		c.logger.Info("console: a login was refused", "err", err)
+		if failures, log := c.logins.failed(ip); log {
+			c.logger.Warn("console: a login was refused", "remote", ip, "failures", failures, "err", err)
+		}
 		writeError(w, http.StatusUnauthorized, "the token is not valid")
 		return
 	}
+	c.logins.succeeded(ip)
 	ss := c.sessions.open(subject, expires)
 	ck := &http.Cookie{Name: cookieName, Value: ss.id, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,
 		Secure: r.TLS != nil}
@@ -272,6 +283,96 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	}
 	http.SetCookie(w, ck)
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// remoteIP is the address a request came from, without its port.
+func remoteIP(r *http.Request) string {
+	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		return host
+	}
+	return r.RemoteAddr
+}
+
+// After loginFreeFailures failed logins from one address, each further attempt must wait, loginFirstDelay after
+// the last failure, doubling with each failure up to loginMaxDelay. At most maxLoginAddrs addresses are
+// remembered, the one failed least recently forgotten first; a failed login is logged at most once per address
+// per loginLogEvery.
+const (
+	loginFreeFailures = 5
+	loginFirstDelay   = time.Second
+	loginMaxDelay     = 30 * time.Second
+	maxLoginAddrs     = 1024
+	loginLogEvery     = time.Minute
+)
+
+// loginLimiter slows down the guessing of tokens, per remote address.
+type loginLimiter struct {
+	now func() time.Time
+	mu  sync.Mutex
+	m   map[string]*loginFailures
+}
+
+type loginFailures struct {
+	n                         int
+	last, notBefore, loggedAt time.Time
+}
+
+func newLoginLimiter(now func() time.Time) *loginLimiter {
+	return &loginLimiter{now: now, m: map[string]*loginFailures{}}
+}
+
+// wait is how long ip must wait before it may try again; 0 when it may now.
+func (l *loginLimiter) wait(ip string) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if f, ok := l.m[ip]; ok {
+		return max(f.notBefore.Sub(l.now()), 0)
+	}
+	return 0
+}
+
+// failed counts a failed login of ip, and returns the failures so far and whether to log this one.
+func (l *loginLimiter) failed(ip string) (int, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.now()
+	f, ok := l.m[ip]
+	if !ok {
+		if len(l.m) >= maxLoginAddrs {
+			var oldest string
+			for k, v := range l.m {
+				if oldest == "" || v.last.Before(l.m[oldest].last) {
+					oldest = k
+				}
+			}
+			delete(l.m, oldest)
+		}
+		f = &loginFailures{}
+		l.m[ip] = f
+	}
+	f.n++
+	f.last = now
+	if f.n >= loginFreeFailures {
+		delay := loginMaxDelay
+		if shift := f.n - loginFreeFailures; shift < 6 {
+			delay = min(loginFirstDelay<<shift, loginMaxDelay)
+		}
+		f.notBefore = now.Add(delay)
+	}
+	log := f.loggedAt.IsZero() || now.Sub(f.loggedAt) >= loginLogEvery
+	if log {
+		f.loggedAt = now
+	}
+	return f.n, log
+}
+
+// succeeded forgets the failures of ip; when it last logged one is kept, so that the log stays bounded.
+func (l *loginLimiter) succeeded(ip string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if f, ok := l.m[ip]; ok {
+		f.n, f.notBefore = 0, time.Time{}
+	}
 }
 
 // logout answers POST /api/logout: the session ends and the cookie is cleared.

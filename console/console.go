@@ -151,6 +151,9 @@ type TaskSummary struct {
 const (
 	defaultMaxRuns      = 8
 	defaultInputTimeout = 10 * time.Minute
+	// A page opens two or three event streams; a session needs no more than a few tabs' worth.
+	defaultMaxSessionStreams = 16
+	defaultMaxStreams        = 256
 )
 
 // Console serves the web console.
@@ -169,10 +172,16 @@ type Console struct {
 	assets   *assets
 	// heartbeat is how often an idle event stream sends a comment, so that proxies and the browser keep it open.
 	heartbeat time.Duration
+	now       func() time.Time
+	// maxStreams and maxSessionStreams cap the event streams open, in all and of one session.
+	maxStreams, maxSessionStreams int
+	logins                        *loginLimiter
 
 	mu       sync.Mutex
 	closed   bool
 	active   map[string]*consoleRun // the console's runs going, by run id
+	streams  map[string]int         // the event streams open, by session (streamKey)
+	nStreams int
 	evalRuns map[string]*evalRun
 	evalIDs  []string // evalRuns' ids, oldest first
 	// evalMu guards the eval runs' reports, which their runs fill as cases end.
@@ -181,7 +190,8 @@ type Console struct {
 
 // New returns a console. Close it when done.
 func New(opts *Options) *Console {
-	c := &Console{heartbeat: 15 * time.Second, active: map[string]*consoleRun{}, evalRuns: map[string]*evalRun{}}
+	c := &Console{heartbeat: 15 * time.Second, active: map[string]*consoleRun{}, evalRuns: map[string]*evalRun{},
+		streams: map[string]int{}, maxStreams: defaultMaxStreams, maxSessionStreams: defaultMaxSessionStreams}
 	if opts != nil {
 		c.opts = *opts
 	}
@@ -203,7 +213,9 @@ func New(opts *Options) *Console {
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.csrf = rand.Text()
+	c.now = now
 	c.sessions = newSessions(now)
+	c.logins = newLoginLimiter(now)
 	c.assets = newAssets(web)
 	return c
 }

@@ -299,6 +299,31 @@ func (ia *interactor) answer(id string, a answer) bool {
 	return true
 }
 
+// openStream counts an event stream of who, or says 429 and returns false when who has too many open, or the
+// console has. The returned function closes it.
+func (c *Console) openStream(w http.ResponseWriter, who caller) (func(), bool) {
+	key := "subject:" + who.subject // a bearer token's streams count under its subject
+	if who.session != nil {
+		key = "session:" + who.session.id
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.nStreams >= c.maxStreams || c.streams[key] >= c.maxSessionStreams {
+		writeError(w, http.StatusTooManyRequests, "too many event streams are open: close some")
+		return nil, false
+	}
+	c.nStreams++
+	c.streams[key]++
+	return func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.nStreams--
+		if c.streams[key]--; c.streams[key] == 0 {
+			delete(c.streams, key)
+		}
+	}, true
+}
+
 // streamContext is the request's context, ended also by the console's Close.
 func (c *Console) streamContext(r *http.Request) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(r.Context())
@@ -386,6 +411,11 @@ func (c *Console) runEvents(w http.ResponseWriter, r *http.Request) {
 		}
 		after = max(after, n)
 	}
+	release, ok := c.openStream(w, who)
+	if !ok {
+		return
+	}
+	defer release()
 	ctx, cancel := c.streamContext(r)
 	defer cancel()
 	s := startSSE(w)
@@ -410,6 +440,11 @@ func (c *Console) runEvents(w http.ResponseWriter, r *http.Request) {
 // runs gets each run's latest summary.
 func (c *Console) liveRuns(w http.ResponseWriter, r *http.Request) {
 	who := callerOf(r)
+	release, ok := c.openStream(w, who)
+	if !ok {
+		return
+	}
+	defer release()
 	ctx, cancel := c.streamContext(r)
 	defer cancel()
 	s := startSSE(w)

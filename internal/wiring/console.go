@@ -59,6 +59,7 @@ func (a *App) newConsole(access Access, listenAddr string) (*console.Console, er
 		AllowedHosts:   sc.AllowedHosts,
 		AllowedOrigins: sc.AllowedOrigins,
 		MaxBodyBytes:   sc.MaxBodyBytes,
+		InputTimeout:   sc.InputTimeout.Duration,
 	}
 	// App.Evals comes with the eval engine (branch ui-evals); until it is merged the console has no evals. Replace
 	// with opts.Evals = a.Evals() once it is.
