@@ -3,6 +3,7 @@ package wiring
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -12,7 +13,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agenthost/agenthost/config"
+	"github.com/agenthost/agenthost/console"
 	"github.com/agenthost/agenthost/internal/testkit/testwait"
+	"github.com/agenthost/agenthost/store"
 )
 
 // bearer adds a bearer token to every request.
@@ -131,4 +134,38 @@ path = "`+filepath.Join(dir, "state.db")+`"
 			t.Errorf("Serve: %v", err)
 		}
 	})
+}
+
+// TestConsoleTasksOfTheSubject: the console's tasks of a real SQLite file are those of the subject asked for; another
+// subject's is not found.
+func TestConsoleTasksOfTheSubject(t *testing.T) {
+	db, err := store.Open(t.Context(), store.Options{Backend: store.SQLite, Path: filepath.Join(t.TempDir(), "state.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, tk := range []*store.Task{
+		{ID: "t-alice", ContextID: "c", State: "completed", Terminal: true, Updated: time.Now(), Body: []byte(`{"id":"t-alice"}`), Subject: "alice"},
+		{ID: "t-anon", ContextID: "c", State: "completed", Terminal: true, Updated: time.Now(), Body: []byte(`{"id":"t-anon"}`)},
+	} {
+		if err := db.PutTask(t.Context(), tk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tasks := consoleTasks{db}
+	for subject, want := range map[string]string{"alice": "t-alice", "": "t-anon", "bob": ""} {
+		list, err := tasks.List(t.Context(), subject)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (want == "") != (len(list) == 0) || want != "" && (len(list) != 1 || list[0].ID != want) {
+			t.Errorf("%q's tasks: %+v, want %q", subject, list, want)
+		}
+	}
+	if _, err := tasks.Get(t.Context(), "bob", "t-alice"); !errors.Is(err, console.ErrNotFound) {
+		t.Errorf("bob gets alice's task: %v", err)
+	}
+	if body, err := tasks.Get(t.Context(), "alice", "t-alice"); err != nil || string(body) != `{"id":"t-alice"}` {
+		t.Errorf("alice gets her task: %s %v", body, err)
+	}
 }
