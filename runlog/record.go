@@ -329,7 +329,7 @@ func (r *Recorder) StartRun(ctx context.Context, run *host.RunStart) (context.Co
 	if rec == nil {
 		rec = &record{r: r}
 		rec.mu.Lock()
-		rec.sum = Summary{ID: newID(), Origin: origin}
+		rec.sum = Summary{ID: newID(), Origin: origin, Subject: host.Subject(ctx)}
 		rec.content = r.opts.Content(origin)
 	}
 	rs := &runSpan{rec: rec, id: rec.newSpan('r'), root: true, start: now}
@@ -712,7 +712,7 @@ func (r *Recorder) Expect(ctx context.Context, origin string) (context.Context, 
 	now := r.opts.Now()
 	content := r.opts.Content(origin)
 	rec := &record{r: r, content: content, start: now,
-		sum: Summary{ID: newID(), Origin: origin, Started: now, Status: StatusRunning, Content: content}}
+		sum: Summary{ID: newID(), Origin: origin, Subject: host.Subject(ctx), Started: now, Status: StatusRunning, Content: content}}
 	r.keep(rec)
 	r.changed(rec)
 	stop := context.AfterFunc(ctx, func() { r.abandon(rec) })

@@ -82,7 +82,10 @@ const StatusRunning Status = "running"
 type Summary struct {
 	ID     string `json:"id"`
 	Origin string `json:"origin"`
-	Agent  string `json:"agent"`
+	// Subject is the caller the run was made for (host.Subject), "" when its front end does not tell callers
+	// apart; a console shows the run only to its subject.
+	Subject string `json:"-"`
+	Agent   string `json:"agent"`
 	// Prompt is the start of the prompt (at most 200 characters), "" without content.
 	Prompt         string     `json:"prompt,omitempty"`
 	ConversationID string     `json:"conversation_id,omitempty"`
