@@ -34,14 +34,15 @@
 //	                                    202 {"run_id"}: the run has started; follow it with its events; 429 when
 //	                                    too many of the console's runs are going
 //	GET    /api/runs                    {"runs": [runlog.Summary]}, newest first
-//	GET    /api/runs/live               text/event-stream: "event: run", data runlog.Summary, as each run starts,
-//	                                    changes and ends. Every event stream: 429 beyond 16 of a session (or bearer
+//	GET    /api/runs/live               text/event-stream: "event: run", data runlog.Summary: every run kept,
+//	                                    newest first, then each as it starts, changes and ends. Every event stream: 429 beyond 16 of a session (or bearer
 //	                                    token) or 256 in all
 //	GET    /api/runs/{id}               {"run": runlog.Summary, "entries": [runlog.Entry]}
 //	GET    /api/runs/{id}/events?after=N
 //	                                    text/event-stream: "event: entry", "id: SEQ", data runlog.Entry, the entries
 //	                                    after N (or after Last-Event-ID), then each as it comes; "event: end", data
-//	                                    runlog.Summary, once the run has ended and all were sent
+//	                                    runlog.Summary, once the run and every run nested in it have ended and all
+//	                                    was sent. Arguments clipped to 64 KiB arrive as a JSON string
 //	POST   /api/runs/{id}/cancel        204: the console's own run is cancelled, with everything under it; 409 for a
 //	                                    run another front end started, or one that has ended
 //	POST   /api/runs/{id}/answer {"id", "approved"?: bool, "action"?: "accept"|"decline"|"cancel", "content"?: {}}

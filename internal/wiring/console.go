@@ -12,7 +12,6 @@ import (
 	"github.com/agenthost/agenthost/a2a"
 	"github.com/agenthost/agenthost/console"
 	"github.com/agenthost/agenthost/host"
-	"github.com/agenthost/agenthost/internal/evals"
 	"github.com/agenthost/agenthost/internal/redact"
 	"github.com/agenthost/agenthost/internal/schemacheck"
 	"github.com/agenthost/agenthost/mcpclients"
@@ -61,11 +60,7 @@ func (a *App) newConsole(access Access, listenAddr string) (*console.Console, er
 		MaxBodyBytes:   sc.MaxBodyBytes,
 		InputTimeout:   sc.InputTimeout.Duration,
 	}
-	// App.Evals comes with the eval engine (branch ui-evals); until it is merged the console has no evals. Replace
-	// with opts.Evals = a.Evals() once it is.
-	if e, ok := any(a).(interface{ Evals() *evals.Suite }); ok {
-		opts.Evals = e.Evals()
-	}
+	opts.Evals = a.Evals()
 	if a.state != nil {
 		opts.Conversations, opts.Tasks = consoleConversations{a.state}, consoleTasks{a.state}
 	}
