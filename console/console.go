@@ -21,7 +21,7 @@ import (
 
 // web holds the page: index.html and the files it loads.
 //
-//go:embed web
+//go:embed web/*.html web/*.js web/*.css web/*.svg
 var web embed.FS
 
 // Options configures a Console. Orchestrator and Runs are required; the other fields may be left zero, and the

@@ -74,7 +74,7 @@ function entryText(e) {
     case 'model_end': return [e.finish_reason, tokens(e.usage), dur(e.duration_ms), e.tool_calls ? e.tool_calls.map((c) => c.name).join(', ') : '', e.error].filter(Boolean).join(' · ');
     case 'text': return e.text || (e.bytes ? e.bytes + ' bytes' : '');
     case 'tool_start': return [e.name, e.source, e.arguments ? JSON.stringify(e.arguments) : ''].filter(Boolean).join(' · ');
-    case 'tool_progress': return e.progress ? e.progress.Message ?? e.progress.message ?? '' : '';
+    case 'tool_progress': return e.progress ? e.progress.message ?? '' : '';
     case 'tool_end': return [e.ok === false || e.error ? 'error' : 'ok', dur(e.duration_ms), e.error || e.result || ''].filter(Boolean).join(' · ');
     case 'check': return e.check ? `${e.check.name}: ${e.check.passed ? 'passed' : 'failed'}${e.check.detail ? ' · ' + e.check.detail : ''}` : '';
     case 'answer': return e.answer ? e.answer.answer || '' : '';
@@ -406,7 +406,7 @@ class RunsView extends HTMLElement {
     const checks = s.events.filter((e) => e.kind === 'check' && e.check);
     if (checks.length) parts.push(section('Checks', h('div', { class: 'checks' }, checks.map((e) => h('span', { class: 'chip ' + (e.check.passed ? 'ok' : 'err'), title: e.check.detail || '' }, (e.check.passed ? '✓ ' : '✗ ') + e.check.name + (e.check.detail ? ': ' + e.check.detail : ''))))));
     const progress = s.events.filter((e) => e.kind === 'tool_progress' && e.progress);
-    if (progress.length) parts.push(section('Progress', h('pre', {}, progress.map((e) => `${dur(e.at_ms)}  ${e.progress.Message ?? e.progress.message ?? ''}`).join('\n'))));
+    if (progress.length) parts.push(section('Progress', h('pre', {}, progress.map((e) => `${dur(e.at_ms)}  ${e.progress.message ?? ''}`).join('\n'))));
     const answer = s.events.find((e) => e.kind === 'answer' && e.answer);
     if (answer) parts.push(section('Answer', h('pre', {}, answer.answer.answer || ''), answer.answer.output != null ? h('pre', { class: 'json' }, pretty(answer.answer.output)) : null));
     const texts = s.events.filter((e) => e.kind === 'text' && e.text);
