@@ -29,7 +29,7 @@ func (s *Server) run(ctx context.Context, st *serverTask, prompt string, schema 
 	}
 	var ans *host.Answer
 	var runErr error
-	for ev, err := range s.opts.Run(host.WithOrigin(ctx, "a2a"), req) {
+	for ev, err := range s.opts.Run(host.WithSubject(host.WithOrigin(ctx, "a2a"), st.subject), req) {
 		if err != nil {
 			runErr = err
 			break

@@ -103,13 +103,17 @@ func (c *Console) listConversations(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "the conversations are kept in memory, which cannot list them: see [state]")
 		return
 	}
-	list, err := c.opts.Conversations.List(r.Context())
+	all, err := c.opts.Conversations.List(r.Context())
 	if err != nil {
 		writeError(w, errorStatus(err), err.Error())
 		return
 	}
-	if list == nil {
-		list = []ConversationSummary{}
+	subject := callerOf(r).subject
+	list := []ConversationSummary{}
+	for _, conv := range all {
+		if host.OwnsConversation(conv.ID, subject) {
+			list = append(list, conv)
+		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"conversations": list})
 }
@@ -119,7 +123,12 @@ func (c *Console) getConversation(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no state database")
 		return
 	}
-	conv, err := c.opts.Conversations.Get(r.Context(), r.PathValue("id"))
+	id := r.PathValue("id")
+	if !host.OwnsConversation(id, callerOf(r).subject) {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("conversation %q: %v", id, ErrNotFound))
+		return
+	}
+	conv, err := c.opts.Conversations.Get(r.Context(), id)
 	if err != nil {
 		writeError(w, errorStatus(err), err.Error())
 		return
@@ -136,7 +145,12 @@ func (c *Console) deleteConversation(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no state database")
 		return
 	}
-	if err := c.opts.Conversations.Delete(r.Context(), r.PathValue("id")); err != nil {
+	id := r.PathValue("id")
+	if !host.OwnsConversation(id, callerOf(r).subject) {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("conversation %q: %v", id, ErrNotFound))
+		return
+	}
+	if err := c.opts.Conversations.Delete(r.Context(), id); err != nil {
 		writeError(w, errorStatus(err), err.Error())
 		return
 	}
@@ -148,7 +162,7 @@ func (c *Console) listTasks(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no state database")
 		return
 	}
-	list, err := c.opts.Tasks.List(r.Context())
+	list, err := c.opts.Tasks.List(r.Context(), callerOf(r).subject)
 	if err != nil {
 		writeError(w, errorStatus(err), err.Error())
 		return
@@ -164,7 +178,7 @@ func (c *Console) getTask(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no state database")
 		return
 	}
-	task, err := c.opts.Tasks.Get(r.Context(), r.PathValue("id"))
+	task, err := c.opts.Tasks.Get(r.Context(), callerOf(r).subject, r.PathValue("id"))
 	if err != nil {
 		writeError(w, errorStatus(err), err.Error())
 		return
@@ -177,22 +191,35 @@ func (c *Console) getTask(w http.ResponseWriter, r *http.Request) {
 type evalRun struct {
 	ID      string `json:"id"`
 	Dataset string `json:"dataset"`
-	// Status is "running", "done" or "failed".
+	// Status is "running", "done", "failed" or "cancelled".
 	Status string        `json:"status"`
 	Error  string        `json:"error,omitempty"`
 	Total  int           `json:"total"`
 	Report *evals.Report `json:"report"`
+	// cancel cancels the run; ended says it has ended (both under Console.mu).
+	cancel context.CancelFunc
+	ended  bool
 }
 
-// maxEvalRuns bounds the eval runs kept, the oldest dropped first.
-const maxEvalRuns = 20
+// Bounds of the eval runs: at most maxEvalRunning going (each runs every case of a dataset through the model), and
+// the last maxEvalRuns ended kept to be read.
+const (
+	maxEvalRunning = 2
+	maxEvalRuns    = 20
+)
+
+// evalSuite is what the console needs of an *evals.Suite; tests give their own.
+type evalSuite interface {
+	Datasets() []evals.Dataset
+	Run(ctx context.Context, dataset string, concurrency int, onCase func(*evals.Result)) (*evals.Report, error)
+}
 
 func (c *Console) listEvals(w http.ResponseWriter, r *http.Request) {
-	if c.opts.Evals == nil {
+	if c.evals == nil {
 		writeError(w, http.StatusNotFound, "no eval datasets are configured")
 		return
 	}
-	list := c.opts.Evals.Datasets()
+	list := c.evals.Datasets()
 	if list == nil {
 		list = []evals.Dataset{}
 	}
@@ -200,13 +227,13 @@ func (c *Console) listEvals(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *Console) runEval(w http.ResponseWriter, r *http.Request) {
-	if c.opts.Evals == nil {
+	if c.evals == nil {
 		writeError(w, http.StatusNotFound, "no eval datasets are configured")
 		return
 	}
 	name := r.PathValue("name")
 	total, found := 0, false
-	for _, d := range c.opts.Evals.Datasets() {
+	for _, d := range c.evals.Datasets() {
 		if d.Name == name {
 			total, found = d.Cases, true
 		}
@@ -215,17 +242,28 @@ func (c *Console) runEval(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no dataset %q", name))
 		return
 	}
-	run := &evalRun{ID: "e" + rand.Text()[:12], Dataset: name, Status: "running", Total: total, Report: &evals.Report{Cases: []*evals.Result{}}}
+	ctx, cancel := context.WithCancel(c.ctx)
+	run := &evalRun{ID: "e" + rand.Text()[:12], Dataset: name, Status: "running", Total: total,
+		Report: &evals.Report{Cases: []*evals.Result{}}, cancel: cancel}
 	c.mu.Lock()
+	running := 0
+	for _, er := range c.evalRuns {
+		if !er.ended {
+			running++
+		}
+	}
+	if running >= maxEvalRunning {
+		c.mu.Unlock()
+		cancel()
+		writeError(w, http.StatusTooManyRequests, fmt.Sprintf("%d eval runs are going: wait for one to end", running))
+		return
+	}
 	c.evalRuns[run.ID] = run
 	c.evalIDs = append(c.evalIDs, run.ID)
-	for len(c.evalIDs) > maxEvalRuns {
-		delete(c.evalRuns, c.evalIDs[0])
-		c.evalIDs = c.evalIDs[1:]
-	}
 	c.mu.Unlock()
 	started := c.goOwned(func() {
-		report, err := c.opts.Evals.Run(c.ctx, name, 0, func(res *evals.Result) {
+		defer cancel()
+		report, err := c.evals.Run(ctx, name, 0, func(res *evals.Result) {
 			c.evalMu.Lock()
 			run.Report.Cases = append(run.Report.Cases, res)
 			if res.Passed {
@@ -236,25 +274,71 @@ func (c *Console) runEval(w http.ResponseWriter, r *http.Request) {
 			c.evalMu.Unlock()
 		})
 		c.evalMu.Lock()
-		defer c.evalMu.Unlock()
-		if err != nil {
+		switch {
+		case ctx.Err() != nil && c.ctx.Err() == nil: // cancelled by POST .../cancel
+			run.Status = "cancelled"
+		case err != nil:
 			run.Status, run.Error = "failed", err.Error()
-			return
+		default:
+			if report != nil {
+				run.Report = report
+			}
+			run.Status = "done"
 		}
-		if report != nil {
-			run.Report = report
-		}
-		run.Status = "done"
+		c.evalMu.Unlock()
+		c.endEvalRun(run)
 	})
 	if !started {
+		c.endEvalRun(run)
+		cancel()
 		writeError(w, http.StatusServiceUnavailable, "the console is closing")
 		return
 	}
 	writeJSON(w, http.StatusAccepted, map[string]string{"id": run.ID})
 }
 
+// endEvalRun marks run ended, and drops the oldest ended runs beyond maxEvalRuns: a run going is never dropped.
+func (c *Console) endEvalRun(run *evalRun) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	run.ended = true
+	ended := 0
+	for _, id := range c.evalIDs {
+		if c.evalRuns[id].ended {
+			ended++
+		}
+	}
+	kept := c.evalIDs[:0]
+	for _, id := range c.evalIDs {
+		if er := c.evalRuns[id]; er.ended && ended > maxEvalRuns {
+			delete(c.evalRuns, id)
+			ended--
+			continue
+		}
+		kept = append(kept, id)
+	}
+	c.evalIDs = kept
+}
+
+// cancelEvalRun answers POST /api/evals/runs/{id}/cancel.
+func (c *Console) cancelEvalRun(w http.ResponseWriter, r *http.Request) {
+	c.mu.Lock()
+	run := c.evalRuns[r.PathValue("id")]
+	ended := run != nil && run.ended
+	c.mu.Unlock()
+	switch {
+	case run == nil:
+		writeError(w, http.StatusNotFound, "no such eval run")
+	case ended:
+		writeError(w, http.StatusConflict, "the eval run has ended")
+	default:
+		run.cancel()
+		w.WriteHeader(http.StatusNoContent)
+	}
+}
+
 func (c *Console) getEvalRun(w http.ResponseWriter, r *http.Request) {
-	if c.opts.Evals == nil {
+	if c.evals == nil {
 		writeError(w, http.StatusNotFound, "no eval datasets are configured")
 		return
 	}

@@ -5,8 +5,11 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/json"
+	"errors"
 	"mime"
+	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -99,6 +102,10 @@ type caller struct {
 	session *session
 	// bearer says the request carried a valid bearer token (a script): no CSRF token is needed.
 	bearer bool
+	// subject is the caller's, of its session or bearer token: with [serve] auth_tokens_env or [serve.oauth]
+	// everything it sees and does is scoped to it. "" is the operator (no login, or [serve] auth_token_env's
+	// token), who sees everything.
+	subject string
 }
 
 type callerKey struct{}
@@ -120,18 +127,21 @@ func (c *Console) access(next http.Handler) http.Handler {
 		var who caller
 		if c.protected() {
 			if bearer, ok := bearerToken(r); ok {
-				if _, _, err := c.checkToken(r.Context(), bearer); err != nil {
+				subject, _, err := c.checkToken(r.Context(), bearer)
+				if err != nil {
 					w.Header().Set("WWW-Authenticate", `Bearer realm="agenthost", error="invalid_token"`)
 					writeError(w, http.StatusUnauthorized, "the bearer token is not valid")
 					return
 				}
-				who.bearer = true
+				who.bearer, who.subject = true, subject
 			} else if ck, err := r.Cookie(cookieName); err == nil {
-				who.session, _ = c.sessions.get(ck.Value)
+				if who.session, _ = c.sessions.get(ck.Value); who.session != nil {
+					who.subject = who.session.subject
+				}
 			}
 			open := r.URL.Path == "/api/session" || r.URL.Path == "/api/login"
 			if who.session == nil && !who.bearer && !open {
-				writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "log in first", "login": c.loginKind()})
+				writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "log in first", "login": c.authKind()})
 				return
 			}
 		}
@@ -162,13 +172,6 @@ func (c *Console) csrfMatches(who caller, got string) bool {
 	return got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
 }
 
-func (c *Console) loginKind() string {
-	if c.opts.Verify != nil && c.opts.Token == "" && len(c.opts.Tokens) == 0 {
-		return "oauth"
-	}
-	return "token"
-}
-
 // checkToken checks a token given to log in or as a bearer: every static token compared in constant time, so that
 // the time says nothing of which matched, then, when none did, as a JWT of [serve.oauth].
 func (c *Console) checkToken(ctx context.Context, token string) (subject string, expires time.Time, err error) {
@@ -185,7 +188,12 @@ func (c *Console) checkToken(ctx context.Context, token string) (subject string,
 		return subject, time.Time{}, nil
 	}
 	if c.opts.Verify != nil && token != "" {
-		return c.opts.Verify(ctx, token)
+		subject, expires, err := c.opts.Verify(ctx, token)
+		if err == nil && subject == "" {
+			// A JWT naming nobody would log in as the operator, who sees every caller's runs.
+			err = errors.New("console: the token names no subject")
+		}
+		return subject, expires, err
 	}
 	return "", time.Time{}, errBadToken
 }
@@ -214,7 +222,7 @@ func isJSON(contentType string) bool {
 func (c *Console) session(w http.ResponseWriter, r *http.Request) {
 	who := callerOf(r)
 	if c.protected() && who.session == nil && !who.bearer {
-		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "log in first", "login": c.loginKind()})
+		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "log in first", "login": c.authKind()})
 		return
 	}
 	csrf := c.csrf
@@ -231,7 +239,7 @@ func (c *Console) session(w http.ResponseWriter, r *http.Request) {
 	features := map[string]bool{
 		"state":       c.opts.Conversations != nil,
 		"tasks":       c.opts.Tasks != nil,
-		"evals":       c.opts.Evals != nil,
+		"evals":       c.evals != nil,
 		"tool_search": c.searchOn(r.Context()),
 		"content":     c.opts.Content,
 	}
@@ -252,12 +260,21 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "the body must be {\"token\": \"...\"}")
 		return
 	}
+	ip := remoteIP(r)
+	if wait := c.logins.wait(ip); wait > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int((wait+time.Second-1)/time.Second)))
+		writeError(w, http.StatusTooManyRequests, "too many failed logins: wait and try again")
+		return
+	}
 	subject, expires, err := c.checkToken(r.Context(), body.Token)
 	if err != nil {
-		c.logger.Info("console: a login was refused", "err", err)
+		if failures, log := c.logins.failed(ip); log {
+			c.logger.Warn("console: a login was refused", "remote", ip, "failures", failures, "err", err)
+		}
 		writeError(w, http.StatusUnauthorized, "the token is not valid")
 		return
 	}
+	c.logins.succeeded(ip)
 	ss := c.sessions.open(subject, expires)
 	ck := &http.Cookie{Name: cookieName, Value: ss.id, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,
 		Secure: r.TLS != nil}
@@ -266,6 +283,96 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	}
 	http.SetCookie(w, ck)
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// remoteIP is the address a request came from, without its port.
+func remoteIP(r *http.Request) string {
+	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		return host
+	}
+	return r.RemoteAddr
+}
+
+// After loginFreeFailures failed logins from one address, each further attempt must wait, loginFirstDelay after
+// the last failure, doubling with each failure up to loginMaxDelay. At most maxLoginAddrs addresses are
+// remembered, the one failed least recently forgotten first; a failed login is logged at most once per address
+// per loginLogEvery.
+const (
+	loginFreeFailures = 5
+	loginFirstDelay   = time.Second
+	loginMaxDelay     = 30 * time.Second
+	maxLoginAddrs     = 1024
+	loginLogEvery     = time.Minute
+)
+
+// loginLimiter slows down the guessing of tokens, per remote address.
+type loginLimiter struct {
+	now func() time.Time
+	mu  sync.Mutex
+	m   map[string]*loginFailures
+}
+
+type loginFailures struct {
+	n                         int
+	last, notBefore, loggedAt time.Time
+}
+
+func newLoginLimiter(now func() time.Time) *loginLimiter {
+	return &loginLimiter{now: now, m: map[string]*loginFailures{}}
+}
+
+// wait is how long ip must wait before it may try again; 0 when it may now.
+func (l *loginLimiter) wait(ip string) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if f, ok := l.m[ip]; ok {
+		return max(f.notBefore.Sub(l.now()), 0)
+	}
+	return 0
+}
+
+// failed counts a failed login of ip, and returns the failures so far and whether to log this one.
+func (l *loginLimiter) failed(ip string) (int, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.now()
+	f, ok := l.m[ip]
+	if !ok {
+		if len(l.m) >= maxLoginAddrs {
+			var oldest string
+			for k, v := range l.m {
+				if oldest == "" || v.last.Before(l.m[oldest].last) {
+					oldest = k
+				}
+			}
+			delete(l.m, oldest)
+		}
+		f = &loginFailures{}
+		l.m[ip] = f
+	}
+	f.n++
+	f.last = now
+	if f.n >= loginFreeFailures {
+		delay := loginMaxDelay
+		if shift := f.n - loginFreeFailures; shift < 6 {
+			delay = min(loginFirstDelay<<shift, loginMaxDelay)
+		}
+		f.notBefore = now.Add(delay)
+	}
+	log := f.loggedAt.IsZero() || now.Sub(f.loggedAt) >= loginLogEvery
+	if log {
+		f.loggedAt = now
+	}
+	return f.n, log
+}
+
+// succeeded forgets the failures of ip; when it last logged one is kept, so that the log stays bounded.
+func (l *loginLimiter) succeeded(ip string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if f, ok := l.m[ip]; ok {
+		f.n, f.notBefore = 0, time.Time{}
+	}
 }
 
 // logout answers POST /api/logout: the session ends and the cookie is cleared.

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -19,7 +21,7 @@ import (
 
 // web holds the page: index.html and the files it loads.
 //
-//go:embed web
+//go:embed web/*.html web/*.js web/*.css web/*.svg
 var web embed.FS
 
 // Options configures a Console. Orchestrator and Runs are required; the other fields may be left zero, and the
@@ -68,6 +70,10 @@ type Options struct {
 	MaxBodyBytes int64
 	// MaxRuns caps the console's runs going at once; beyond it a chat is refused with 429. 0 means 8.
 	MaxRuns int
+	// InputTimeout is how long an approval or elicitation of a console's run waits for the page's answer; then the
+	// run is told that nobody answered (the approval denied, the elicitation cancelled). 0 means 10 minutes, as
+	// [serve] input_timeout.
+	InputTimeout time.Duration
 	// Now is the clock of the sessions; nil means time.Now.
 	Now func() time.Time
 }
@@ -99,8 +105,8 @@ type ServerState struct {
 // ErrNotFound is what Conversations and Tasks return for an id they do not have.
 var ErrNotFound = errors.New("not found")
 
-// Conversations are the conversations the console lists, shows and deletes. Implementations must be safe for
-// concurrent use.
+// Conversations are the conversations the console lists, shows and deletes: every one kept; the console shows a
+// caller told apart only those it owns (host.OwnsConversation). Implementations must be safe for concurrent use.
 type Conversations interface {
 	// List returns the conversations kept, most recently used first.
 	List(ctx context.Context) ([]ConversationSummary, error)
@@ -120,12 +126,15 @@ type ConversationSummary struct {
 	Updated  time.Time `json:"updated"`
 }
 
-// Tasks are the served A2A tasks the console lists and shows. Implementations must be safe for concurrent use.
+// Tasks are the served A2A tasks the console lists and shows, each of a subject: the caller it was served to (the
+// subject of its token), "" when the A2A server does not tell callers apart. Implementations must be safe for
+// concurrent use.
 type Tasks interface {
-	// List returns the tasks kept, most recently updated first.
-	List(ctx context.Context) ([]TaskSummary, error)
-	// Get returns a task as stored (its JSON), or an error wrapping ErrNotFound.
-	Get(ctx context.Context, id string) (json.RawMessage, error)
+	// List returns the tasks of subject kept, most recently updated first.
+	List(ctx context.Context, subject string) ([]TaskSummary, error)
+	// Get returns a task of subject as stored (its JSON), or an error wrapping ErrNotFound, also when the task is
+	// another subject's.
+	Get(ctx context.Context, subject, id string) (json.RawMessage, error)
 }
 
 // TaskSummary is an A2A task as GET /api/tasks lists it.
@@ -138,13 +147,21 @@ type TaskSummary struct {
 	Updated time.Time `json:"updated"`
 }
 
-// defaultMaxRuns is Options.MaxRuns's default.
-const defaultMaxRuns = 8
+// Defaults of Options.
+const (
+	defaultMaxRuns      = 8
+	defaultInputTimeout = 10 * time.Minute
+	// A page opens two or three event streams; a session needs no more than a few tabs' worth.
+	defaultMaxSessionStreams = 16
+	defaultMaxStreams        = 256
+)
 
 // Console serves the web console.
 type Console struct {
 	opts   Options
 	logger *slog.Logger
+	// evals is opts.Evals; nil when there is none.
+	evals evalSuite
 	// ctx ends at Close; every run and stream of the console ends with it.
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -155,10 +172,16 @@ type Console struct {
 	assets   *assets
 	// heartbeat is how often an idle event stream sends a comment, so that proxies and the browser keep it open.
 	heartbeat time.Duration
+	now       func() time.Time
+	// maxStreams and maxSessionStreams cap the event streams open, in all and of one session.
+	maxStreams, maxSessionStreams int
+	logins                        *loginLimiter
 
 	mu       sync.Mutex
 	closed   bool
 	active   map[string]*consoleRun // the console's runs going, by run id
+	streams  map[string]int         // the event streams open, by session (streamKey)
+	nStreams int
 	evalRuns map[string]*evalRun
 	evalIDs  []string // evalRuns' ids, oldest first
 	// evalMu guards the eval runs' reports, which their runs fill as cases end.
@@ -167,9 +190,13 @@ type Console struct {
 
 // New returns a console. Close it when done.
 func New(opts *Options) *Console {
-	c := &Console{heartbeat: 15 * time.Second, active: map[string]*consoleRun{}, evalRuns: map[string]*evalRun{}}
+	c := &Console{heartbeat: 15 * time.Second, active: map[string]*consoleRun{}, evalRuns: map[string]*evalRun{},
+		streams: map[string]int{}, maxStreams: defaultMaxStreams, maxSessionStreams: defaultMaxSessionStreams}
 	if opts != nil {
 		c.opts = *opts
+	}
+	if c.opts.Evals != nil {
+		c.evals = c.opts.Evals
 	}
 	if c.logger = c.opts.Logger; c.logger == nil {
 		c.logger = slog.New(slog.DiscardHandler)
@@ -177,13 +204,18 @@ func New(opts *Options) *Console {
 	if c.opts.MaxRuns <= 0 {
 		c.opts.MaxRuns = defaultMaxRuns
 	}
+	if c.opts.InputTimeout <= 0 {
+		c.opts.InputTimeout = defaultInputTimeout
+	}
 	now := c.opts.Now
 	if now == nil {
 		now = time.Now
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.csrf = rand.Text()
+	c.now = now
 	c.sessions = newSessions(now)
+	c.logins = newLoginLimiter(now)
 	c.assets = newAssets(web)
 	return c
 }
@@ -193,10 +225,12 @@ func (c *Console) protected() bool {
 	return c.opts.Token != "" || len(c.opts.Tokens) > 0 || c.opts.Verify != nil
 }
 
-// authKind is the session's "auth".
+// authKind is how one logs in: the session's "auth" and the 401's "login". "oauth" when a JWT of [serve.oauth] is
+// the only way in; "token" when a static token is one ([serve] auth_token_env or auth_tokens_env: the page asks
+// for a token, which may be a JWT as well); "none" when the console is not protected.
 func (c *Console) authKind() string {
 	switch {
-	case c.opts.Verify != nil:
+	case c.opts.Verify != nil && c.opts.Token == "" && len(c.opts.Tokens) == 0:
 		return "oauth"
 	case c.protected():
 		return "token"
@@ -228,17 +262,33 @@ func (c *Console) Handler() http.Handler {
 	mux.HandleFunc("GET /api/evals", c.listEvals)
 	mux.HandleFunc("POST /api/evals/{name}/run", c.runEval)
 	mux.HandleFunc("GET /api/evals/runs/{id}", c.getEvalRun)
+	mux.HandleFunc("POST /api/evals/runs/{id}/cancel", c.cancelEvalRun)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such API path")
 	})
 	mux.Handle("/", c.assets)
 	guarded := httpedge.Guard(c.access(mux), httpedge.Options{
-		ListenAddr:     c.opts.ListenAddr,
-		AllowedHosts:   c.opts.AllowedHosts,
-		AllowedOrigins: c.opts.AllowedOrigins,
-		MaxBodyBytes:   c.opts.MaxBodyBytes,
+		ListenAddr:    c.opts.ListenAddr,
+		AllowedHosts:  c.opts.AllowedHosts,
+		OriginAllowed: c.originAllowed,
+		MaxBodyBytes:  c.opts.MaxBodyBytes,
 	})
 	return securityHeaders(guarded)
+}
+
+// originAllowed accepts the console's own origin, the scheme and Host of the request (whose Host the guard has
+// checked), and those of [serve] allowed_origins; not any other loopback origin, which would be another local
+// program's page.
+func (c *Console) originAllowed(r *http.Request, origin string) bool {
+	origin = strings.TrimSuffix(origin, "/")
+	for _, scheme := range []string{"http://", "https://"} {
+		if strings.EqualFold(origin, scheme+r.Host) {
+			return true
+		}
+	}
+	return slices.ContainsFunc(c.opts.AllowedOrigins, func(o string) bool {
+		return strings.EqualFold(strings.TrimSuffix(o, "/"), origin)
+	})
 }
 
 // Close cancels the runs the console started, ends its event streams and eval runs, and waits for them to end. It

@@ -325,7 +325,9 @@ func TestStaticFiles(t *testing.T) {
 	} else if len(want) > 1024 {
 		t.Errorf("a %d-byte page was not gzipped: %v", len(want), resp.Header)
 	}
-	if resp.Header.Get("ETag") != etag || !strings.Contains(resp.Header.Get("Vary"), "Accept-Encoding") {
+	// The gzipped file is another representation: an ETag of its own.
+	if gz := resp.Header.Get("Content-Encoding") == "gzip"; (resp.Header.Get("ETag") == etag) == gz ||
+		!strings.Contains(resp.Header.Get("Vary"), "Accept-Encoding") {
 		t.Errorf("headers %v", resp.Header)
 	}
 	// Revalidated.
@@ -874,5 +876,112 @@ func TestChatElicitation(t *testing.T) {
 	})
 	if !strings.Contains(result, "Lyon") || !strings.Contains(result, "accept") {
 		t.Errorf("the tool got %q", result)
+	}
+}
+
+// The console accepts its own origin (the scheme and Host it is reached at) and [serve] allowed_origins, not
+// another loopback page's.
+func TestOriginIsTheConsoles(t *testing.T) {
+	f := newFixture(t, func(o *Options) { o.AllowedOrigins = []string{"https://console.example.com"} })
+	csrf := f.csrf(t)
+	for origin, want := range map[string]int{
+		"http://localhost:1":          http.StatusForbidden,
+		"http://127.0.0.1:9":          http.StatusForbidden,
+		"https://evil.example":        http.StatusForbidden,
+		f.srv.URL:                     http.StatusNoContent,
+		"https://console.example.com": http.StatusNoContent,
+	} {
+		if resp, b := f.do(t, "POST", "/api/logout", "", "X-CSRF-Token", csrf, "Origin", origin); resp.StatusCode != want {
+			t.Errorf("POST with Origin %s: %d %s, want %d", origin, resp.StatusCode, b, want)
+		}
+	}
+}
+
+// A console listening beyond loopback (with a token) works from its own origin, the address it listens on.
+func TestOwnOriginBeyondLoopback(t *testing.T) {
+	f := newFixture(t, func(o *Options) { o.Token, o.ListenAddr = staticToken, "0.0.0.0:8767" })
+	h := []string{"Host", "0.0.0.0:8767", "Origin", "http://0.0.0.0:8767"}
+	if resp, b := f.do(t, "POST", "/api/login", `{"token":"`+staticToken+`"}`, h...); resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("login from the console's own origin: %d %s", resp.StatusCode, b)
+	}
+	resp, b := f.do(t, "GET", "/api/session", "", h...)
+	var s struct{ CSRF string }
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(b, &s) != nil {
+		t.Fatalf("session: %d %s", resp.StatusCode, b)
+	}
+	if resp, b := f.do(t, "POST", "/api/logout", "", append(h, "X-CSRF-Token", s.CSRF)...); resp.StatusCode != http.StatusNoContent {
+		t.Errorf("logout from the console's own origin: %d %s", resp.StatusCode, b)
+	}
+	// Another host's page, even one the Host check would let through, is not the console's.
+	if resp, _ := f.do(t, "POST", "/api/login", `{"token":"`+staticToken+`"}`, "Host", "0.0.0.0:8767", "Origin", "http://localhost:8767"); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("login from another origin: %d", resp.StatusCode)
+	}
+}
+
+// An approval or elicitation nobody answers is, after InputTimeout, denied or cancelled, and the run goes on.
+func TestUnansweredQuestionsTimeOut(t *testing.T) {
+	for _, tool := range []string{"danger", "ask_city"} {
+		f := newFixture(t, func(o *Options) { o.InputTimeout = time.Millisecond })
+		f.llm.Enqueue(
+			fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "c1", Name: tool, Arguments: `{}`}}},
+			fakellm.Turn{Text: "nobody answered"},
+		)
+		id := f.chat(t, `{"message":"go"}`)
+		var answered *runlog.ApprovalAnswer
+		var result string
+		end := f.follow(t, id, 0, func(e runlog.Entry, _ string) {
+			switch e.Kind {
+			case runlog.KindApprovalDone:
+				answered = e.Answered
+			case runlog.KindToolEnd:
+				result = e.Result
+			}
+		})
+		if end.Status != runlog.Status(host.StopAnswered) {
+			t.Errorf("%s: the run ended %+v", tool, end)
+		}
+		switch tool {
+		case "danger":
+			if answered == nil || answered.Approved || f.danger.Load() != 0 {
+				t.Errorf("approval: answered %+v, the tool ran %d times", answered, f.danger.Load())
+			}
+		case "ask_city":
+			if answered == nil || answered.Action != "cancel" || !strings.Contains(result, "cancel") {
+				t.Errorf("elicitation: answered %+v, the tool got %q", answered, result)
+			}
+		}
+	}
+}
+
+// The 401's "login" and the session's "auth" are one label: what the page asks for.
+func TestLoginAndAuthAgree(t *testing.T) {
+	verify := func(_ context.Context, bearer string) (string, time.Time, error) {
+		if bearer != "a.jwt.token" {
+			return "", time.Time{}, errBadToken
+		}
+		return "user-1", time.Time{}, nil
+	}
+	for _, c := range []struct {
+		name string
+		edit func(*Options)
+		want string
+	}{
+		{"oauth only", func(o *Options) { o.Verify = verify }, "oauth"},
+		{"oauth and a static token", func(o *Options) { o.Verify, o.Token = verify, staticToken }, "token"},
+		{"callers' tokens", func(o *Options) { o.Tokens = map[string]string{callerToken: "ALICE"} }, "token"},
+	} {
+		f := newFixture(t, c.edit)
+		_, b := f.do(t, "GET", "/api/session", "")
+		var refused struct{ Login string }
+		_ = json.Unmarshal(b, &refused)
+		_, b = f.do(t, "GET", "/api/session", "", "Authorization", "Bearer a.jwt.token")
+		if c.name == "callers' tokens" {
+			_, b = f.do(t, "GET", "/api/session", "", "Authorization", "Bearer "+callerToken)
+		}
+		var session struct{ Auth string }
+		_ = json.Unmarshal(b, &session)
+		if refused.Login != c.want || session.Auth != c.want {
+			t.Errorf("%s: login %q, auth %q, want %q", c.name, refused.Login, session.Auth, c.want)
+		}
 	}
 }

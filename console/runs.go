@@ -21,6 +21,8 @@ import (
 type consoleRun struct {
 	cancel context.CancelFunc
 	ia     *interactor
+	// subject is the caller's who started it (caller.subject).
+	subject string
 }
 
 type chatRequest struct {
@@ -53,9 +55,20 @@ func (c *Console) chat(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	ia := &interactor{runs: c.opts.Runs, pending: map[string]chan answer{}}
-	hreq := &host.Request{Prompt: req.Message, ConversationID: req.ConversationID, OutputSchema: schema, Interactor: ia,
-		Selection: host.Selection{ToolChoices: req.Tools, DisabledTools: req.Disable}}
+	// A conversation belongs to the caller's subject, as over MCP: another subject's is unknown to this caller, and
+	// a new one is created owned.
+	subject := callerOf(r).subject
+	convID, start := req.ConversationID, false
+	switch {
+	case convID != "" && !host.OwnsConversation(convID, subject):
+		writeError(w, http.StatusNotFound, fmt.Sprintf("%v: %q", host.ErrUnknownConversation, convID))
+		return
+	case convID == "" && subject != "":
+		convID, start = host.OwnedConversationID(host.NewConversationID(), subject), true
+	}
+	ia := &interactor{runs: c.opts.Runs, pending: map[string]chan answer{}, timeout: c.opts.InputTimeout}
+	hreq := &host.Request{Prompt: req.Message, ConversationID: convID, StartConversation: start, OutputSchema: schema,
+		Interactor: ia, Selection: host.Selection{ToolChoices: req.Tools, DisabledTools: req.Disable}}
 
 	c.mu.Lock()
 	if c.closed {
@@ -68,9 +81,9 @@ func (c *Console) chat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusTooManyRequests, fmt.Sprintf("%d runs of the console are going: wait for one to end", c.opts.MaxRuns))
 		return
 	}
-	ctx, cancel := context.WithCancel(host.WithOrigin(c.ctx, "console"))
+	ctx, cancel := context.WithCancel(host.WithSubject(host.WithOrigin(c.ctx, "console"), subject))
 	ctx, id := c.opts.Runs.Expect(ctx, "console")
-	c.active[id] = &consoleRun{cancel: cancel, ia: ia}
+	c.active[id] = &consoleRun{cancel: cancel, ia: ia, subject: subject}
 	c.wg.Add(1)
 	c.mu.Unlock()
 	go func() {
@@ -90,18 +103,35 @@ func (c *Console) chat(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, map[string]string{"run_id": id})
 }
 
+// sees says whether who may see the run sum: the operator sees every run, a caller told apart only its own.
+func (who caller) sees(sum runlog.Summary) bool {
+	return who.subject == "" || sum.Subject == who.subject
+}
+
+// run returns the run id as who may see it; false when no such run is kept, or it is another caller's.
+func (c *Console) run(who caller, id string, after int) (runlog.Summary, []runlog.Entry, bool) {
+	sum, entries, ok := c.opts.Runs.Run(id, after)
+	if !ok || !who.sees(sum) {
+		return runlog.Summary{}, nil, false
+	}
+	return sum, entries, true
+}
+
 // listRuns answers GET /api/runs.
 func (c *Console) listRuns(w http.ResponseWriter, r *http.Request) {
-	runs := c.opts.Runs.Runs()
-	if runs == nil {
-		runs = []runlog.Summary{}
+	who := callerOf(r)
+	runs := []runlog.Summary{}
+	for _, sum := range c.opts.Runs.Runs() {
+		if who.sees(sum) {
+			runs = append(runs, sum)
+		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"runs": runs})
 }
 
 // getRun answers GET /api/runs/{id}.
 func (c *Console) getRun(w http.ResponseWriter, r *http.Request) {
-	sum, entries, ok := c.opts.Runs.Run(r.PathValue("id"), 0)
+	sum, entries, ok := c.run(callerOf(r), r.PathValue("id"), 0)
 	if !ok {
 		writeError(w, http.StatusNotFound, "no such run")
 		return
@@ -114,7 +144,7 @@ func (c *Console) getRun(w http.ResponseWriter, r *http.Request) {
 
 // cancelRun answers POST /api/runs/{id}/cancel.
 func (c *Console) cancelRun(w http.ResponseWriter, r *http.Request) {
-	run, status, msg := c.ownRun(r.PathValue("id"))
+	run, status, msg := c.ownRun(callerOf(r), r.PathValue("id"))
 	if run == nil {
 		writeError(w, status, msg)
 		return
@@ -123,15 +153,16 @@ func (c *Console) cancelRun(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// ownRun returns the console's run id while it is going, or the status and message that say why not.
-func (c *Console) ownRun(id string) (*consoleRun, int, string) {
+// ownRun returns the console's run id while it is going, or the status and message that say why not. Another
+// caller's run is not found.
+func (c *Console) ownRun(who caller, id string) (*consoleRun, int, string) {
+	sum, _, ok := c.run(who, id, math.MaxInt)
 	c.mu.Lock()
 	run := c.active[id]
 	c.mu.Unlock()
-	if run != nil {
+	if run != nil && (who.subject == "" || run.subject == who.subject) {
 		return run, 0, ""
 	}
-	sum, _, ok := c.opts.Runs.Run(id, math.MaxInt)
 	switch {
 	case !ok:
 		return nil, http.StatusNotFound, "no such run"
@@ -151,7 +182,7 @@ type answerRequest struct {
 
 // answer answers POST /api/runs/{id}/answer.
 func (c *Console) answer(w http.ResponseWriter, r *http.Request) {
-	run, status, msg := c.ownRun(r.PathValue("id"))
+	run, status, msg := c.ownRun(callerOf(r), r.PathValue("id"))
 	if run == nil {
 		writeError(w, status, msg)
 		return
@@ -179,7 +210,9 @@ type answer answerRequest
 // interactor asks the person at the console: it records the question in the run and waits for its answer through
 // the API.
 type interactor struct {
-	runs    *runlog.Recorder
+	runs *runlog.Recorder
+	// timeout is how long a question waits for its answer before the run is told that nobody answered.
+	timeout time.Duration
 	mu      sync.Mutex
 	pending map[string]chan answer
 }
@@ -188,6 +221,10 @@ var _ host.Interactor = (*interactor)(nil)
 
 func (ia *interactor) Approve(ctx context.Context, req *host.ApprovalRequest) (bool, error) {
 	a, err := ia.ask(ctx, &runlog.Waiting{Type: "approval", Tool: req.Tool, Source: req.Source, Arguments: req.Arguments})
+	if errors.Is(err, errNobodyAnswered) {
+		ia.runs.Answered(ctx, &runlog.ApprovalAnswer{ID: a.ID})
+		return false, nil // denied
+	}
 	if err != nil {
 		return false, err
 	}
@@ -197,6 +234,10 @@ func (ia *interactor) Approve(ctx context.Context, req *host.ApprovalRequest) (b
 
 func (ia *interactor) Elicit(ctx context.Context, req *host.ElicitRequest) (*host.ElicitResult, error) {
 	a, err := ia.ask(ctx, &runlog.Waiting{Type: "elicitation", Source: req.Source, Message: req.Message, Schema: req.Schema})
+	if errors.Is(err, errNobodyAnswered) {
+		ia.runs.Answered(ctx, &runlog.ApprovalAnswer{ID: a.ID, Action: string(host.ElicitCancel)})
+		return &host.ElicitResult{Action: host.ElicitCancel}, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -215,7 +256,12 @@ func (ia *interactor) Elicit(ctx context.Context, req *host.ElicitRequest) (*hos
 	return res, nil
 }
 
-// ask records w in the run and waits for its answer, or for ctx to end.
+// errNobodyAnswered is what ask returns when a question waited its timeout: the run is told no (an approval denied,
+// an elicitation cancelled), as A2A's input wait does.
+var errNobodyAnswered = errors.New("console: nobody answered")
+
+// ask records w in the run and waits for its answer, or for ctx to end, or for the timeout: then it returns
+// errNobodyAnswered, and an answer that holds only w's id.
 func (ia *interactor) ask(ctx context.Context, w *runlog.Waiting) (answer, error) {
 	w.ID = "q" + rand.Text()[:12]
 	ch := make(chan answer, 1)
@@ -228,9 +274,13 @@ func (ia *interactor) ask(ctx context.Context, w *runlog.Waiting) (answer, error
 		ia.mu.Unlock()
 	}()
 	ia.runs.Waiting(ctx, w)
+	timer := time.NewTimer(ia.timeout)
+	defer timer.Stop()
 	select {
 	case a := <-ch:
 		return a, nil
+	case <-timer.C:
+		return answer{ID: w.ID}, errNobodyAnswered
 	case <-ctx.Done():
 		return answer{}, fmt.Errorf("console: waiting for an answer: %w", context.Cause(ctx))
 	}
@@ -247,6 +297,31 @@ func (ia *interactor) answer(id string, a answer) bool {
 	delete(ia.pending, id)
 	ch <- a
 	return true
+}
+
+// openStream counts an event stream of who, or says 429 and returns false when who has too many open, or the
+// console has. The returned function closes it.
+func (c *Console) openStream(w http.ResponseWriter, who caller) (func(), bool) {
+	key := "subject:" + who.subject // a bearer token's streams count under its subject
+	if who.session != nil {
+		key = "session:" + who.session.id
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.nStreams >= c.maxStreams || c.streams[key] >= c.maxSessionStreams {
+		writeError(w, http.StatusTooManyRequests, "too many event streams are open: close some")
+		return nil, false
+	}
+	c.nStreams++
+	c.streams[key]++
+	return func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.nStreams--
+		if c.streams[key]--; c.streams[key] == 0 {
+			delete(c.streams, key)
+		}
+	}, true
 }
 
 // streamContext is the request's context, ended also by the console's Close.
@@ -319,7 +394,8 @@ func (c *Console) heartbeats(ctx context.Context, s *sse) {
 // comes, then "end".
 func (c *Console) runEvents(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if _, _, ok := c.opts.Runs.Run(id, math.MaxInt); !ok {
+	who := callerOf(r)
+	if _, _, ok := c.run(who, id, math.MaxInt); !ok {
 		writeError(w, http.StatusNotFound, "no such run")
 		return
 	}
@@ -335,6 +411,11 @@ func (c *Console) runEvents(w http.ResponseWriter, r *http.Request) {
 		}
 		after = max(after, n)
 	}
+	release, ok := c.openStream(w, who)
+	if !ok {
+		return
+	}
+	defer release()
 	ctx, cancel := c.streamContext(r)
 	defer cancel()
 	s := startSSE(w)
@@ -358,6 +439,12 @@ func (c *Console) runEvents(w http.ResponseWriter, r *http.Request) {
 // liveRuns answers GET /api/runs/live: each run's summary as it starts, changes and ends. A client slower than the
 // runs gets each run's latest summary.
 func (c *Console) liveRuns(w http.ResponseWriter, r *http.Request) {
+	who := callerOf(r)
+	release, ok := c.openStream(w, who)
+	if !ok {
+		return
+	}
+	defer release()
 	ctx, cancel := c.streamContext(r)
 	defer cancel()
 	s := startSSE(w)
@@ -371,6 +458,9 @@ func (c *Console) liveRuns(w http.ResponseWriter, r *http.Request) {
 	wg.Go(func() { c.heartbeats(ctx, s) })
 	wg.Go(func() {
 		c.opts.Runs.Watch(ctx, func(sum runlog.Summary) {
+			if !who.sees(sum) {
+				return
+			}
 			mu.Lock()
 			if _, ok := pending[sum.ID]; !ok {
 				order = append(order, sum.ID)

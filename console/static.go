@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"path"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -22,10 +23,11 @@ type assets struct {
 }
 
 type asset struct {
-	once        sync.Once
-	raw, gz     []byte
-	etag, ctype string
-	err         error
+	once    sync.Once
+	raw, gz []byte
+	// etag is the file's, gzEtag its gzipped form's.
+	etag, gzEtag, ctype string
+	err                 error
 }
 
 func newAssets(fsys fs.FS) *assets { return &assets{fsys: fsys, m: map[string]*asset{}} }
@@ -50,19 +52,24 @@ func (a *assets) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
+	// The gzipped file is another representation, with an ETag of its own: a cache must not answer a client that
+	// refuses gzip with it.
+	body, etag := f.raw, f.etag
+	gz := f.gz != nil && acceptsGzip(r.Header.Get("Accept-Encoding"))
+	if gz {
+		body, etag = f.gz, f.gzEtag
+	}
 	h := w.Header()
 	h.Set("Content-Type", f.ctype)
-	h.Set("ETag", f.etag)
+	h.Set("ETag", etag)
 	h.Set("Cache-Control", "no-cache") // revalidated by ETag: a new binary's page is seen at once
 	h.Add("Vary", "Accept-Encoding")
-	if etagMatches(r.Header.Get("If-None-Match"), f.etag) {
+	if etagMatches(r.Header.Get("If-None-Match"), etag) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
-	body := f.raw
-	if f.gz != nil && acceptsGzip(r.Header.Get("Accept-Encoding")) {
+	if gz {
 		h.Set("Content-Encoding", "gzip")
-		body = f.gz
 	}
 	if r.Method == http.MethodHead {
 		return
@@ -94,6 +101,7 @@ func (f *asset) prepare(fsys fs.FS, name string) {
 	}
 	sum := sha256.Sum256(f.raw)
 	f.etag = `"` + hex.EncodeToString(sum[:12]) + `"`
+	f.gzEtag = `"` + hex.EncodeToString(sum[:12]) + `-gz"`
 	if f.ctype = mime.TypeByExtension(path.Ext(name)); f.ctype == "" {
 		f.ctype = http.DetectContentType(f.raw)
 	}
@@ -105,14 +113,34 @@ func (f *asset) prepare(fsys fs.FS, name string) {
 	}
 }
 
+// acceptsGzip says whether an Accept-Encoding header accepts gzip (RFC 9110 section 12.5.3): an entry for gzip
+// decides, else one for *; either accepts unless its q value is 0 (0.0, 0.000); without either, gzip is refused.
 func acceptsGzip(accept string) bool {
+	gzipQ, starQ := -1.0, -1.0
 	for part := range strings.SplitSeq(accept, ",") {
-		enc, params, _ := strings.Cut(strings.TrimSpace(part), ";")
-		if strings.EqualFold(strings.TrimSpace(enc), "gzip") || strings.TrimSpace(enc) == "*" {
-			return !strings.Contains(strings.ReplaceAll(params, " ", ""), "q=0") || strings.Contains(params, "q=0.")
+		coding, params, _ := strings.Cut(part, ";")
+		q := 1.0
+		for param := range strings.SplitSeq(params, ";") {
+			name, value, _ := strings.Cut(param, "=")
+			if strings.EqualFold(strings.TrimSpace(name), "q") {
+				v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+				if err != nil || v < 0 || v > 1 {
+					v = 0 // a q value that is not one accepts nothing
+				}
+				q = v
+			}
+		}
+		switch coding = strings.TrimSpace(coding); {
+		case strings.EqualFold(coding, "gzip"), strings.EqualFold(coding, "x-gzip"):
+			gzipQ = max(gzipQ, q)
+		case coding == "*":
+			starQ = max(starQ, q)
 		}
 	}
-	return false
+	if gzipQ >= 0 {
+		return gzipQ > 0
+	}
+	return starQ > 0
 }
 
 func etagMatches(header, etag string) bool {

@@ -58,6 +58,20 @@ func Origin(ctx context.Context) string {
 	return s
 }
 
+type subjectKey struct{}
+
+// WithSubject returns ctx marked as a run made for subject, the caller its front end told apart (the subject of
+// its token); "" marks none. A console lists a run only to its subject.
+func WithSubject(ctx context.Context, subject string) context.Context {
+	return context.WithValue(ctx, subjectKey{}, subject)
+}
+
+// Subject returns the subject ctx was marked with by WithSubject, or "" (callers not told apart).
+func Subject(ctx context.Context) string {
+	s, _ := ctx.Value(subjectKey{}).(string)
+	return s
+}
+
 // ModelCallStart describes a model call as it starts.
 type ModelCallStart struct {
 	Agent          string

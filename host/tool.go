@@ -167,9 +167,9 @@ type Reference struct {
 
 // Progress is a progress report from a running tool.
 type Progress struct {
-	Progress float64
-	Total    float64 // 0 when unknown
-	Message  string
+	Progress float64 `json:"progress"`
+	Total    float64 `json:"total,omitempty"` // 0 when unknown
+	Message  string  `json:"message,omitempty"`
 }
 
 // Call is the orchestrator's side of one tool call, handed to Tool.Call. It lets the tool report progress and ask

@@ -455,7 +455,9 @@ func (s *Server) handleAgent(ctx context.Context, req *mcp.CallToolRequest) (*mc
 		OutputSchema:      in.OutputSchema,
 	}
 	p := newProgress(s.opts.ProgressInterval)
-	run := func(ctx context.Context) (*mcp.CallToolResult, error) { return s.runAgent(ctx, hreq, p) }
+	run := func(ctx context.Context) (*mcp.CallToolResult, error) {
+		return s.runAgent(host.WithSubject(ctx, subject), hreq, p)
+	}
 	if paused != nil && (hreq.Model != nil || hreq.Interactor != nil) {
 		return paused.start(ctx, req, p, run)
 	}

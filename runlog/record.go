@@ -329,7 +329,7 @@ func (r *Recorder) StartRun(ctx context.Context, run *host.RunStart) (context.Co
 	if rec == nil {
 		rec = &record{r: r}
 		rec.mu.Lock()
-		rec.sum = Summary{ID: newID(), Origin: origin}
+		rec.sum = Summary{ID: newID(), Origin: origin, Subject: host.Subject(ctx)}
 		rec.content = r.opts.Content(origin)
 	}
 	rs := &runSpan{rec: rec, id: rec.newSpan('r'), root: true, start: now}
@@ -532,9 +532,21 @@ func (r *Recorder) StartModelCall(ctx context.Context, call *host.ModelCallStart
 	rec.add(now, e, false)
 	rec.mu.Unlock()
 	r.changed(rec)
+	retries := 0 // the model reports its retries on the goroutine of the call, before the call ends
+	ctx = llm.WithRetryReporter(ctx, func(rt llm.Retry) {
+		retries++
+		e := &Entry{Kind: KindModelRetry, Span: span, Parent: ref.span, Attempt: rt.Attempt, DelayMS: ms(rt.Delay)}
+		if rt.Err != nil {
+			e.Error = rt.Err.Error()
+		}
+		rec.mu.Lock()
+		rec.add(r.opts.Now(), e, false)
+		rec.mu.Unlock()
+		r.changed(rec)
+	})
 	return context.WithValue(ctx, spanKey{r}, &spanRef{run: rs, span: span}), func(resp *llm.Response, err error) {
 		end := r.opts.Now()
-		e := &Entry{Kind: KindModelEnd, Span: span, Parent: ref.span, DurationMS: ms(end.Sub(now))}
+		e := &Entry{Kind: KindModelEnd, Span: span, Parent: ref.span, DurationMS: ms(end.Sub(now)), Retries: retries}
 		if err != nil {
 			e.Error = err.Error()
 		}
@@ -712,7 +724,7 @@ func (r *Recorder) Expect(ctx context.Context, origin string) (context.Context, 
 	now := r.opts.Now()
 	content := r.opts.Content(origin)
 	rec := &record{r: r, content: content, start: now,
-		sum: Summary{ID: newID(), Origin: origin, Started: now, Status: StatusRunning, Content: content}}
+		sum: Summary{ID: newID(), Origin: origin, Subject: host.Subject(ctx), Started: now, Status: StatusRunning, Content: content}}
 	r.keep(rec)
 	r.changed(rec)
 	stop := context.AfterFunc(ctx, func() { r.abandon(rec) })

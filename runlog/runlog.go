@@ -82,7 +82,10 @@ const StatusRunning Status = "running"
 type Summary struct {
 	ID     string `json:"id"`
 	Origin string `json:"origin"`
-	Agent  string `json:"agent"`
+	// Subject is the caller the run was made for (host.Subject), "" when its front end does not tell callers
+	// apart; a console shows the run only to its subject.
+	Subject string `json:"-"`
+	Agent   string `json:"agent"`
 	// Prompt is the start of the prompt (at most 200 characters), "" without content.
 	Prompt         string     `json:"prompt,omitempty"`
 	ConversationID string     `json:"conversation_id,omitempty"`
@@ -104,13 +107,15 @@ type Summary struct {
 type Kind string
 
 const (
-	KindRunStart     Kind = "run_start"   // a run (the root, or a sub-agent's nested one) starts: Span is the run's
-	KindRunEnd       Kind = "run_end"     // it ends: StoppedBy, Error, Usage, DurationMS
-	KindIteration    Kind = "iteration"   // an iteration of the loop starts: Iteration
-	KindModelStart   Kind = "model_start" // a model call starts: Span is the call's; Model, Iteration, Messages, Tools
-	KindModelEnd     Kind = "model_end"   // it ends: Usage, FinishReason, Error, Text, ToolCalls, DurationMS
-	KindText         Kind = "text"        // a piece of the model's text as it streams: Text
-	KindToolStart    Kind = "tool_start"  // a tool call starts: Span is the call's; Name, Source, CallID, Arguments
+	KindRunStart   Kind = "run_start"   // a run (the root, or a sub-agent's nested one) starts: Span is the run's
+	KindRunEnd     Kind = "run_end"     // it ends: StoppedBy, Error, Usage, DurationMS
+	KindIteration  Kind = "iteration"   // an iteration of the loop starts: Iteration
+	KindModelStart Kind = "model_start" // a model call starts: Span is the call's; Model, Iteration, Messages, Tools
+	KindModelEnd   Kind = "model_end"   // it ends: Usage, FinishReason, Error, Text, ToolCalls, DurationMS
+	// KindModelRetry: an attempt of the model call failed and is retried: Attempt, Error and DelayMS.
+	KindModelRetry   Kind = "model_retry"
+	KindText         Kind = "text"       // a piece of the model's text as it streams: Text
+	KindToolStart    Kind = "tool_start" // a tool call starts: Span is the call's; Name, Source, CallID, Arguments
 	KindToolProgress Kind = "tool_progress"
 	KindToolEnd      Kind = "tool_end" // it ends: OK, Error, Result, DurationMS, Info
 	KindCheck        Kind = "check"    // an evaluation check of the answer: Check
@@ -162,6 +167,12 @@ type Entry struct {
 	Approval *Waiting           `json:"approval,omitempty"`
 	Answered *ApprovalAnswer    `json:"answered,omitempty"`
 	Text     string             `json:"text,omitempty"`
+
+	// Attempt is the number of the attempt that failed (model_retry), DelayMS the wait before the next one, and
+	// Retries how many times the call was retried in all (model_end).
+	Attempt int     `json:"attempt,omitempty"`
+	DelayMS float64 `json:"delay_ms,omitempty"`
+	Retries int     `json:"retries,omitempty"`
 
 	StoppedBy  host.StopReason `json:"stopped_by,omitempty"`
 	Error      string          `json:"error,omitempty"`

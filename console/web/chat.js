@@ -135,8 +135,8 @@ class Turn {
     const s = this.spans.get(e.span);
     const p = e.progress;
     if (!s || !p) return;
-    const msg = p.Message ?? p.message ?? '';
-    const n = p.Progress ?? p.progress, total = p.Total ?? p.total;
+    const msg = p.message ?? '';
+    const n = p.progress, total = p.total;
     s.sub.hidden = false;
     s.sub.textContent = [msg, total ? `${Math.round((100 * n) / total)}%` : n ? String(n) : ''].filter(Boolean).join(' · ');
   }

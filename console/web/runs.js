@@ -72,9 +72,10 @@ function entryText(e) {
     case 'iteration': return 'iteration ' + e.iteration;
     case 'model_start': return [e.model, e.messages ? e.messages.length + ' messages' : '', e.tools ? e.tools + ' tools' : ''].filter(Boolean).join(' · ');
     case 'model_end': return [e.finish_reason, tokens(e.usage), dur(e.duration_ms), e.tool_calls ? e.tool_calls.map((c) => c.name).join(', ') : '', e.error].filter(Boolean).join(' · ');
+    case 'model_retry': return [`attempt ${e.attempt} failed`, e.error, e.delay_ms != null ? 'retried after ' + dur(e.delay_ms) : ''].filter(Boolean).join(' · ');
     case 'text': return e.text || (e.bytes ? e.bytes + ' bytes' : '');
     case 'tool_start': return [e.name, e.source, e.arguments ? JSON.stringify(e.arguments) : ''].filter(Boolean).join(' · ');
-    case 'tool_progress': return e.progress ? e.progress.Message ?? e.progress.message ?? '' : '';
+    case 'tool_progress': return e.progress ? e.progress.message ?? '' : '';
     case 'tool_end': return [e.ok === false || e.error ? 'error' : 'ok', dur(e.duration_ms), e.error || e.result || ''].filter(Boolean).join(' · ');
     case 'check': return e.check ? `${e.check.name}: ${e.check.passed ? 'passed' : 'failed'}${e.check.detail ? ' · ' + e.check.detail : ''}` : '';
     case 'answer': return e.answer ? e.answer.answer || '' : '';
@@ -312,7 +313,7 @@ class RunsView extends HTMLElement {
     const label = h('div', { class: 'tl-label' }, h('span', { class: 'k' }, s.kind), h('span', { class: 'nm' + (s.kind === 'tool' ? ' mono' : '') }, s.name), usage ? h('span', { class: 'tk' }, num(usage.total_tokens)) : null);
     label.style.paddingLeft = 10 + s.depth * 14 + 'px';
     const bar = h('div', { class: 'tl-bar' + (s.error ? ' err' : '') + (s.end == null ? ' open' : ''), 'data-testid': 'timeline-bar', 'data-kind': s.kind, title: `${s.name} · ${dur(end - s.start)}` },
-      h('span', { class: 'tl-d' }, s.end == null ? 'running' : dur(end - s.start) + (s.endE?.finish_reason ? ' · ' + s.endE.finish_reason : '')));
+      h('span', { class: 'tl-d' }, s.end == null ? 'running' : dur(end - s.start) + (s.endE?.finish_reason ? ' · ' + s.endE.finish_reason : '') + (s.endE?.retries ? ` · ${s.endE.retries} ${s.endE.retries === 1 ? 'retry' : 'retries'}` : '')));
     const from = s.start / d.total, to = end / d.total;
     if (to > 0.8) bar.classList.add(to - from > 0.3 ? 'lab-in' : 'lab-left');
     bar.style.left = (100 * s.start) / d.total + '%';
@@ -382,6 +383,8 @@ class RunsView extends HTMLElement {
     const timing = [['span', h('span', { class: 'mono' }, s.id)], ['parent', s.parent ? h('span', { class: 'mono' }, s.parent) : ''], ['started', dur(s.start)], ['duration', s.end != null ? dur(s.end - s.start) : 'running']];
     if (s.kind === 'model') {
       parts.push(kv([['model', st.model], ['iteration', st.iteration ?? 0], ['tools offered', st.tools], ...timing, ['finish reason', en.finish_reason], ['tokens', en.usage ? `${num(en.usage.total_tokens)} (${num(en.usage.prompt_tokens)} in · ${num(en.usage.completion_tokens)} out)` : ''], ['error', en.error ? h('span', { class: 'fail' }, en.error) : '']]));
+      const retried = s.events.filter((e) => e.kind === 'model_retry');
+      if (retried.length) parts.push(section(`Retries · ${retried.length}`, h('pre', {}, retried.map((e) => `${dur(e.at_ms)}  attempt ${e.attempt}: ${e.error || 'failed'} (next after ${dur(e.delay_ms || 0)})`).join('\n'))));
       if (noContent) parts.push(noContent);
       if (st.messages?.length) parts.push(section(`Sent · ${st.messages.length} messages`, h('div', { class: 'msgs' }, st.messages.map((m) => h('div', {},
         h('div', { class: 'role' }, m.role + (m.name ? ' · ' + m.name : '') + (m.tool_call_id ? ' · ' + m.tool_call_id : '')),
@@ -406,7 +409,7 @@ class RunsView extends HTMLElement {
     const checks = s.events.filter((e) => e.kind === 'check' && e.check);
     if (checks.length) parts.push(section('Checks', h('div', { class: 'checks' }, checks.map((e) => h('span', { class: 'chip ' + (e.check.passed ? 'ok' : 'err'), title: e.check.detail || '' }, (e.check.passed ? '✓ ' : '✗ ') + e.check.name + (e.check.detail ? ': ' + e.check.detail : ''))))));
     const progress = s.events.filter((e) => e.kind === 'tool_progress' && e.progress);
-    if (progress.length) parts.push(section('Progress', h('pre', {}, progress.map((e) => `${dur(e.at_ms)}  ${e.progress.Message ?? e.progress.message ?? ''}`).join('\n'))));
+    if (progress.length) parts.push(section('Progress', h('pre', {}, progress.map((e) => `${dur(e.at_ms)}  ${e.progress.message ?? ''}`).join('\n'))));
     const answer = s.events.find((e) => e.kind === 'answer' && e.answer);
     if (answer) parts.push(section('Answer', h('pre', {}, answer.answer.answer || ''), answer.answer.output != null ? h('pre', { class: 'json' }, pretty(answer.answer.output)) : null));
     const texts = s.events.filter((e) => e.kind === 'text' && e.text);

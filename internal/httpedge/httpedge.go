@@ -32,6 +32,9 @@ type Options struct {
 	// AllowedOrigins are Origin header values accepted besides loopback origins (scheme://host[:port]). A request
 	// without Origin (not from a browser) is accepted.
 	AllowedOrigins []string
+	// OriginAllowed, when set, decides in place of the rule above whether a request's Origin header (not empty) is
+	// accepted; the Host was checked first. A web console accepts its own origin only, not every loopback one.
+	OriginAllowed func(r *http.Request, origin string) bool
 	// MaxBodyBytes caps a request body; 0 means 4 MiB.
 	MaxBodyBytes int64
 	// Public, when set, says which requests are served without the token (an A2A agent card, which clients read
@@ -89,7 +92,7 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "forbidden: Host not allowed", http.StatusForbidden)
 		return
 	}
-	if origin := r.Header.Get("Origin"); origin != "" && !g.originAllowed(origin) {
+	if origin := r.Header.Get("Origin"); origin != "" && !g.originAllowed(r, origin) {
 		http.Error(w, "forbidden: Origin not allowed", http.StatusForbidden)
 		return
 	}
@@ -179,7 +182,10 @@ func (g *guard) hostAllowed(hostport string) bool {
 	return slices.Contains(g.hosts, host) || slices.Contains(g.hosts, "["+host+"]")
 }
 
-func (g *guard) originAllowed(origin string) bool {
+func (g *guard) originAllowed(r *http.Request, origin string) bool {
+	if g.opts.OriginAllowed != nil {
+		return g.opts.OriginAllowed(r, origin)
+	}
 	if slices.ContainsFunc(g.opts.AllowedOrigins, func(o string) bool { return strings.EqualFold(strings.TrimSuffix(o, "/"), origin) }) {
 		return true
 	}

@@ -155,3 +155,34 @@ func TestLiveness(t *testing.T) {
 		t.Errorf("POST /livez: %d, want 401: only GET and HEAD are the probe's", code)
 	}
 }
+
+// TestGuardOriginAllowed: OriginAllowed decides in place of the loopback and AllowedOrigins rule, for requests that
+// send an Origin, after the Host check.
+func TestGuardOriginAllowed(t *testing.T) {
+	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok") })
+	h := Guard(ok, Options{
+		AllowedOrigins: []string{"https://app.example.com"},
+		OriginAllowed:  func(r *http.Request, origin string) bool { return origin == "http://"+r.Host },
+	})
+	for _, c := range []struct {
+		name, host, origin string
+		status             int
+	}{
+		{"own origin", "localhost:8767", "http://localhost:8767", 200},
+		{"no origin", "localhost:8767", "", 200},
+		{"another loopback port", "localhost:8767", "http://localhost:1", 403},
+		{"allowed origin, refused by OriginAllowed", "localhost:8767", "https://app.example.com", 403},
+		{"foreign host", "evil.example.com", "http://evil.example.com", 403},
+	} {
+		r := httptest.NewRequest("GET", "/x", nil)
+		r.Host = c.host
+		if c.origin != "" {
+			r.Header.Set("Origin", c.origin)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != c.status {
+			t.Errorf("%s: %d %q, want %d", c.name, w.Code, w.Body.String(), c.status)
+		}
+	}
+}

@@ -6,12 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/agenthost/agenthost/a2a"
 	"github.com/agenthost/agenthost/console"
 	"github.com/agenthost/agenthost/host"
-	"github.com/agenthost/agenthost/internal/evals"
+	"github.com/agenthost/agenthost/internal/redact"
 	"github.com/agenthost/agenthost/internal/schemacheck"
 	"github.com/agenthost/agenthost/mcpclients"
 	"github.com/agenthost/agenthost/store"
@@ -57,12 +58,9 @@ func (a *App) newConsole(access Access, listenAddr string) (*console.Console, er
 		AllowedHosts:   sc.AllowedHosts,
 		AllowedOrigins: sc.AllowedOrigins,
 		MaxBodyBytes:   sc.MaxBodyBytes,
+		InputTimeout:   sc.InputTimeout.Duration,
 	}
-	// App.Evals comes with the eval engine (branch ui-evals); until it is merged the console has no evals. Replace
-	// with opts.Evals = a.Evals() once it is.
-	if e, ok := any(a).(interface{ Evals() *evals.Suite }); ok {
-		opts.Evals = e.Evals()
-	}
+	opts.Evals = a.Evals()
 	if a.state != nil {
 		opts.Conversations, opts.Tasks = consoleConversations{a.state}, consoleTasks{a.state}
 	}
@@ -83,7 +81,7 @@ func (a *App) serverStates() []console.ServerState {
 	var out []console.ServerState
 	for _, st := range a.mcp.Status() {
 		s := console.ServerState{Name: st.Name, Kind: "mcp", Transport: st.Transport, Error: st.Error, Tools: st.Tools,
-			URL: a.cfg.MCP.Servers[st.Name].URL}
+			URL: redact.URL(a.cfg.MCP.Servers[st.Name].URL)}
 		switch st.State {
 		case mcpclients.StateNeedsLogin:
 			s.State, s.Login = "needs_login", LoginCommand(a.cfg.Path, st.Name)
@@ -111,13 +109,30 @@ func (a *App) serverStates() []console.ServerState {
 	return out
 }
 
-// LoginCommand is the command that logs in to the MCP server name of the configuration at path.
+// LoginCommand is the command that logs in to the MCP server name of the configuration at path, as a POSIX shell
+// runs it: the name and path are quoted when they need to be.
 func LoginCommand(path, name string) string {
-	cmd := "agenthost mcp login " + name
+	cmd := "agenthost mcp login " + shellQuote(name)
 	if path != "" && path != "agent.toml" {
-		cmd += " -config " + path
+		cmd += " -config " + shellQuote(path)
 	}
 	return cmd
+}
+
+// shellQuote returns s as one word of a POSIX shell: as it is when it holds only characters no shell treats
+// specially, else in single quotes.
+func shellQuote(s string) string {
+	safe := s != ""
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:@%+=,", r)) {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // consoleConversations are the conversations of the state database, for the console.
@@ -153,7 +168,7 @@ func (c consoleConversations) Delete(ctx context.Context, id string) error {
 	return err
 }
 
-// consoleTasks are the served A2A tasks of the state database, of the callers not told apart, for the console.
+// consoleTasks are the served A2A tasks of the state database, for the console.
 type consoleTasks struct{ db *store.DB }
 
 var _ console.Tasks = consoleTasks{}
@@ -161,8 +176,8 @@ var _ console.Tasks = consoleTasks{}
 // maxConsoleTasks bounds the tasks the console lists.
 const maxConsoleTasks = 500
 
-func (t consoleTasks) List(ctx context.Context) ([]console.TaskSummary, error) {
-	list, _, err := t.db.Tasks(ctx, store.TaskQuery{Limit: maxConsoleTasks})
+func (t consoleTasks) List(ctx context.Context, subject string) ([]console.TaskSummary, error) {
+	list, _, err := t.db.Tasks(ctx, store.TaskQuery{Subject: subject, Limit: maxConsoleTasks})
 	if err != nil {
 		return nil, err
 	}
@@ -173,9 +188,9 @@ func (t consoleTasks) List(ctx context.Context) ([]console.TaskSummary, error) {
 	return out, nil
 }
 
-func (t consoleTasks) Get(ctx context.Context, id string) (json.RawMessage, error) {
+func (t consoleTasks) Get(ctx context.Context, subject, id string) (json.RawMessage, error) {
 	tk, err := t.db.Task(ctx, id)
-	if errors.Is(err, store.ErrTaskNotFound) {
+	if errors.Is(err, store.ErrTaskNotFound) || err == nil && tk.Subject != subject {
 		return nil, fmt.Errorf("task %q: %w", id, console.ErrNotFound)
 	}
 	if err != nil {

@@ -186,6 +186,16 @@ func TestLoginCommand(t *testing.T) {
 	if got := LoginCommand("/etc/agents/x.toml", "docs"); got != "agenthost mcp login docs -config /etc/agents/x.toml" {
 		t.Errorf("%q", got)
 	}
+	// A path a shell would split or expand is quoted.
+	for path, want := range map[string]string{
+		"/home/me/My Agents/agent.toml": `agenthost mcp login docs -config '/home/me/My Agents/agent.toml'`,
+		"/tmp/$(rm -rf ~).toml":         `agenthost mcp login docs -config '/tmp/$(rm -rf ~).toml'`,
+		"/tmp/it's.toml":                `agenthost mcp login docs -config '/tmp/it'\''s.toml'`,
+	} {
+		if got := LoginCommand(path, "docs"); got != want {
+			t.Errorf("LoginCommand(%q) = %s, want %s", path, got, want)
+		}
+	}
 }
 
 // TestServeStdioAndUI: serve --ui with MCP over stdio serves both, and stdin closing ends serving, the console
@@ -223,5 +233,38 @@ func TestServeStdioAndUI(t *testing.T) {
 	})
 	if _, err := http.Get(ui.URL + "api/session"); err == nil {
 		t.Error("the console is still served after stdio ended")
+	}
+}
+
+// TestServerStatesRedactURLs: the console's server states show an MCP server's URL without the secrets in it
+// (userinfo, query values), as every other printer of servers' state does.
+func TestServerStatesRedactURLs(t *testing.T) {
+	dir := t.TempDir()
+	env := map[string]string{"DOCS_KEY": "sk-live-SECRET"}
+	cfg, err := config.Parse(filepath.Join(dir, "agent.toml"), []byte(`[model]
+provider = "test"
+
+[mcp.servers.docs]
+url = "http://bob:hunter2@127.0.0.1:1/mcp?api_key=${DOCS_KEY}"
+connect_timeout = "1s"
+`), func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.State.Backend = config.StateMemory
+	app, err := Build(t.Context(), cfg, &Options{Getenv: func(k string) string { return env[k] }, RecordRuns: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close()
+	states := app.serverStates()
+	b, _ := json.Marshal(states)
+	for _, secret := range []string{"hunter2", "sk-live-SECRET"} {
+		if strings.Contains(string(b), secret) {
+			t.Errorf("the console's server states carry %q: %s", secret, b)
+		}
+	}
+	if len(states) != 1 || !strings.Contains(states[0].URL, "127.0.0.1:1/mcp") || !strings.Contains(states[0].URL, "api_key=") {
+		t.Errorf("the URL shown is not the server's, redacted: %+v", states)
 	}
 }

@@ -144,8 +144,9 @@ func (a *App) Serve(ctx context.Context, o *ServeOptions) error {
 		if err != nil {
 			return err
 		}
-		// Deferred after the engine's close, so run first: the console's runs are cancelled before the engine and
-		// the app close.
+		// Closed as Serve returns: after the engine, which closes as serving ends (closeEngine, called before the
+		// deferred calls run), and before the app, which the caller closes. The console's runs are not durable: the
+		// engine's closing leaves them going, and Close cancels them and waits for them to end.
 		defer con.Close()
 		handler := con.Handler()
 		o.announce(&Endpoint{Front: "ui", Addr: uiLn.Addr(), URL: "http://" + uiLn.Addr().String() + "/"})

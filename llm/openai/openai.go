@@ -361,6 +361,7 @@ func (m *Model) nextAttempt(ctx context.Context, kind string, err error, retry i
 	m.logger.LogAttrs(ctx, slog.LevelWarn, "openai: retrying "+kind+" call",
 		slog.String("model", m.name), slog.Int("retry", retry+1), slog.Duration("delay", delay),
 		slog.String("err", err.Error()))
+	llm.ReportRetry(ctx, llm.Retry{Attempt: retry + 1, Err: err, Delay: delay})
 	return delay, nil
 }
 
