@@ -123,6 +123,19 @@ func TestConsoleChat(t *testing.T) {
 	shot(t, b, "console-chat-dark")
 	setTheme(t, b, "light")
 
+	// The run's timeline, from the chat's link: the run, two model calls, the two tools; a tool's details.
+	b.Click(`a[href="#/runs/` + latestRunID(t, b) + `"]`)
+	b.WaitVisible(sel("timeline"))
+	waitFor(t, b, "the run's five bars", `document.querySelectorAll('[data-testid="timeline-bar"]').length === 5`)
+	for kind, want := range map[string]int{"run": 1, "model": 2, "tool": 2} {
+		if n := b.Count(sel("timeline-bar", `[data-kind="`+kind+`"]`)); n != want {
+			t.Errorf("%d %s bars, want %d", n, kind, want)
+		}
+	}
+	b.Click(`.vrow:has([data-testid="timeline-bar"][data-kind="tool"][title^="fx_shout"])`)
+	waitFor(t, b, "the tool's details", `document.querySelector('.detail-pane:not([hidden])')?.innerText.includes('GREETINGS')`)
+	shot(t, b, "console-timeline")
+
 	// The other views, as they look for this agent.
 	b.Click(sel("nav-tools"))
 	waitFor(t, b, "the fixture's tools", `document.querySelector('[data-testid="tool-row"][data-name="fx_cite"]')`)
@@ -272,7 +285,7 @@ func TestConsoleMCPRunTimeline(t *testing.T) {
 	if n := b.Count(sel("timeline-bar", `[data-kind="model"]`)); n != 2 {
 		t.Errorf("%d model bars, want 2", n)
 	}
-	shot(t, b, "console-timeline")
+	shot(t, b, "console-timeline-mcp")
 	b.AssertNoErrors()
 }
 
