@@ -123,6 +123,24 @@ func TestConsoleChat(t *testing.T) {
 	shot(t, b, "console-chat-dark")
 	setTheme(t, b, "light")
 
+	// The answer reached the page in several pieces: the run's record has them.
+	var rec struct {
+		Entries []struct {
+			Kind string `json:"kind"`
+			Text string `json:"text"`
+		} `json:"entries"`
+	}
+	apiGet(t, b, "/api/runs/"+latestRunID(t, b), &rec)
+	var pieces []string
+	for _, e := range rec.Entries {
+		if e.Kind == "text" {
+			pieces = append(pieces, e.Text)
+		}
+	}
+	if len(pieces) < 2 || !strings.HasPrefix(strings.Join(pieces, ""), answer) {
+		t.Errorf("the answer was streamed as %q, want it in several pieces", pieces)
+	}
+
 	// The run's timeline, from the chat's link: the run, two model calls, the two tools; a tool's details.
 	b.Click(`a[href="#/runs/` + latestRunID(t, b) + `"]`)
 	b.WaitVisible(sel("timeline"))
