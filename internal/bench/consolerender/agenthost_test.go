@@ -160,7 +160,7 @@ func call(t *testing.T, method, url, csrf string, body, out any) {
 
 // stats are the median, p90, p95 and maximum of a series (nearest rank).
 type stats struct {
-	n                      int
+	n                     int
 	median, p90, p95, max float64
 }
 
