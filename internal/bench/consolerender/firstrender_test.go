@@ -41,7 +41,8 @@ const readyScript = `(() => {
   requestAnimationFrame(tick);
 })();`
 
-// readTimings waits (at most 10 s) for the first render and the end of the load event, then reads the page's
+// readTimings waits (at most 10 s) for the first render, the end of the load event and the first contentful paint
+// (which Chromium sometimes never reports for a headless tab: -1 then), then reads the page's
 // timings, in milliseconds from the navigation's start, and what its files weighed on the wire.
 const readTimings = `new Promise((resolve) => {
   const t0 = performance.now();
@@ -60,7 +61,8 @@ const readTimings = `new Promise((resolve) => {
   };
   const wait = () => {
     const nav = performance.getEntriesByType('navigation')[0];
-    if ((window.__benchReady && nav && nav.loadEventEnd > 0) || performance.now() - t0 > 10000) done();
+    const fcp = performance.getEntriesByName('first-contentful-paint')[0];
+    if ((window.__benchReady && nav && nav.loadEventEnd > 0 && fcp) || performance.now() - t0 > 10000) done();
     else setTimeout(wait, 5);
   };
   wait();
@@ -99,14 +101,21 @@ func TestFirstRender(t *testing.T) {
 		cold = append(cold, measure(t, b.NewTab(), base, true))
 		warm = append(warm, measure(t, b.NewTab(), base, false))
 	}
+	noFCP := 0
 	for _, series := range [][]pageTimings{cold, warm} {
 		for i, m := range series {
 			// Not FCP <= load: the page's shell is drawn by its module scripts, so its first contentful paint
-			// comes after the load event.
-			if m.FCP <= 0 || m.DCL <= 0 || m.Load <= 0 || m.Ready <= 0 || m.DCL > m.Load || m.FCP > 10000 || m.Ready > 10000 {
+			// often comes after the load event.
+			if m.DCL <= 0 || m.Load <= 0 || m.Ready <= 0 || m.DCL > m.Load || m.FCP > 10000 || m.Ready > 10000 || m.FCP == 0 {
 				t.Errorf("round %d: timings not all measured, or not in order: %+v", i+1, m)
 			}
+			if m.FCP < 0 {
+				noFCP++
+			}
 		}
+	}
+	if noFCP == 2*n {
+		t.Error("no load reported a first contentful paint")
 	}
 
 	rows := [][]string{{"load", "what", "median", "p90"}}
@@ -123,17 +132,20 @@ func TestFirstRender(t *testing.T) {
 			{"load", func(m pageTimings) float64 { return m.Load }},
 			{"first render (chat box + session)", func(m pageTimings) float64 { return m.Ready }},
 		} {
-			v := make([]float64, len(s.series))
-			for i, m := range s.series {
-				v[i] = f.get(m)
+			var v []float64
+			for _, m := range s.series {
+				if x := f.get(m); x >= 0 { // a paint Chromium did not report is left out
+					v = append(v, x)
+				}
 			}
 			st := summarize(v)
 			rows = append(rows, []string{s.name, f.what, ms(st.median), ms(st.p90)})
 		}
 	}
 	t.Logf("first render of the console, %d rounds (%d CPUs, shared by the browser and the server):\n%s"+
-		"requests per load: cold %d, warm %d; bytes on the wire: cold %d, warm %d (headers included)",
-		n, runtime.NumCPU(), table(rows), cold[0].Requests, warm[0].Requests, cold[0].Transferred, warm[0].Transferred)
+		"requests per load: cold %d, warm %d; bytes on the wire: cold %d, warm %d (headers included); "+
+		"loads without a first-contentful-paint entry: %d of %d",
+		n, runtime.NumCPU(), table(rows), cold[0].Requests, warm[0].Requests, cold[0].Transferred, warm[0].Transferred, noFCP, 2*n)
 }
 
 // measure loads the console at base in tab, cold (cache disabled) or warm, reads its timings and closes the tab.
