@@ -17,8 +17,8 @@ import (
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/internal/testkit/fakellm"
 	"github.com/agenthost/agenthost/internal/testkit/pgtest"
+	"github.com/agenthost/agenthost/internal/testkit/runstarts"
 	"github.com/agenthost/agenthost/internal/testkit/testwait"
-	"github.com/agenthost/agenthost/llm"
 	"github.com/agenthost/agenthost/llm/openai"
 	"github.com/agenthost/agenthost/store"
 )
@@ -80,34 +80,7 @@ func backends(t *testing.T) []backend {
 type process struct {
 	engine  *Engine
 	tool    *lookup
-	origins *origins
-}
-
-// origins is an Observer that records the origin of each run it sees start.
-type origins struct {
-	mu   sync.Mutex
-	seen []string
-}
-
-func (o *origins) StartRun(ctx context.Context, run *host.RunStart) (context.Context, func(*host.Answer, error)) {
-	o.mu.Lock()
-	o.seen = append(o.seen, run.Origin)
-	o.mu.Unlock()
-	return ctx, func(*host.Answer, error) {}
-}
-
-func (o *origins) StartModelCall(ctx context.Context, _ *host.ModelCallStart) (context.Context, func(*llm.Response, error)) {
-	return ctx, func(*llm.Response, error) {}
-}
-
-func (o *origins) StartToolCall(ctx context.Context, _ *host.ToolCallStart) (context.Context, func(*host.Result, error)) {
-	return ctx, func(*host.Result, error) {}
-}
-
-func (o *origins) list() []string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return slices.Clone(o.seen)
+	origins *runstarts.Observer
 }
 
 func start(t *testing.T, db *store.DB, opts Options, llmURL string, launch bool) *process {
@@ -116,7 +89,7 @@ func start(t *testing.T, db *store.DB, opts Options, llmURL string, launch bool)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &process{tool: &lookup{}, origins: &origins{}}
+	p := &process{tool: &lookup{}, origins: &runstarts.Observer{}}
 	tm := host.NewToolManager([]host.Toolset{toolset{[]host.Tool{p.tool}}}, nil)
 	orch := host.New(model, tm, &host.Options{Conversations: db, Observer: p.origins})
 	opts.AppName, opts.AppVersion = "agenthost-test", "v1"
@@ -236,7 +209,7 @@ func TestRunResumesAfterInterruption(t *testing.T) {
 			if events.Load() == 0 {
 				t.Error("the front end got no event of the resumed run")
 			}
-			if got := second.origins.list(); !slices.Equal(got, []string{"test (resumed)"}) {
+			if got := second.origins.Origins(); !slices.Equal(got, []string{"test (resumed)"}) {
 				t.Errorf("the resumed run's origins = %q; want its front end's, resumed", got)
 			}
 			testwait.Until(t, 30*time.Second, "the resumed run is recorded as over", func() bool { return !unfinished() })
@@ -287,7 +260,7 @@ func TestRunRelaysEvents(t *testing.T) {
 		t.Fatalf("conversation: %+v, %v", conv, err)
 	}
 	// The run keeps what its caller's context carries: its origin.
-	if got := p.origins.list(); !slices.Equal(got, []string{"console"}) {
+	if got := p.origins.Origins(); !slices.Equal(got, []string{"console"}) {
 		t.Errorf("origins = %q; want the caller's", got)
 	}
 

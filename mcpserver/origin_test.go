@@ -1,38 +1,16 @@
 package mcpserver
 
 import (
-	"context"
 	"slices"
-	"sync"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/internal/testkit/fakellm"
-	"github.com/agenthost/agenthost/llm"
+	"github.com/agenthost/agenthost/internal/testkit/runstarts"
 	"github.com/agenthost/agenthost/llm/openai"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
-
-// origins is an Observer that records the origin of each run it sees start.
-type origins struct {
-	mu   sync.Mutex
-	seen []string
-}
-
-func (o *origins) StartRun(ctx context.Context, run *host.RunStart) (context.Context, func(*host.Answer, error)) {
-	o.mu.Lock()
-	o.seen = append(o.seen, run.Origin)
-	o.mu.Unlock()
-	return ctx, func(*host.Answer, error) {}
-}
-
-func (o *origins) StartModelCall(ctx context.Context, _ *host.ModelCallStart) (context.Context, func(*llm.Response, error)) {
-	return ctx, func(*llm.Response, error) {}
-}
-
-func (o *origins) StartToolCall(ctx context.Context, _ *host.ToolCallStart) (context.Context, func(*host.Result, error)) {
-	return ctx, func(*host.Result, error) {}
-}
 
 // The runs of the agent tool come from "mcp".
 func TestAgentRunOrigin(t *testing.T) {
@@ -42,7 +20,7 @@ func TestAgentRunOrigin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	obs := &origins{}
+	obs := &runstarts.Observer{}
 	orch := host.New(model, host.NewToolManager(nil, nil), &host.Options{Observer: obs})
 	server, err := New(t.Context(), orch, &Options{Name: "helper bot"})
 	if err != nil {
@@ -54,9 +32,7 @@ func TestAgentRunOrigin(t *testing.T) {
 	if err != nil || res.IsError {
 		t.Fatalf("call: %+v, %v", res, err)
 	}
-	obs.mu.Lock()
-	defer obs.mu.Unlock()
-	if !slices.Equal(obs.seen, []string{"mcp"}) {
-		t.Errorf("origins = %q; want mcp", obs.seen)
+	if !slices.Equal(obs.Origins(), []string{"mcp"}) {
+		t.Errorf("origins = %q; want mcp", obs.Origins())
 	}
 }
