@@ -222,7 +222,8 @@ func isJSON(contentType string) bool {
 func (c *Console) session(w http.ResponseWriter, r *http.Request) {
 	who := callerOf(r)
 	if c.protected() && who.session == nil && !who.bearer {
-		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "log in first", "login": c.authKind()})
+		// Not a failure: the page asks how to log in, and a 401 here would be logged by every browser as one.
+		writeJSON(w, http.StatusOK, map[string]string{"login": c.authKind()})
 		return
 	}
 	csrf := c.csrf

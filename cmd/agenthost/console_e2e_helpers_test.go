@@ -154,8 +154,14 @@ func shot(t *testing.T, b *browser.Browser, name string) {
 	t.Logf("wrote docs/%s", doc)
 }
 
-// setTheme sets the page's theme to "light" or "dark" with the toggle.
+// setTheme sets the page's theme to "light" or "dark" with the rail's toggle.
 func setTheme(t *testing.T, b *browser.Browser, theme string) {
+	t.Helper()
+	setThemeWith(t, b, "theme-toggle", theme)
+}
+
+// setThemeWith sets the page's theme to "light" or "dark" with the toggle of that data-testid.
+func setThemeWith(t *testing.T, b *browser.Browser, testid, theme string) {
 	t.Helper()
 	for range 3 {
 		var cur string
@@ -163,7 +169,7 @@ func setTheme(t *testing.T, b *browser.Browser, theme string) {
 		if cur == theme {
 			return
 		}
-		b.Click(sel("theme-toggle"))
+		b.Click(sel(testid))
 	}
 	t.Fatalf("the theme toggle never made the page %s", theme)
 }

@@ -152,6 +152,12 @@ func TestConsoleChat(t *testing.T) {
 	}
 	b.Click(`.vrow:has([data-testid="timeline-bar"][data-kind="tool"][title^="fx_shout"])`)
 	waitFor(t, b, "the tool's details", `document.querySelector('.detail-pane:not([hidden])')?.innerText.includes('GREETINGS')`)
+	// The bars' labels are all in view, though the details pane narrows the track, and narrower still.
+	assertLabelsInView(t, b, "with the details open")
+	b.Eval(`Object.assign(document.querySelector('.split > .list-pane').style, { flex: 'none', width: '440px' }), true`, nil)
+	assertLabelsInView(t, b, "in a 440px list")
+	b.Eval(`document.querySelector('.split > .list-pane').removeAttribute('style'), true`, nil)
+	assertLabelsInView(t, b, "with the details open again")
 	shot(t, b, "console-timeline")
 
 	// The other views, as they look for this agent.
@@ -168,6 +174,25 @@ func TestConsoleChat(t *testing.T) {
 	}
 	shot(t, b, "console-evals")
 	b.AssertNoErrors()
+}
+
+// assertLabelsInView checks, once the page has laid the timeline out again, that every bar's label is whole within
+// its row's track (not clipped by the timeline's right edge, not over the names' column).
+func assertLabelsInView(t *testing.T, b *browser.Browser, when string) {
+	t.Helper()
+	var out []string
+	b.Eval(`new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => requestAnimationFrame(() => {
+		const tl = document.querySelector('[data-testid="timeline"]'), box = tl.getBoundingClientRect();
+		const right = box.left + tl.clientWidth, bad = [];
+		for (const d of tl.querySelectorAll('.tl-d')) {
+			const track = d.closest('.tl-track').getBoundingClientRect(), l = d.getBoundingClientRect();
+			if (l.left < track.left - 0.5 || l.right > right + 0.5) bad.push(d.textContent + ' at ' + Math.round(l.left) + '..' + Math.round(l.right) + ' of ' + Math.round(track.left) + '..' + Math.round(right));
+		}
+		r(bad.length ? bad : [String(tl.querySelectorAll('.tl-d').length)]);
+	}))))`, &out)
+	if len(out) != 1 || out[0] != "5" {
+		t.Errorf("%s, the timeline's labels are clipped: %q", when, out)
+	}
 }
 
 // runSummary is what GET /api/runs/{id} says of a run.
@@ -197,7 +222,8 @@ func TestConsoleApproval(t *testing.T) {
 	t.Cleanup(llm.Close)
 	llm.Enqueue(
 		fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "a1", Name: "fx_shout", Arguments: `{"text":"approved"}`}}},
-		fakellm.Turn{Text: "The fixture shouted APPROVED."},
+		// Slow, so that the page shows the run working again between the approval and the answer.
+		fakellm.Turn{Text: "The fixture shouted APPROVED.", Latency: 3 * time.Second},
 		fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "a2", Name: "fx_shout", Arguments: `{"text":"denied"}`}}},
 		fakellm.Turn{Text: "I was not allowed to shout."},
 	)
@@ -212,8 +238,18 @@ func TestConsoleApproval(t *testing.T) {
 	if n := b.Count(sel("tool-step", `[data-state="ok"]`)); n != 0 {
 		t.Errorf("%d tool steps done before the approval", n)
 	}
+	// While the approval waits for the person nothing works: no spinner, the turn says it waits.
+	waitFor(t, b, "the run waiting", `document.querySelector('[data-testid="run-state"][data-state="waiting"]')`)
+	if n := b.Count(`.turn .meta .spinner`); n != 0 {
+		t.Errorf("%d spinners under the waiting approval", n)
+	}
+	if got := b.Text(sel("run-state")); !strings.Contains(got, "Waiting for your answer") || strings.Contains(got, "Thinking") {
+		t.Errorf("the waiting run's state reads %q", got)
+	}
 	shot(t, b, "console-approval")
 	b.Click(sel("approve"))
+	// Once answered, the run works again: the spinner is back until the answer.
+	waitFor(t, b, "the run thinking again", `document.querySelector('.approval.answered') && document.querySelector('[data-testid="run-state"][data-state="thinking"] .spinner')`)
 	waitFor(t, b, "the answer after the approval", `document.querySelector('[data-testid="answer"]')?.textContent.includes('shouted APPROVED')`)
 	waitFor(t, b, "the approved step done", `document.querySelector('[data-testid="tool-step"][data-name="fx_shout"][data-state="ok"]')`)
 	if out := llm.Requests()[1].Messages; out[len(out)-1].ToolOutput() != "APPROVED" {
@@ -439,10 +475,17 @@ func TestConsoleLogin(t *testing.T) {
 		t.Errorf("the chat is shown before the login")
 	}
 	shot(t, b, "console-login")
-	// The theme toggle is in the rail, which the sign-in hides: set the theme as the toggle does.
-	b.Eval(`document.documentElement.dataset.theme = 'dark'`, nil)
+	// The sign-in card has its own theme toggle (the rail's is hidden), which the page remembers.
+	setThemeWith(t, b, "login-theme-toggle", "dark")
 	shot(t, b, "console-login-dark")
-	b.Eval(`delete document.documentElement.dataset.theme`, nil)
+	var stored string
+	b.Eval(`localStorage.getItem('agenthost.theme') || ''`, &stored)
+	if stored != "dark" {
+		t.Errorf("the sign-in's theme toggle stored %q, want dark", stored)
+	}
+	setThemeWith(t, b, "login-theme-toggle", "light")
+	// Asking how to log in is no failure: the page has logged nothing yet.
+	b.AssertNoErrors()
 
 	b.SendKeys(sel("login-token"), "not-the-token")
 	b.Click(sel("login-submit"))
@@ -476,14 +519,13 @@ func TestConsoleLogin(t *testing.T) {
 	if !strings.Contains(where.API[0], "/api/session 200") {
 		t.Errorf("after the login: %s", where.API[0])
 	}
-	// The page's own refusals (the session before the login, the wrong token) are 401 answers, which Chromium
-	// logs as failed loads; anything else is an error of the page.
-	for _, e := range b.Errors() {
-		if !loginRefusal.MatchString(e) {
-			t.Errorf("the page had an error: %s", e)
-		}
+	// The wrong token's refusal is a real failure, a 401 that Chromium logs as a failed load: the only error the
+	// page may have had.
+	errs := b.Errors()
+	if len(errs) != 1 || !loginRefusal.MatchString(errs[0]) {
+		t.Errorf("the page's errors: %q, want only the wrong token's refusal", errs)
 	}
 }
 
-// loginRefusal is how Chromium logs the 401 answers of a console that asks for a login.
-var loginRefusal = regexp.MustCompile(`^log: Failed to load resource: the server responded with a status of 401 \(Unauthorized\) \(http://127\.0\.0\.1:\d+/api/(session|login)\)$`)
+// loginRefusal is how Chromium logs the 401 answer of POST /api/login with a wrong token.
+var loginRefusal = regexp.MustCompile(`^log: Failed to load resource: the server responded with a status of 401 \(Unauthorized\) \(http://127\.0\.0\.1:\d+/api/login\)$`)

@@ -63,7 +63,7 @@ func TestUIWithToken(t *testing.T) {
 	config := writeFile(t, dir, "agent.toml", uiConfig+"\n[serve]\nauth_token_env = \"UI_TEST_TOKEN\"\n")
 	base, log := serveChild(t, []string{"UI_TEST_TOKEN=s3cret-console-token"}, consoleLine, "ui", "--config", config, "--addr", "127.0.0.1:0")
 	status, body := getSession(t, base)
-	if status != http.StatusUnauthorized || body["login"] != "token" {
+	if status != http.StatusOK || body["login"] != "token" || len(body) != 1 {
 		t.Errorf("GET /api/session without a login: %d %v", status, body)
 	}
 	if strings.Contains(log.String(), "s3cret-console-token") {

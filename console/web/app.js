@@ -24,12 +24,16 @@ function theme() {
   return document.documentElement.dataset.theme || (matchMedia('(prefers-color-scheme: dark)').matches ? 'dark' : 'light');
 }
 
-function themeButton() {
-  const b = h('button', { class: 'btn ghost theme-toggle', type: 'button', 'data-testid': 'theme-toggle' });
+// themeButton is the light/dark toggle: in the rail with its label, or (compact) as an icon only, as on the
+// sign-in card.
+function themeButton(testid = 'theme-toggle', compact = false) {
+  const b = h('button', { class: 'btn ghost theme-toggle' + (compact ? ' icon-only' : ''), type: 'button', 'data-testid': testid });
   const paint = () => {
     const dark = theme() === 'dark';
-    fill(b, icon(dark ? 'sun' : 'moon'), h('span', { class: 'nav-label' }, dark ? 'Light theme' : 'Dark theme'));
-    b.setAttribute('aria-label', dark ? 'Switch to the light theme' : 'Switch to the dark theme');
+    const what = dark ? 'Switch to the light theme' : 'Switch to the dark theme';
+    fill(b, icon(dark ? 'sun' : 'moon'), compact ? null : h('span', { class: 'nav-label' }, dark ? 'Light theme' : 'Dark theme'));
+    b.setAttribute('aria-label', what);
+    if (compact) b.title = what;
   };
   b.addEventListener('click', () => {
     const next = theme() === 'dark' ? 'light' : 'dark';
@@ -143,7 +147,7 @@ function showLogin(method) {
   const err = h('div', { class: 'form-error', role: 'alert' });
   const submit = h('button', { class: 'btn primary', type: 'submit', 'data-testid': 'login-submit' }, 'Sign in');
   const form = h('form', { class: 'login-card', 'aria-labelledby': 'login-title' },
-    h('div', { class: 'login-mark' }, icon('lock')),
+    h('div', { class: 'login-head' }, h('div', { class: 'login-mark' }, icon('lock')), themeButton('login-theme-toggle', true)),
     h('h1', { id: 'login-title' }, 'Sign in to the console'),
     h('p', { class: 'muted' }, method === 'oauth'
       ? 'This console is protected by OAuth. Paste a bearer access token issued for it.'
@@ -178,6 +182,8 @@ onLogin((method) => { if (!document.body.classList.contains('signed-out')) showL
 async function start() {
   try {
     const s = await api('/session');
+    // Before the login the session says only how to log in (a 200, so that no browser logs a failure).
+    if (s.login && !s.auth) { showLogin(s.login); return; }
     session.csrf = s.csrf;
     session.data = s;
   } catch (err) {

@@ -14,10 +14,11 @@ class Turn {
     this.textSpan = '';
     this.lastSeq = 0;
     this.approvals = new Map();
+    this.waiting = new Set(); // the ids of the approvals and questions not answered yet
     this.steps = h('div', { class: 'steps' });
     this.answer = h('div', { class: 'answer' });
     this.extra = h('div', { class: 'msg-extra' });
-    this.meta = h('div', { class: 'meta' });
+    this.meta = h('div', { class: 'meta', 'data-testid': 'run-state' });
     this.el = h('article', { class: 'turn' },
       text != null ? h('div', { class: 'msg-user' }, text) : null,
       h('div', { class: 'msg-agent' }, this.steps, this.answer, this.extra, this.meta));
@@ -32,7 +33,7 @@ class Turn {
 
   follow(runID) {
     this.runID = runID;
-    fill(this.meta, h('span', { class: 'spinner' }), h('span', {}, 'Thinking…'));
+    this.paintState();
     this.answer.classList.add('streaming');
     const push = frameBatch((entries) => this.apply(entries));
     const es = new EventSource(`/api/runs/${encodeURIComponent(runID)}/events`);
@@ -200,6 +201,8 @@ class Turn {
         h('div', { class: 'row' }, approve, deny), status);
     }
     this.approvals.set(w.id, card);
+    this.waiting.add(w.id);
+    this.paintState();
     add(this.steps, card);
     card.querySelector('button, input, select')?.focus({ preventScroll: true });
   }
@@ -208,10 +211,22 @@ class Turn {
     const a = e.answered;
     const card = a && this.approvals.get(a.id);
     if (!card) return;
+    this.waiting.delete(a.id);
+    this.paintState();
     card.classList.add('answered');
     const what = a.action ? { accept: 'Accepted', decline: 'Declined', cancel: 'Cancelled' }[a.action] || a.action : a.approved ? 'Approved' : 'Denied';
     for (const el of card.querySelectorAll('.row, form, .form-error')) el.remove();
     add(card, h('div', { class: 'muted' }, what));
+  }
+
+  // paintState shows, while the run goes, whether it works (a spinner) or waits for the person's answer (no spinner:
+  // nothing happens until they answer).
+  paintState() {
+    if (this.finished) return;
+    const waiting = this.waiting.size > 0;
+    this.meta.dataset.state = waiting ? 'waiting' : 'thinking';
+    if (waiting) fill(this.meta, icon('history', 'wait-icon'), h('span', {}, this.waiting.size === 1 ? 'Waiting for your answer' : `Waiting for ${this.waiting.size} answers`));
+    else fill(this.meta, h('span', { class: 'spinner' }), h('span', {}, 'Thinking…'));
   }
 
   paintAnswer() {

@@ -220,6 +220,7 @@ class RunsView extends HTMLElement {
   }
 
   buildDetail(model) {
+    this.detail?.resize?.disconnect();
     const d = { model, tab: 'timeline', sel: null };
     this.detail = d;
     d.head = h('div', { class: 'run-head' });
@@ -228,6 +229,9 @@ class RunsView extends HTMLElement {
       h('div', { class: 'legend', 'aria-hidden': 'true' }, h('span', {}, h('i', { class: 'l-model' }), 'model'), h('span', {}, h('i', { class: 'l-tool' }), 'tool'), h('span', {}, h('i', { class: 'l-run' }), 'run'), h('span', {}, h('i', { class: 'l-err' }), 'error')));
     d.axisTrack = h('div', { class: 'tl-track' });
     d.axis = h('div', { class: 'tl-axis', 'aria-hidden': 'true' }, h('div', { class: 'tl-label' }, 'Span'), d.axisTrack);
+    // The bars' labels are placed for the track's width: placed again when it changes (the details pane, the window).
+    d.resize = new ResizeObserver(() => { const w = trackWidth(d); if (w !== d.trackWidth) { d.trackWidth = w; d.vtl?.refresh(); } });
+    d.resize.observe(d.axisTrack);
     d.tl = h('div', { 'data-testid': 'timeline', tabindex: 0, 'aria-label': 'Timeline: arrow keys move, Escape closes the details' });
     d.ent = h('div', { tabindex: 0, 'aria-label': 'Entries', hidden: true });
     d.tlWrap = h('div', { class: 'view', role: 'tabpanel', 'aria-labelledby': 'tab-timeline' }, d.axis, d.tl);
@@ -238,6 +242,7 @@ class RunsView extends HTMLElement {
       h('header', { class: 'view-head' }, h('a', { href: '#/runs', class: 'btn ghost sm', 'aria-label': 'Back to the runs' }, '← Runs'), h('h1', {}, 'Run'), h('span', { class: 'sub mono' }, id)),
       d.head, d.tabs, d.body);
 
+    d.resize.observe(d.tl);
     d.vtl = new VList(d.tl, { rowHeight: ROW, role: 'list', render: (i, el) => this.tlRow(i, el) });
     d.vent = new VList(d.ent, { rowHeight: 28, role: 'list', render: (i, el) => this.entRow(i, el) });
     d.tl.addEventListener('click', (e) => { const r = e.target.closest('.vrow'); if (r) this.select(model.rows()[+r.dataset.i]); });
@@ -312,10 +317,11 @@ class RunsView extends HTMLElement {
     const usage = s.endE?.usage;
     const label = h('div', { class: 'tl-label' }, h('span', { class: 'k' }, s.kind), h('span', { class: 'nm' + (s.kind === 'tool' ? ' mono' : '') }, s.name), usage ? h('span', { class: 'tk' }, num(usage.total_tokens)) : null);
     label.style.paddingLeft = 10 + s.depth * 14 + 'px';
-    const bar = h('div', { class: 'tl-bar' + (s.error ? ' err' : '') + (s.end == null ? ' open' : ''), 'data-testid': 'timeline-bar', 'data-kind': s.kind, title: `${s.name} · ${dur(end - s.start)}` },
-      h('span', { class: 'tl-d' }, s.end == null ? 'running' : dur(end - s.start) + (s.endE?.finish_reason ? ' · ' + s.endE.finish_reason : '') + (s.endE?.retries ? ` · ${s.endE.retries} ${s.endE.retries === 1 ? 'retry' : 'retries'}` : '')));
-    const from = s.start / d.total, to = end / d.total;
-    if (to > 0.8) bar.classList.add(to - from > 0.3 ? 'lab-in' : 'lab-left');
+    const short = s.end == null ? 'running' : dur(end - s.start);
+    const full = s.end == null ? short : short + (s.endE?.finish_reason ? ' · ' + s.endE.finish_reason : '') + (s.endE?.retries ? ` · ${s.endE.retries} ${s.endE.retries === 1 ? 'retry' : 'retries'}` : '');
+    const place = labelPlace(d, s.start / d.total, end / d.total, full, short);
+    const bar = h('div', { class: 'tl-bar' + (s.error ? ' err' : '') + (s.end == null ? ' open' : '') + (place.side === 'right' ? '' : ' lab-' + place.side), 'data-testid': 'timeline-bar', 'data-kind': s.kind, title: `${s.name} · ${full}` },
+      h('span', { class: 'tl-d' }, place.text));
     bar.style.left = (100 * s.start) / d.total + '%';
     bar.style.width = Math.max(0, (100 * (end - s.start)) / d.total) + '%';
     fill(el, label, h('div', { class: 'tl-track' }, bar));
@@ -420,3 +426,38 @@ class RunsView extends HTMLElement {
 }
 
 customElements.define('ah-runs', RunsView);
+
+// trackWidth is the width of a row's track: the axis's, less the timeline's scroll bar.
+function trackWidth(d) {
+  return Math.max(0, d.axisTrack.clientWidth - (d.tl.offsetWidth - d.tl.clientWidth));
+}
+
+// LABEL_GAP is the room between a bar and its label outside it, and the padding of a label inside it (app.css).
+const LABEL_GAP = 6;
+let measureCtx = null;
+
+// textWidth is how wide text is in the timeline's label font (11px, app.css .tl-d), in pixels.
+function textWidth(text, el) {
+  if (!measureCtx) {
+    measureCtx = document.createElement('canvas').getContext('2d');
+    measureCtx.font = '11px ' + getComputedStyle(el).fontFamily;
+  }
+  return measureCtx.measureText(text).width;
+}
+
+// labelPlace says where a bar from..to (fractions of the run) shows its label so that the label is never clipped,
+// measured against the track's actual width: inside the bar when it is wide enough, else on the side with room
+// (right, then left); when full fits nowhere, short (the duration alone) is tried the same way, and when that fits
+// nowhere either it goes on the roomier side.
+function labelPlace(d, from, to, full, short) {
+  const w = d.trackWidth ?? (d.trackWidth = trackWidth(d));
+  if (!w) return { side: 'right', text: full }; // not laid out yet: placed again once it is
+  const x0 = from * w, x1 = to * w;
+  for (const text of full === short ? [full] : [full, short]) {
+    const tw = textWidth(text, d.tl) + 1;
+    if (x1 - x0 >= tw + 2 * LABEL_GAP) return { side: 'in', text };
+    if (w - x1 >= tw + LABEL_GAP) return { side: 'right', text };
+    if (x0 >= tw + LABEL_GAP) return { side: 'left', text };
+  }
+  return { side: w - x1 >= x0 ? 'right' : 'left', text: short };
+}
