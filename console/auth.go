@@ -262,14 +262,16 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ip := remoteIP(r)
-	if wait := c.logins.wait(ip); wait > 0 {
+	// The attempt is counted as a failure before the token is checked, in one step with the check of the wait:
+	// guesses sent in parallel cannot all pass before the first of them is counted.
+	if wait := c.logins.reserve(ip); wait > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(int((wait+time.Second-1)/time.Second)))
 		writeError(w, http.StatusTooManyRequests, "too many failed logins: wait and try again")
 		return
 	}
 	subject, expires, err := c.checkToken(r.Context(), body.Token)
 	if err != nil {
-		if failures, log := c.logins.failed(ip); log {
+		if failures, log := c.logins.refused(ip); log {
 			c.logger.Warn("console: a login was refused", "remote", ip, "failures", failures, "err", err)
 		}
 		writeError(w, http.StatusUnauthorized, "the token is not valid")
@@ -332,11 +334,50 @@ func (l *loginLimiter) wait(ip string) time.Duration {
 	return 0
 }
 
+// reserve is wait and failed in one step: when ip may try now, its attempt is counted as failed (succeeded forgets
+// it) and reserve returns 0; else how long ip must wait, and nothing is counted.
+func (l *loginLimiter) reserve(ip string) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.now()
+	if f, ok := l.m[ip]; ok && f.notBefore.After(now) {
+		return f.notBefore.Sub(now)
+	}
+	l.count(ip, now)
+	return 0
+}
+
+// refused says how many failures ip has, its reserved attempt that failed counted, and whether to log this one.
+func (l *loginLimiter) refused(ip string) (int, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	f, ok := l.m[ip]
+	if !ok { // forgotten meanwhile, as the least recent of maxLoginAddrs
+		return 0, false
+	}
+	now := l.now()
+	log := f.loggedAt.IsZero() || now.Sub(f.loggedAt) >= loginLogEvery
+	if log {
+		f.loggedAt = now
+	}
+	return f.n, log
+}
+
 // failed counts a failed login of ip, and returns the failures so far and whether to log this one.
 func (l *loginLimiter) failed(ip string) (int, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
+	f := l.count(ip, now)
+	log := f.loggedAt.IsZero() || now.Sub(f.loggedAt) >= loginLogEvery
+	if log {
+		f.loggedAt = now
+	}
+	return f.n, log
+}
+
+// count counts a failure of ip at now; l.mu is held.
+func (l *loginLimiter) count(ip string, now time.Time) *loginFailures {
 	f, ok := l.m[ip]
 	if !ok {
 		if len(l.m) >= maxLoginAddrs {
@@ -360,11 +401,7 @@ func (l *loginLimiter) failed(ip string) (int, bool) {
 		}
 		f.notBefore = now.Add(delay)
 	}
-	log := f.loggedAt.IsZero() || now.Sub(f.loggedAt) >= loginLogEvery
-	if log {
-		f.loggedAt = now
-	}
-	return f.n, log
+	return f
 }
 
 // succeeded forgets the failures of ip; when it last logged one is kept, so that the log stays bounded.

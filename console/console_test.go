@@ -81,13 +81,19 @@ type fixture struct {
 
 func newFixture(t *testing.T, edit func(*Options)) *fixture {
 	t.Helper()
+	return newFixtureRuns(t, nil, edit)
+}
+
+// newFixtureRuns is newFixture with the recorder's options.
+func newFixtureRuns(t *testing.T, ropts *runlog.Options, edit func(*Options)) *fixture {
+	t.Helper()
 	f := &fixture{llm: fakellm.New(), danger: &atomic.Int32{}}
 	t.Cleanup(f.llm.Close)
 	model, err := openai.New(&openai.Options{BaseURL: f.llm.URL, APIKey: "sk-test", Model: "fake", MaxRetries: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.runs = runlog.New(nil)
+	f.runs = runlog.New(ropts)
 	tm := host.NewToolManager([]host.Toolset{toolList{lookupTool{}, dangerTool{f.danger}, askTool{}}},
 		&host.ToolManagerOptions{Policies: map[string]host.ToolPolicy{"danger": {RequireApproval: true}}, Observer: f.runs})
 	f.orch = host.New(model, tm, &host.Options{Name: "tester", Observer: f.runs, CompileSchema: schemacheck.Compile})

@@ -36,8 +36,11 @@
 //	                                    too many of the console's runs are going
 //	GET    /api/runs                    {"runs": [runlog.Summary]}, newest first
 //	GET    /api/runs/live               text/event-stream: "event: run", data runlog.Summary: every run kept,
-//	                                    newest first, then each as it starts, changes and ends. Every event stream: 429 beyond 16 of a session (or bearer
-//	                                    token) or 256 in all
+//	                                    newest first, then each as it starts, changes and ends; "event: gone", data
+//	                                    {"id"}: the run is no longer kept (past the most recent runs kept), a list
+//	                                    drops it. A client that reconnects gets every run kept again, and replaces
+//	                                    its list with them. Every event stream: 429 beyond 16 of a session (or
+//	                                    bearer token) or 256 in all
 //	GET    /api/runs/{id}               {"run": runlog.Summary, "entries": [runlog.Entry]}
 //	GET    /api/runs/{id}/events?after=N
 //	                                    text/event-stream: "event: entry", "id: SEQ", data runlog.Entry, the entries

@@ -226,6 +226,8 @@ func (ia *interactor) Approve(ctx context.Context, req *host.ApprovalRequest) (b
 		return false, nil // denied
 	}
 	if err != nil {
+		// Stopped while it waited: the question is closed, in the record and on the page.
+		ia.runs.Answered(ctx, &runlog.ApprovalAnswer{ID: a.ID, Action: string(host.ElicitCancel)})
 		return false, err
 	}
 	ia.runs.Answered(ctx, &runlog.ApprovalAnswer{ID: a.ID, Approved: a.Approved})
@@ -239,6 +241,7 @@ func (ia *interactor) Elicit(ctx context.Context, req *host.ElicitRequest) (*hos
 		return &host.ElicitResult{Action: host.ElicitCancel}, nil
 	}
 	if err != nil {
+		ia.runs.Answered(ctx, &runlog.ApprovalAnswer{ID: a.ID, Action: string(host.ElicitCancel)})
 		return nil, err
 	}
 	action := host.ElicitAction(a.Action)
@@ -260,8 +263,9 @@ func (ia *interactor) Elicit(ctx context.Context, req *host.ElicitRequest) (*hos
 // an elicitation cancelled), as A2A's input wait does.
 var errNobodyAnswered = errors.New("console: nobody answered")
 
-// ask records w in the run and waits for its answer, or for ctx to end, or for the timeout: then it returns
-// errNobodyAnswered, and an answer that holds only w's id.
+// ask records w in the run and waits for its answer, or for the timeout: then it returns errNobodyAnswered, and an
+// answer that holds only w's id; or for ctx to end: then it returns ctx's cause, and an answer that holds only w's
+// id.
 func (ia *interactor) ask(ctx context.Context, w *runlog.Waiting) (answer, error) {
 	w.ID = "q" + rand.Text()[:12]
 	ch := make(chan answer, 1)
@@ -282,7 +286,7 @@ func (ia *interactor) ask(ctx context.Context, w *runlog.Waiting) (answer, error
 	case <-timer.C:
 		return answer{ID: w.ID}, errNobodyAnswered
 	case <-ctx.Done():
-		return answer{}, fmt.Errorf("console: waiting for an answer: %w", context.Cause(ctx))
+		return answer{ID: w.ID}, fmt.Errorf("console: waiting for an answer: %w", context.Cause(ctx))
 	}
 }
 
@@ -436,8 +440,8 @@ func (c *Console) runEvents(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// liveRuns answers GET /api/runs/live: each run's summary as it starts, changes and ends. A client slower than the
-// runs gets each run's latest summary.
+// liveRuns answers GET /api/runs/live: each run's summary as it starts, changes and ends, and "gone" when it is no
+// longer kept. A client slower than the runs gets each run's latest summary.
 func (c *Console) liveRuns(w http.ResponseWriter, r *http.Request) {
 	who := callerOf(r)
 	release, ok := c.openStream(w, who)
@@ -488,7 +492,11 @@ func (c *Console) liveRuns(w http.ResponseWriter, r *http.Request) {
 		order = order[:0]
 		mu.Unlock()
 		for _, sum := range sums {
-			if s.event("run", "", sum) != nil {
+			name, data := "run", any(sum)
+			if sum.Status == runlog.StatusGone {
+				name, data = "gone", map[string]string{"id": sum.ID}
+			}
+			if s.event(name, "", data) != nil {
 				return
 			}
 		}

@@ -328,3 +328,50 @@ func TestIdleHeap(t *testing.T) {
 		t.Errorf("200 short runs hold %d bytes; want less than 4 MiB", held)
 	}
 }
+
+// Watch reports a run dropped past MaxRuns once, StatusGone, with its id and subject, and not after.
+func TestWatchReportsRunsGone(t *testing.T) {
+	h := newHarness(t, &runlog.Options{MaxRuns: 1})
+	if _, err := h.ask(host.WithSubject(t.Context(), "alice"), "first", nil, fakellm.Turn{Text: "ok"}); err != nil {
+		t.Fatal(err)
+	}
+	first := h.rec.Runs()[0]
+	ctx, cancel := context.WithCancel(t.Context())
+	got := make(chan runlog.Summary, 100)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.rec.Watch(ctx, func(s runlog.Summary) { got <- s })
+	}()
+	if s := <-got; s.ID != first.ID {
+		t.Fatalf("first summary = %+v; want the kept run %s", s, first.ID)
+	}
+	if _, err := h.ask(t.Context(), "second", nil, fakellm.Turn{Text: "ok"}); err != nil {
+		t.Fatal(err)
+	}
+	second := h.rec.Runs()[0]
+	var gone []runlog.Summary
+	timeout := time.After(30 * time.Second)
+	for {
+		var s runlog.Summary
+		select {
+		case s = <-got:
+		case <-timeout:
+			t.Fatalf("no gone report and end of %s within 30s; gone %+v", second.ID, gone)
+		}
+		switch {
+		case s.Status == runlog.StatusGone:
+			gone = append(gone, s)
+		case s.ID == first.ID:
+			t.Errorf("the dropped run reported again: %+v", s)
+		}
+		if s.ID == second.ID && s.Status != runlog.StatusRunning && len(gone) > 0 {
+			break
+		}
+	}
+	if len(gone) != 1 || gone[0].ID != first.ID || gone[0].Subject != "alice" {
+		t.Errorf("gone reports %+v; want one, of %s for alice", gone, first.ID)
+	}
+	cancel()
+	<-done
+}

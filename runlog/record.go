@@ -58,6 +58,7 @@ type record struct {
 	nested          int                 // the nested runs started and not ended
 	open            map[string]struct{} // the spans whose start entry is kept and whose end has not come
 	taken           bool                // an expected record (see Expect) that a run has taken, or that was abandoned
+	gone            bool                // dropped from the runs kept (trim): Watch reports it StatusGone
 	stopExpect      func() bool         // stops the AfterFunc of an expected record
 }
 
@@ -368,13 +369,17 @@ func (r *Recorder) keep(rec *record) {
 }
 
 // trim drops the oldest ended runs past MaxRuns. Running runs are never dropped.
+// The watchers are told of the runs dropped.
 func (r *Recorder) trim() {
+	var dropped []*record
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	for i := 0; len(r.runs) > r.opts.MaxRuns && i < len(r.runs); {
 		rec := r.runs[i]
 		rec.mu.Lock()
 		ended, id := rec.ended, rec.sum.ID
+		if ended {
+			rec.gone = true
+		}
 		rec.mu.Unlock()
 		if !ended {
 			i++
@@ -382,6 +387,11 @@ func (r *Recorder) trim() {
 		}
 		r.runs = slices.Delete(r.runs, i, i+1)
 		delete(r.byID, id)
+		dropped = append(dropped, rec)
+	}
+	r.mu.Unlock()
+	for _, rec := range dropped {
+		r.changed(rec)
 	}
 }
 

@@ -78,6 +78,10 @@ type Status string
 // StatusRunning is the Status of a run that has not ended.
 const StatusRunning Status = "running"
 
+// StatusGone is the Status Watch reports for a run that is no longer kept (past Options.MaxRuns): a list showing it
+// drops it. Runs and Run never give it.
+const StatusGone Status = "gone"
+
 // Summary is a run as a list shows it.
 type Summary struct {
 	ID     string `json:"id"`

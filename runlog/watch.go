@@ -50,7 +50,8 @@ func (r *Recorder) setWatchers(edit func([]*watcher) []*watcher) {
 // Watch calls fn with the summary of each run kept, newest first (as Runs gives them), then with each run's summary
 // as it starts, changes (at most every 100ms per run) and ends, until ctx ends; it blocks. A run that changes while
 // the first summaries are handed over is reported again after them, so nothing between a call of Runs and the start
-// of Watch is missed. fn must not block for long.
+// of Watch is missed. A run no longer kept (dropped past Options.MaxRuns) is reported once more, its last summary
+// with Status StatusGone, and not after. fn must not block for long.
 func (r *Recorder) Watch(ctx context.Context, fn func(Summary)) {
 	w := &watcher{dirty: map[*record]struct{}{}, wake: make(chan struct{}, 1)}
 	r.setWatchers(func(ws []*watcher) []*watcher { return append(ws, w) })
@@ -108,7 +109,16 @@ func (r *Recorder) Watch(ctx context.Context, fn func(Summary)) {
 			if !st.pending {
 				continue
 			}
-			sum, ended := rec.summary()
+			sum, ended, gone := rec.watched()
+			if gone {
+				if ctx.Err() != nil {
+					return
+				}
+				sum.Status = StatusGone
+				fn(sum)
+				delete(states, rec)
+				continue
+			}
 			if wait := watchEvery - now.Sub(st.sent); !st.sent.IsZero() && !ended && wait > 0 {
 				if next < 0 || wait < next {
 					next = wait
@@ -128,4 +138,11 @@ func (r *Recorder) Watch(ctx context.Context, fn func(Summary)) {
 			timer.Reset(next)
 		}
 	}
+}
+
+// watched is the summary of rec, whether it ended, and whether it is no longer kept.
+func (rec *record) watched() (Summary, bool, bool) {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	return rec.sum, rec.ended, rec.gone
 }
