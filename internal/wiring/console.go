@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -110,10 +111,14 @@ func (a *App) serverStates() []console.ServerState {
 }
 
 // LoginCommand is the command that logs in to the MCP server name of the configuration at path, as a POSIX shell
-// runs it: the name and path are quoted when they need to be.
+// runs it: the name and path are quoted when they need to be. A relative path is made absolute, so that the
+// command works from any directory; the default, agent.toml, is left out.
 func LoginCommand(path, name string) string {
 	cmd := "agenthost mcp login " + shellQuote(name)
 	if path != "" && path != "agent.toml" {
+		if abs, err := filepath.Abs(path); err == nil {
+			path = abs
+		}
 		cmd += " -config " + shellQuote(path)
 	}
 	return cmd

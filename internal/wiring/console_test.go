@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -185,6 +186,14 @@ func TestLoginCommand(t *testing.T) {
 	}
 	if got := LoginCommand("/etc/agents/x.toml", "docs"); got != "agenthost mcp login docs -config /etc/agents/x.toml" {
 		t.Errorf("%q", got)
+	}
+	// A relative path is printed absolute: the command is run from anywhere.
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := LoginCommand("conf/x.toml", "docs"), "agenthost mcp login docs -config "+filepath.Join(wd, "conf", "x.toml"); got != want {
+		t.Errorf("LoginCommand(conf/x.toml) = %s, want %s", got, want)
 	}
 	// A path a shell would split or expand is quoted.
 	for path, want := range map[string]string{
