@@ -85,6 +85,29 @@ function entryText(e) {
   }
 }
 
+// paintRow paints the cells of a run's row whose content changed since the last time.
+function paintRow(tr, s) {
+  tr.dataset.origin = s.origin || '';
+  tr.dataset.status = s.status;
+  const ms = s.ended ? new Date(s.ended) - new Date(s.started) : null;
+  const cells = [
+    [s.status, () => [statusBadge(s.status)]],
+    [JSON.stringify([s.prompt, s.content, s.error]), () => [s.prompt || h('span', { class: 'faint' }, s.content ? s.id : `${s.id} · content not recorded`), s.error ? h('div', { class: 'fail' }, s.error) : null]],
+    [s.origin || '', () => [originBadge(s.origin)]],
+    [ago(s.started), () => [ago(s.started)]],
+    [s.status === 'running' ? '' : dur(ms), () => [s.status === 'running' ? h('span', { class: 'faint' }, '…') : dur(ms)]],
+    [num(s.usage?.total_tokens), () => [num(s.usage?.total_tokens)]],
+    [num(s.tool_calls), () => [num(s.tool_calls)]],
+  ];
+  cells.forEach(([key, content], i) => {
+    if (tr.keys[i] === key) return;
+    tr.keys[i] = key;
+    fill(tr.cells[i], ...content());
+  });
+  tr.cells[1].title = s.prompt || '';
+  tr.cells[3].title = new Date(s.started).toLocaleString();
+}
+
 class RunsView extends HTMLElement {
   connectedCallback() {
     if (this.built) return;
@@ -118,6 +141,12 @@ class RunsView extends HTMLElement {
       this.count = h('span', { class: 'sub' });
       this.listBody = h('div', { class: 'view-body' });
       add(this.listEl, h('header', { class: 'view-head' }, h('h1', {}, 'Runs'), this.count), this.listBody);
+      this.rowEls = new Map(); // run id → its <tr>, kept while the run is listed: live updates change its cells
+      // Clicks are read on the body, by the row's id: a row's cells may be painted again between mousedown and up.
+      this.tbody.addEventListener('click', (e) => {
+        const tr = e.target.closest('tr[data-id]');
+        if (tr) location.hash = '#/runs/' + encodeURIComponent(tr.dataset.id);
+      });
       this.tbody.addEventListener('keydown', (e) => {
         const tr = e.target.closest('tr');
         if (!tr) return;
@@ -140,37 +169,62 @@ class RunsView extends HTMLElement {
 
   openLive() {
     if (this.live) return;
-    const push = frameBatch((items) => { for (const s of items) this.runs.set(s.id, s); this.paintList(); });
-    this.live = new EventSource('/api/runs/live');
-    this.live.addEventListener('run', (m) => { try { push(JSON.parse(m.data)); } catch { /* skipped */ } });
+    const push = frameBatch((items) => {
+      for (const it of items) { if (it.gone) this.runs.delete(it.gone); else this.runs.set(it.id, it); }
+      this.paintList();
+    });
+    const es = new EventSource('/api/runs/live');
+    this.live = es;
+    let opened = false;
+    // After a reconnect the list is replaced with the runs kept now: those dropped meanwhile are said gone to nobody.
+    es.addEventListener('open', () => { if (opened) this.resync(es); opened = true; });
+    es.addEventListener('run', (m) => { try { push(JSON.parse(m.data)); } catch { /* skipped */ } });
+    es.addEventListener('gone', (m) => { try { push({ gone: JSON.parse(m.data).id }); } catch { /* skipped */ } });
     clearInterval(this.tick);
     this.tick = setInterval(() => this.paintList(), 10000); // "started … ago" stays true
   }
 
   closeLive() { this.live?.close(); this.live = null; clearInterval(this.tick); }
 
+  async resync(es) {
+    let r;
+    try { r = await api('/runs'); } catch { return; }
+    if (this.live !== es) return;
+    this.runs.clear();
+    for (const s of r.runs || []) this.runs.set(s.id, s);
+    this.paintList();
+  }
+
   paintList() {
     if (this.listEl.hidden) return;
     const runs = [...this.runs.values()].sort((a, b) => new Date(b.started) - new Date(a.started));
     this.count.textContent = runs.length ? `${runs.length} run${runs.length > 1 ? 's' : ''} · live` : '';
     if (!runs.length) {
+      this.rowEls.clear();
       fill(this.listBody, empty('No runs yet', 'Every run of this process shows up here as it starts: from the Chat view, over MCP, over A2A, or a durable run resumed.', 'runs'));
       add(this.listBody, this.tbody); fill(this.tbody); this.tbody.hidden = true;
       return;
     }
     this.tbody.hidden = false;
     const focused = document.activeElement?.closest?.('tr')?.dataset.id;
-    fill(this.tbody, ...runs.map((s) => {
-      const ms = s.ended ? new Date(s.ended) - new Date(s.started) : null;
-      return h('tr', { tabindex: 0, 'data-testid': 'run-row', 'data-id': s.id, 'data-origin': s.origin || '', 'data-status': s.status, onclick: () => { location.hash = '#/runs/' + encodeURIComponent(s.id); } },
-        h('td', {}, statusBadge(s.status)),
-        h('td', { class: 'ellipsis', title: s.prompt || '' }, s.prompt || h('span', { class: 'faint' }, s.content ? s.id : `${s.id} · content not recorded`), s.error ? h('div', { class: 'fail' }, s.error) : null),
-        h('td', {}, originBadge(s.origin)),
-        h('td', { class: 'muted', title: new Date(s.started).toLocaleString() }, ago(s.started)),
-        h('td', { class: 'num' }, s.status === 'running' ? h('span', { class: 'faint' }, '…') : dur(ms)),
-        h('td', { class: 'num' }, num(s.usage?.total_tokens)),
-        h('td', { class: 'num' }, num(s.tool_calls)));
-    }));
+    // One <tr> per run, kept: its cells are painted again only when what they show changed, and rows move only when
+    // the order changed, so a click or the focus is not lost to a live update.
+    const seen = new Set();
+    let prev = null;
+    for (const s of runs) {
+      let tr = this.rowEls.get(s.id);
+      if (!tr) {
+        tr = h('tr', { tabindex: 0, 'data-testid': 'run-row', 'data-id': s.id }, h('td'), h('td', { class: 'ellipsis' }), h('td'), h('td', { class: 'muted' }), h('td', { class: 'num' }), h('td', { class: 'num' }), h('td', { class: 'num' }));
+        tr.keys = [];
+        this.rowEls.set(s.id, tr);
+      }
+      paintRow(tr, s);
+      seen.add(s.id);
+      const at = prev ? prev.nextElementSibling : this.tbody.firstElementChild;
+      if (at !== tr) this.tbody.insertBefore(tr, at);
+      prev = tr;
+    }
+    for (const [id, tr] of this.rowEls) if (!seen.has(id)) { tr.remove(); this.rowEls.delete(id); }
     if (!this.table) {
       this.table = h('table', { class: 'grid', 'aria-label': 'Runs' }, h('thead', {}, h('tr', {},
         h('th', {}, 'Status'), h('th', {}, 'Prompt'), h('th', {}, 'Origin'), h('th', {}, 'Started'), h('th', { class: 'num' }, 'Duration'), h('th', { class: 'num' }, 'Tokens'), h('th', { class: 'num' }, 'Tool calls'))), this.tbody);
@@ -232,7 +286,7 @@ class RunsView extends HTMLElement {
     // The bars' labels are placed for the track's width: placed again when it changes (the details pane, the window).
     d.resize = new ResizeObserver(() => { const w = trackWidth(d); if (w !== d.trackWidth) { d.trackWidth = w; d.vtl?.refresh(); } });
     d.resize.observe(d.axisTrack);
-    d.tl = h('div', { 'data-testid': 'timeline', tabindex: 0, 'aria-label': 'Timeline: arrow keys move, Escape closes the details' });
+    d.tl = h('div', { 'data-testid': 'timeline', tabindex: 0, 'aria-label': 'Timeline: arrow keys move, Enter opens the details, Escape closes them' });
     d.ent = h('div', { tabindex: 0, 'aria-label': 'Entries', hidden: true });
     d.tlWrap = h('div', { class: 'view', role: 'tabpanel', 'aria-labelledby': 'tab-timeline' }, d.axis, d.tl);
     d.pane = h('aside', { class: 'detail-pane', hidden: true, 'aria-label': 'Details' });
@@ -247,7 +301,7 @@ class RunsView extends HTMLElement {
     d.vent = new VList(d.ent, { rowHeight: 28, role: 'list', render: (i, el) => this.entRow(i, el) });
     d.tl.addEventListener('click', (e) => { const r = e.target.closest('.vrow'); if (r) this.select(model.rows()[+r.dataset.i]); });
     d.ent.addEventListener('click', (e) => { const r = e.target.closest('.vrow'); if (r) this.selectEntry(model.entries[+r.dataset.i]); });
-    d.tl.addEventListener('keydown', (e) => this.arrows(e, model.rows(), d.vtl, (s) => this.select(s)));
+    d.tl.addEventListener('keydown', (e) => this.timelineKeys(e, model.rows()));
     d.ent.addEventListener('keydown', (e) => this.arrows(e, model.entries, d.vent, (x) => this.selectEntry(x)));
     this.paintDetail();
   }
@@ -260,6 +314,25 @@ class RunsView extends HTMLElement {
     i = Math.max(0, Math.min(list.length - 1, i + (e.key === 'ArrowDown' ? 1 : -1)));
     pick(list[i]);
     vlist.scrollTo(i);
+  }
+
+  // timelineKeys moves the focus between the timeline's rows (a roving tabindex: the row focused last is the one
+  // Tab reaches) with the arrow keys, Home and End; Enter opens the focused row's details.
+  timelineKeys(e, rows) {
+    const d = this.detail;
+    let i = Math.min(d.focusIndex ?? 0, rows.length - 1);
+    if (e.key === 'Enter') {
+      if (rows[i]) { e.preventDefault(); this.select(rows[i]); }
+      return;
+    }
+    const to = { ArrowDown: i + 1, ArrowUp: i - 1, Home: 0, End: rows.length - 1 }[e.key];
+    if (to === undefined || !rows.length) return;
+    e.preventDefault();
+    i = Math.max(0, Math.min(rows.length - 1, to));
+    d.focusIndex = i;
+    d.vtl.scrollTo(i);
+    d.vtl.refresh();
+    requestAnimationFrame(() => d.vtl.rows.get(i)?.focus()); // after the list drew the row (it draws in a frame too)
   }
 
   setTab(id) {
@@ -308,11 +381,12 @@ class RunsView extends HTMLElement {
   }
 
   tlRow(i, el) {
-    const d = this.detail, s = d.model.rows()[i];
+    const d = this.detail, s = d?.model.rows()[i]; // a frame drawn after the run was left has no detail
     if (!s) { fill(el); return; }
     el.dataset.i = i;
     el.classList.toggle('sel', d.sel === s);
     el.setAttribute('role', 'listitem');
+    el.tabIndex = i === Math.min(d.focusIndex ?? 0, d.model.rows().length - 1) ? 0 : -1;
     const end = s.end ?? d.model.maxAt;
     const usage = s.endE?.usage;
     const label = h('div', { class: 'tl-label' }, h('span', { class: 'k' }, s.kind), h('span', { class: 'nm' + (s.kind === 'tool' ? ' mono' : '') }, s.name), usage ? h('span', { class: 'tk' }, num(usage.total_tokens)) : null);
@@ -328,7 +402,7 @@ class RunsView extends HTMLElement {
   }
 
   entRow(i, el) {
-    const d = this.detail, e = d.model.entries[i];
+    const d = this.detail, e = d?.model.entries[i];
     if (!e) { fill(el); return; }
     el.dataset.i = i;
     el.classList.toggle('sel', d.selEntry === e);
@@ -344,6 +418,7 @@ class RunsView extends HTMLElement {
     if (!s) return;
     d.sel = s;
     d.selIndex = d.model.rows().indexOf(s);
+    d.focusIndex = d.selIndex;
     d.vtl.refresh();
     this.paintPane(s);
   }
