@@ -654,6 +654,7 @@ func (r *Recorder) ObserveEvent(ctx context.Context, ev *host.Event) {
 				} else {
 					e.Bytes = len(res.Text) + len(res.Structured)
 				}
+				e.Peer, e.PeerCalls = peerCalls(res, rec.content)
 			}
 			if te.ID != "" {
 				delete(rs.tools, te.ID)
@@ -870,3 +871,38 @@ func (r *Recorder) Follow(ctx context.Context, id string, after int, fn func(Ent
 		}
 	}
 }
+
+// peerCalls returns the A2A peer a result came from (its Debug's "peer") and the tool calls the peer reported in
+// its answer's details, which the a2a peer tool keeps as the result's structured content (one summary, or a list
+// of them). Without content, the calls' errors are left out.
+func peerCalls(res *host.Result, content bool) (string, []host.ToolCallSummary) {
+	peer, _ := res.Debug["peer"].(string)
+	if peer == "" || len(res.Structured) == 0 {
+		return peer, nil
+	}
+	var one host.AnswerSummary
+	var many []host.AnswerSummary
+	if json.Unmarshal(res.Structured, &one) != nil {
+		if json.Unmarshal(res.Structured, &many) != nil {
+			return peer, nil
+		}
+	} else {
+		many = []host.AnswerSummary{one}
+	}
+	var calls []host.ToolCallSummary
+	for _, s := range many {
+		for _, c := range s.ToolCalls {
+			if !content {
+				c.Error = ""
+			}
+			if len(calls) == maxPeerCalls {
+				return peer, calls
+			}
+			calls = append(calls, c)
+		}
+	}
+	return peer, calls
+}
+
+// maxPeerCalls bounds the peer calls an entry keeps.
+const maxPeerCalls = 200

@@ -165,6 +165,11 @@ type Entry struct {
 	Progress *host.Progress     `json:"progress,omitempty"`
 	OK       *bool              `json:"ok,omitempty"`
 	Result   string             `json:"result,omitempty"` // the result's text, clipped to 64 KiB
+	// Peer names the A2A peer agent a tool_end's call went to, and PeerCalls are the tool calls that peer reported
+	// in its answer's details (an agenthost peer does), as it reported them: the steps of the peer's own run, as far
+	// as the peer shows them.
+	Peer      string                 `json:"peer,omitempty"`
+	PeerCalls []host.ToolCallSummary `json:"peer_calls,omitempty"`
 	Info     *host.ToolCallInfo `json:"info,omitempty"`
 	Check    *host.CheckResult  `json:"check,omitempty"`
 	Answer   *host.Answer       `json:"answer,omitempty"`
