@@ -161,21 +161,21 @@ type Entry struct {
 	CallID    string          `json:"call_id,omitempty"`
 	Arguments json.RawMessage `json:"arguments,omitempty"`
 	// Bytes is the size of what the content fields would hold (arguments, result, text) when they are not kept.
-	Bytes    int                `json:"bytes,omitempty"`
-	Progress *host.Progress     `json:"progress,omitempty"`
-	OK       *bool              `json:"ok,omitempty"`
-	Result   string             `json:"result,omitempty"` // the result's text, clipped to 64 KiB
+	Bytes    int            `json:"bytes,omitempty"`
+	Progress *host.Progress `json:"progress,omitempty"`
+	OK       *bool          `json:"ok,omitempty"`
+	Result   string         `json:"result,omitempty"` // the result's text, clipped to 64 KiB
 	// Peer names the A2A peer agent a tool_end's call went to, and PeerCalls are the tool calls that peer reported
 	// in its answer's details (an agenthost peer does), as it reported them: the steps of the peer's own run, as far
 	// as the peer shows them.
 	Peer      string                 `json:"peer,omitempty"`
 	PeerCalls []host.ToolCallSummary `json:"peer_calls,omitempty"`
-	Info     *host.ToolCallInfo `json:"info,omitempty"`
-	Check    *host.CheckResult  `json:"check,omitempty"`
-	Answer   *host.Answer       `json:"answer,omitempty"`
-	Approval *Waiting           `json:"approval,omitempty"`
-	Answered *ApprovalAnswer    `json:"answered,omitempty"`
-	Text     string             `json:"text,omitempty"`
+	Info      *host.ToolCallInfo     `json:"info,omitempty"`
+	Check     *host.CheckResult      `json:"check,omitempty"`
+	Answer    *host.Answer           `json:"answer,omitempty"`
+	Approval  *Waiting               `json:"approval,omitempty"`
+	Answered  *ApprovalAnswer        `json:"answered,omitempty"`
+	Text      string                 `json:"text,omitempty"`
 
 	// Attempt is the number of the attempt that failed (model_retry), DelayMS the wait before the next one, and
 	// Retries how many times the call was retried in all (model_end).

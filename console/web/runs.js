@@ -483,7 +483,7 @@ class RunsView extends HTMLElement {
       if (en.result) parts.push(section('Result', h('pre', {}, en.result)));
       else if (en.bytes) parts.push(h('div', { class: 'faint' }, `Result: ${num(en.bytes)} bytes, not recorded.`));
       if (en.peer_calls?.length) parts.push(section(`The peer's tool calls · ${en.peer} · as its answer reported them`,
-        h('table', { class: 'tbl peer-calls', 'data-testid': 'peer-calls' }, h('tbody', {}, en.peer_calls.map((c) => h('tr', {},
+        h('table', { class: 'grid peer-calls', 'data-testid': 'peer-calls' }, h('tbody', {}, en.peer_calls.map((c) => h('tr', {},
           h('td', { class: 'mono' }, c.name), h('td', {}, c.ok ? h('span', { class: 'pass' }, 'ok') : h('span', { class: 'fail' }, 'error')),
           h('td', { class: 'num' }, dur(c.duration_ms)), h('td', {}, c.error || '')))))));
     } else {
