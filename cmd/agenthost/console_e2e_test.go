@@ -657,3 +657,56 @@ func TestConsoleStopWhileApprovalWaits(t *testing.T) {
 	}
 	b.AssertNoErrors()
 }
+
+// TestConsoleChatKeyboard: the History menu moves with the arrow keys, Enter picks, Escape closes it and gives the
+// focus back to its button; the Options drawer keeps Tab within itself and gives the focus back when closed.
+func TestConsoleChatKeyboard(t *testing.T) {
+	llm := fakellm.New()
+	t.Cleanup(llm.Close)
+	llm.Enqueue(fakellm.Turn{Text: "First."}, fakellm.Turn{Text: "Second."})
+	c, b, _ := uiConsole(t, "keys", llm, "")
+	b.Visit(c.url + "#/chat")
+	for _, m := range []string{"one", "two"} {
+		send(t, b, m)
+		waitFor(t, b, "the answer", `document.querySelector('.chip') && !document.querySelector('[data-testid="chat-stop"]:not([hidden])')`)
+		b.Click(sel("chat-new"))
+	}
+	key := func(k string) {
+		b.Eval(`document.activeElement.dispatchEvent(new KeyboardEvent('keydown', { key: `+jsString(k)+`, bubbles: true, cancelable: true })), true`, nil)
+	}
+	focused := func() string {
+		var s string
+		b.Eval(`(() => { const a = document.activeElement; const items = [...document.querySelectorAll('.popover [role="menuitem"]')];
+			return items.includes(a) ? 'item' + items.indexOf(a) : a.closest('.drawer') ? 'drawer' : a.textContent.trim() || a.tagName; })()`, &s)
+		return s
+	}
+	b.Click(`button[aria-haspopup="true"]`)
+	waitFor(t, b, "two conversations in History", `document.querySelectorAll('.popover [role="menuitem"]').length === 2`)
+	for _, step := range []struct{ key, want string }{{"ArrowDown", "item1"}, {"ArrowDown", "item0"}, {"ArrowUp", "item1"}, {"Escape", "History"}} {
+		key(step.key)
+		if got := focused(); got != step.want {
+			t.Errorf("after %s the focus is on %q, want %q", step.key, got, step.want)
+		}
+	}
+	b.Click(`button[aria-haspopup="true"]`)
+	waitFor(t, b, "History open again", `document.activeElement.getAttribute('role') === 'menuitem'`)
+	key("Enter")
+	waitFor(t, b, "the picked conversation", `document.querySelector('.popover').hidden && document.querySelector('.chat-col').textContent.includes('.')`)
+
+	b.Click(`button[aria-controls="chat-options"]`)
+	waitFor(t, b, "the drawer's tools", `document.querySelector('#chat-options input[type="checkbox"]')`)
+	// Tab is dispatched; unless the page takes it, the focus moves on in document order, as the browser would.
+	for i := range 40 {
+		b.Eval(`(() => { const e = new KeyboardEvent('keydown', { key: 'Tab', bubbles: true, cancelable: true }); document.activeElement.dispatchEvent(e);
+			if (!e.defaultPrevented) { const f = [...document.querySelectorAll('button, input, textarea, select, a[href]')].filter((x) => x.offsetParent !== null);
+			f[(f.indexOf(document.activeElement) + 1) % f.length].focus(); } return true; })()`, nil)
+		if got := focused(); got != "drawer" {
+			t.Fatalf("after %d Tabs the focus left the drawer for %q", i+1, got)
+		}
+	}
+	key("Escape")
+	if got := focused(); got != "Options" {
+		t.Errorf("after Escape the focus is on %q, want the Options button", got)
+	}
+	b.AssertNoErrors()
+}
