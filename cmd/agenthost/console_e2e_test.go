@@ -529,3 +529,184 @@ func TestConsoleLogin(t *testing.T) {
 
 // loginRefusal is how Chromium logs the 401 answer of POST /api/login with a wrong token.
 var loginRefusal = regexp.MustCompile(`^log: Failed to load resource: the server responded with a status of 401 \(Unauthorized\) \(http://127\.0\.0\.1:\d+/api/login\)$`)
+
+// TestConsoleMarkdownIsInert: hostile markdown in the answer and a hostile reference title from a tool render as
+// inert text and links: every element of the answer carries only the allowed attributes, every link is http(s),
+// and the page logged no CSP violation. Only real citations ([1], of the one source) become citation links, and
+// the host's "Sources:" list is cut though the title holds "Sources:" too.
+func TestConsoleMarkdownIsInert(t *testing.T) {
+	llm := fakellm.New()
+	t.Cleanup(llm.Close)
+	title, _ := json.Marshal(map[string]string{"title": "\x000\x00\"><img src=x onerror=document.title='pwned'> Sources: evil"})
+	const answer = "https://x[a](https://y/onmouseover=document.title='pwned'//) and [b](https://z/onmouseover=document.title='pwned'//) [1].\n" +
+		"[c](javascript:alert(1)) [d](data:text/html,<script>alert(1)</script>) \"><img src=x onerror=document.title='pwned'>\n" +
+		"[e [f](https://w/)](https://v/) &amp; &lt;b&gt;x&lt;/b&gt; `&amp;` arr[0] see [2] <sup>1</sup>"
+	llm.Enqueue(
+		fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "c1", Name: "fx_cite", Arguments: string(title)}}},
+		fakellm.Turn{Text: answer},
+	)
+	c, b, _ := uiConsole(t, "inert", llm, "")
+	b.Visit(c.url + "#/chat")
+	b.Eval(`window.__csp = []; document.addEventListener('securitypolicyviolation', (e) => window.__csp.push(e.violatedDirective + ' ' + e.blockedURI)), true`, nil)
+	send(t, b, "Render this.")
+	waitFor(t, b, "the answer with its sources", `document.querySelector('[data-testid="answer"]') && document.querySelector('[data-testid="sources"]') && document.querySelector('.chip')`)
+	var bad []string
+	b.Eval(`(() => {
+		const allowed = new Set(['href', 'title', 'class', 'data-testid', 'data-ref', 'target', 'rel']), bad = [];
+		for (const el of document.querySelector('[data-testid="answer"]').querySelectorAll('*')) {
+			for (const a of el.attributes) if (!allowed.has(a.name)) bad.push(el.tagName + ' ' + a.name + '=' + a.value);
+			if (el.tagName !== 'A' && el.tagName !== 'P' && el.tagName !== 'SUP' && el.tagName !== 'CODE' && el.tagName !== 'BR') bad.push('element ' + el.tagName);
+			const href = el.getAttribute('href');
+			if (href != null && !/^https?:\/\//.test(href) && !(href === '#' && el.dataset.testid === 'citation')) bad.push('href ' + href);
+		}
+		if (document.title.includes('pwned')) bad.push('title ' + document.title);
+		return bad.concat(window.__csp);
+	})()`, &bad)
+	if len(bad) > 0 {
+		t.Errorf("the answer is not inert:\n%s\n%s", strings.Join(bad, "\n"), b.Text(sel("answer")))
+	}
+	got := b.Text(sel("answer"))
+	for _, want := range []string{"javascript:alert(1)", "<img src=x onerror=", "& <b>x</b> &amp; arr[0] see [2]"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the answer lacks %q as text:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "Sources:") {
+		t.Errorf("the host's Sources list is in the answer:\n%s", got)
+	}
+	if n := b.Count(sel("answer") + ` ` + sel("citation")); n != 2 {
+		t.Errorf("%d citation links, want 2 (the [1] and the <sup>1</sup> of the one source)", n)
+	}
+	b.AssertNoErrors()
+}
+
+// TestConsoleStreams: the answer grows on the page in steps as the model streams it, each a prefix of the final
+// text; the text the host sends after the model call (here the held-back "(like this)") continues the paragraph
+// and never shows as a paragraph of its own.
+func TestConsoleStreams(t *testing.T) {
+	llm := fakellm.New()
+	t.Cleanup(llm.Close)
+	const answer = "The fixture says hello, and this answer goes on for a while so that it streams in steps (like this)"
+	llm.Enqueue(
+		fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "c1", Name: "fx_cite", Arguments: `{}`}}},
+		fakellm.Turn{Text: answer, ChunkSize: 8, ChunkDelay: 60 * time.Millisecond},
+	)
+	c, b, _ := uiConsole(t, "streamer", llm, "")
+	// The answer entry and the end arrive late, as on a slow network, so that the page shows what it streamed
+	// after the model call (the host's " (like this)", under the root run) before the final answer replaces it.
+	b.OnNewDocument(`(() => {
+		const add = EventSource.prototype.addEventListener;
+		EventSource.prototype.addEventListener = function (type, fn, ...rest) {
+			const late = (m) => setTimeout(() => fn.call(this, m), 600);
+			const wrapped = type === 'end' ? late : type === 'entry' ? (m) => (JSON.parse(m.data).kind === 'answer' ? late(m) : fn.call(this, m)) : fn;
+			return add.call(this, type, wrapped, ...rest);
+		};
+	})()`)
+	b.Visit(c.url + "#/chat")
+	b.WaitVisible(sel("chat-input"))
+	b.Eval(`window.__seen = []; new MutationObserver(() => {
+		const a = document.querySelector('[data-testid="answer"]'); if (!a) return;
+		const s = a.textContent + '|' + a.querySelectorAll('p').length;
+		if (window.__seen[window.__seen.length - 1] !== s) window.__seen.push(s);
+	}).observe(document.querySelector('.chat-col'), { childList: true, subtree: true, characterData: true }), true`, nil)
+	send(t, b, "Say hello slowly.")
+	waitFor(t, b, "the run ended", `document.querySelector('.chip')`)
+	final := b.Text(sel("answer"))
+	if final != answer {
+		t.Fatalf("the answer reads %q, want %q", final, answer)
+	}
+	var seen []string
+	b.Eval(`window.__seen`, &seen)
+	steps := 0
+	for _, s := range seen {
+		text, paras, _ := strings.Cut(s, "|")
+		if paras != "1" && text != "" {
+			t.Errorf("the answer showed %s paragraphs: %q", paras, text)
+		}
+		if !strings.HasPrefix(answer, text) {
+			t.Errorf("the page showed %q, not a prefix of the answer", text)
+		}
+		if text != "" && len(text) < len(answer) {
+			steps++
+		}
+	}
+	if steps < 3 {
+		t.Errorf("the answer grew in %d visible steps before it was complete, want 3 or more: %q", steps, seen)
+	}
+	b.AssertNoErrors()
+}
+
+// TestConsoleStopWhileApprovalWaits: Stop while an approval waits ends the run; the card's buttons go and it says
+// the run ended before an answer.
+func TestConsoleStopWhileApprovalWaits(t *testing.T) {
+	llm := fakellm.New()
+	t.Cleanup(llm.Close)
+	llm.Enqueue(fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "a1", Name: "fx_shout", Arguments: `{"text":"never"}`}}})
+	c, b, _ := uiConsole(t, "halted", llm, "[tools.\"fx_shout\"]\nrequire_approval = true\n")
+	b.Visit(c.url + "#/chat")
+	send(t, b, "Shout never.")
+	b.WaitVisible(sel("approve"))
+	b.Click(sel("chat-stop"))
+	waitFor(t, b, "the run cancelled", `[...document.querySelectorAll('.chip')].some((c) => c.textContent === 'cancelled')`)
+	waitFor(t, b, "the approval marked ended", `document.querySelector('.approval [data-testid="approval-ended"]')`)
+	if n := b.Count(sel("approve")) + b.Count(sel("deny")); n != 0 {
+		t.Errorf("%d approval buttons left after the run ended", n)
+	}
+	if got := b.Text(sel("run-state")); strings.Contains(got, "Waiting") {
+		t.Errorf("the run's state reads %q after it ended", got)
+	}
+	b.AssertNoErrors()
+}
+
+// TestConsoleChatKeyboard: the History menu moves with the arrow keys, Enter picks, Escape closes it and gives the
+// focus back to its button; the Options drawer keeps Tab within itself and gives the focus back when closed.
+func TestConsoleChatKeyboard(t *testing.T) {
+	llm := fakellm.New()
+	t.Cleanup(llm.Close)
+	llm.Enqueue(fakellm.Turn{Text: "First."}, fakellm.Turn{Text: "Second."})
+	c, b, _ := uiConsole(t, "keys", llm, "")
+	b.Visit(c.url + "#/chat")
+	for _, m := range []string{"one", "two"} {
+		send(t, b, m)
+		waitFor(t, b, "the answer", `document.querySelector('.chip') && !document.querySelector('[data-testid="chat-stop"]:not([hidden])')`)
+		b.Click(sel("chat-new"))
+	}
+	key := func(k string) {
+		b.Eval(`document.activeElement.dispatchEvent(new KeyboardEvent('keydown', { key: `+jsString(k)+`, bubbles: true, cancelable: true })), true`, nil)
+	}
+	focused := func() string {
+		var s string
+		b.Eval(`(() => { const a = document.activeElement; const items = [...document.querySelectorAll('.popover [role="menuitem"]')];
+			return items.includes(a) ? 'item' + items.indexOf(a) : a.closest('.drawer') ? 'drawer' : a.textContent.trim() || a.tagName; })()`, &s)
+		return s
+	}
+	b.Click(`button[aria-haspopup="true"]`)
+	waitFor(t, b, "two conversations in History", `document.querySelectorAll('.popover [role="menuitem"]').length === 2`)
+	for _, step := range []struct{ key, want string }{{"ArrowDown", "item1"}, {"ArrowDown", "item0"}, {"ArrowUp", "item1"}, {"Escape", "History"}} {
+		key(step.key)
+		if got := focused(); got != step.want {
+			t.Errorf("after %s the focus is on %q, want %q", step.key, got, step.want)
+		}
+	}
+	b.Click(`button[aria-haspopup="true"]`)
+	waitFor(t, b, "History open again", `document.activeElement.getAttribute('role') === 'menuitem'`)
+	key("Enter")
+	waitFor(t, b, "the picked conversation", `document.querySelector('.popover').hidden && document.querySelector('.chat-col').textContent.includes('.')`)
+
+	b.Click(`button[aria-controls="chat-options"]`)
+	waitFor(t, b, "the drawer's tools", `document.querySelector('#chat-options input[type="checkbox"]')`)
+	// Tab is dispatched; unless the page takes it, the focus moves on in document order, as the browser would.
+	for i := range 40 {
+		b.Eval(`(() => { const e = new KeyboardEvent('keydown', { key: 'Tab', bubbles: true, cancelable: true }); document.activeElement.dispatchEvent(e);
+			if (!e.defaultPrevented) { const f = [...document.querySelectorAll('button, input, textarea, select, a[href]')].filter((x) => x.offsetParent !== null);
+			f[(f.indexOf(document.activeElement) + 1) % f.length].focus(); } return true; })()`, nil)
+		if got := focused(); got != "drawer" {
+			t.Fatalf("after %d Tabs the focus left the drawer for %q", i+1, got)
+		}
+	}
+	key("Escape")
+	if got := focused(); got != "Options" {
+		t.Errorf("after Escape the focus is on %q, want the Options button", got)
+	}
+	b.AssertNoErrors()
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -353,8 +354,9 @@ func TestInterrupt(t *testing.T) {
 }
 
 // serveFixture is a stdio MCP server with four tools: shout upper-cases its text; cite returns a text and a
-// resource link to fixtureDocURI; wait blocks until its call is cancelled, recording that in a file (see waitTool);
-// note appends its text to a file, so that a test can count its calls across processes.
+// resource link to fixtureDocURI (titled with its optional title argument); wait blocks until its call is
+// cancelled, recording that in a file (see waitTool); note appends its text to a file, so that a test can count its
+// calls across processes.
 func serveFixture() int {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "fixture", Version: "1"}, nil)
 	type in struct {
@@ -363,10 +365,13 @@ func serveFixture() int {
 	mcp.AddTool(srv, &mcp.Tool{Name: "shout", Description: "Upper-cases text."}, func(_ context.Context, _ *mcp.CallToolRequest, args in) (*mcp.CallToolResult, any, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.ToUpper(args.Text)}}}, nil, nil
 	})
-	mcp.AddTool(srv, &mcp.Tool{Name: "cite", Description: "Returns a document with its link."}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+	mcp.AddTool(srv, &mcp.Tool{Name: "cite", Description: "Returns a document with its link."}, func(_ context.Context, _ *mcp.CallToolRequest, args struct {
+		Title string `json:"title,omitempty"` // the link's title; "The test document" when empty
+	}) (*mcp.CallToolResult, any, error) {
+		title := cmp.Or(args.Title, "The test document")
 		return &mcp.CallToolResult{Content: []mcp.Content{
 			&mcp.TextContent{Text: "The document says hello."},
-			&mcp.ResourceLink{URI: fixtureDocURI, Name: "doc", Title: "The test document"},
+			&mcp.ResourceLink{URI: fixtureDocURI, Name: "doc", Title: title},
 		}}, nil, nil
 	})
 	mcp.AddTool(srv, &mcp.Tool{Name: "wait", Description: "Waits until cancelled."}, waitTool)

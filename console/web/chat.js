@@ -35,19 +35,42 @@ class Turn {
     this.runID = runID;
     this.paintState();
     this.answer.classList.add('streaming');
-    const push = frameBatch((entries) => this.apply(entries));
-    const es = new EventSource(`/api/runs/${encodeURIComponent(runID)}/events`);
+    this.push = frameBatch((entries) => this.apply(entries));
+    this.listen();
+  }
+
+  // listen follows the run's events after the last entry applied. When the browser gives the stream up (a 429 or a
+  // 401 on reconnect), the run may go on: the page then polls the run until it ends, following it again between.
+  listen() {
+    const es = new EventSource(`/api/runs/${encodeURIComponent(this.runID)}/events?after=${this.lastSeq}`);
     this.es = es;
-    es.addEventListener('entry', (m) => { try { push(JSON.parse(m.data)); } catch { /* a broken line is skipped */ } });
+    es.addEventListener('entry', (m) => { try { this.push(JSON.parse(m.data)); } catch { /* a broken line is skipped */ } });
     es.addEventListener('end', (m) => {
       es.close();
       let s = null;
       try { s = JSON.parse(m.data); } catch { /* the summary is optional */ }
-      push({ kind: '_end', summary: s });
+      this.push({ kind: '_end', summary: s });
     });
-    es.onerror = () => {
-      if (es.readyState === EventSource.CLOSED) { this.fail('The connection to the run was lost.'); this.done(); }
-    };
+    es.onerror = () => { if (es.readyState === EventSource.CLOSED && !this.finished) this.poll(); };
+  }
+
+  // poll reads the run (GET /api/runs/{id}) until it has ended, its entries applied as they come, and follows its
+  // events again once a read succeeds while it runs. A 401 shows the sign-in (lib.js api); the polling goes on.
+  async poll() {
+    if (this.polling) return;
+    this.polling = true;
+    for (let wait = 500; !this.finished; wait = Math.min(wait * 2, 8000)) {
+      await new Promise((r) => setTimeout(r, wait));
+      if (this.finished) break;
+      let r;
+      try { r = await api(`/runs/${encodeURIComponent(this.runID)}`); } catch { continue; }
+      for (const e of r.entries || []) if (e.seq > this.lastSeq) this.push(e);
+      if (r.run && r.run.status !== 'running') { this.push({ kind: '_end', summary: r.run }); break; }
+      this.polling = false;
+      this.listen();
+      return;
+    }
+    this.polling = false;
   }
 
   apply(entries) {
@@ -66,7 +89,12 @@ class Turn {
   entry(e) {
     switch (e.kind) {
       case 'run_start':
-        if (!this.root) { this.root = e.span; this.spans.set(e.span, { kind: 'run', children: this.steps }); return false; }
+        if (!this.root) {
+          this.root = e.span;
+          if (e.conversation_id) this.conversationID = e.conversation_id;
+          this.spans.set(e.span, { kind: 'run', children: this.steps });
+          return false;
+        }
         this.spans.set(e.span, { kind: 'run', parent: e.parent });
         if (e.agent) this.subLabel(e);
         return false;
@@ -77,7 +105,10 @@ class Turn {
         const s = this.spans.get(e.span);
         const own = e.span === this.root || ((e.parent === this.root || s?.parent === this.root) && (!s || s.kind === 'model'));
         if (!own || !e.text) return false;
-        if (this.textSpan !== e.span) { this.textSpan = e.span; this.texts.push(''); }
+        // Text under the root run itself (what the host sends after the model call: held-back citation text, the
+        // sources) continues the last piece; each model call of the root run starts one.
+        if (e.span === this.root) { this.rootText = true; if (!this.texts.length) this.texts.push(''); }
+        else if (this.textSpan !== e.span) { this.textSpan = e.span; this.texts.push(''); }
         this.texts[this.texts.length - 1] += e.text;
         return true;
       }
@@ -111,7 +142,11 @@ class Turn {
   subLabel(e) {
     const box = this.container(e.parent);
     const parent = this.spans.get(e.parent);
-    if (parent && parent.kind === 'tool' && parent.sub) parent.sub.textContent = 'runs agent ' + e.agent;
+    if (parent && parent.kind === 'tool' && parent.sub) {
+      parent.agent = 'runs agent ' + e.agent;
+      parent.sub.textContent = parent.agent;
+      parent.sub.hidden = false;
+    }
     return box;
   }
 
@@ -139,7 +174,7 @@ class Turn {
     const msg = p.message ?? '';
     const n = p.progress, total = p.total;
     s.sub.hidden = false;
-    s.sub.textContent = [msg, total ? `${Math.round((100 * n) / total)}%` : n ? String(n) : ''].filter(Boolean).join(' · ');
+    s.sub.textContent = [s.agent, msg, total ? `${Math.round((100 * n) / total)}%` : n ? String(n) : ''].filter(Boolean).join(' · ');
   }
 
   toolEnd(e) {
@@ -150,7 +185,9 @@ class Turn {
     fill(s.state, icon(ok ? 'check' : 'x'));
     s.time.textContent = dur(e.duration_ms);
     if (!ok) s.note.textContent = e.error || 'failed';
-    s.sub.hidden = true;
+    // The progress goes; which agent the tool ran stays.
+    s.sub.textContent = s.agent || '';
+    s.sub.hidden = !s.agent;
     const info = e.info || {};
     if (info.approval) s.note.textContent = (s.note.textContent ? s.note.textContent + ' · ' : '') + info.approval;
     if (e.error) add(s.body, h('div', { class: 'label' }, 'Error'), h('pre', { class: 'error-note' }, e.error));
@@ -203,7 +240,8 @@ class Turn {
     this.approvals.set(w.id, card);
     this.waiting.add(w.id);
     this.paintState();
-    add(this.steps, card);
+    // A nested run's question goes under the tool step that started that run.
+    add(this.container(e.parent || this.root), card);
     card.querySelector('button, input, select')?.focus({ preventScroll: true });
   }
 
@@ -231,15 +269,20 @@ class Turn {
 
   paintAnswer() {
     const refs = this.final?.references || [];
-    const text = this.final ? stripSources(this.final.answer || '', refs) : this.texts.filter(Boolean).join('\n\n');
-    this.answer.innerHTML = render(text, refs);
+    if (this.final && this.final.output != null) {
+      // A structured answer is its validated value; its text is the same value, not shown twice.
+      fill(this.answer, h('div', { class: 'label' }, 'Structured answer'), h('pre', { class: 'json', 'data-testid': 'structured-answer' }, pretty(this.final.output)));
+    } else {
+      // While streaming, the host's own text (under the root run) may end with its "Sources:" list: not shown.
+      const text = this.final ? stripSources(this.final.answer || '', refs) : stripSources(this.texts.filter(Boolean).join('\n\n'), this.rootText ? [true] : null);
+      this.answer.innerHTML = render(text, refs);
+    }
     if (this.final) this.paintExtra();
   }
 
   paintExtra() {
     const a = this.final;
     const parts = [];
-    if (a.output != null) parts.push(h('div', {}, h('div', { class: 'label' }, 'Structured answer'), h('pre', { class: 'json' }, pretty(a.output))));
     if (a.references?.length) {
       parts.push(h('ol', { class: 'sources', 'data-testid': 'sources', 'aria-label': 'Sources' },
         a.references.map((r) => h('li', { 'data-n': r.number },
@@ -263,6 +306,7 @@ class Turn {
 
   finish(summary) {
     if (this.finished) return;
+    this.summary = summary;
     const end = this.end || {};
     const usage = end.usage || this.final?.usage || summary?.usage;
     const stop = end.stopped_by || this.final?.stopped_by || summary?.status;
@@ -284,6 +328,14 @@ class Turn {
     this.answer.classList.remove('streaming');
     this.es?.close();
     for (const s of this.spans.values()) if (s.el?.dataset.state === 'running') { s.el.dataset.state = 'error'; fill(s.state, icon('x')); s.note.textContent = 'not finished'; }
+    // Questions still waiting can no longer be answered.
+    for (const id of this.waiting) {
+      const card = this.approvals.get(id);
+      card.classList.add('answered');
+      for (const el of card.querySelectorAll('.row, form, .form-error')) el.remove();
+      add(card, h('div', { class: 'muted', 'data-testid': 'approval-ended' }, 'The run ended before an answer.'));
+    }
+    this.waiting.clear();
     this.chat.runEnded(this);
   }
 }
@@ -339,6 +391,11 @@ class ChatView extends HTMLElement {
     this.input.addEventListener('input', () => this.grow());
     this.drawer = this.buildDrawer();
     this.historyMenu = h('div', { class: 'popover', role: 'menu', 'aria-label': 'Earlier conversations', hidden: true });
+    // The menu: arrow keys (and Home, End) move between its items, Enter picks one, Escape closes it (app.js calls
+    // escape()). The drawer keeps Tab within itself while open.
+    this.historyMenu.addEventListener('keydown', (e) => this.menuKey(e));
+    this.drawer.addEventListener('keydown', (e) => this.trapFocus(e));
+    document.addEventListener('agenthost:conversation-deleted', (e) => this.conversationDeleted(e.detail?.id));
     add(this, 
       h('header', { class: 'view-head' }, h('h1', {}, 'Chat'), this.convTitle, h('span', { class: 'spacer' }), this.historyBtn, this.optionsBtn, newBtn),
       h('div', { class: 'chat' }, this.log, h('div', { class: 'composer-wrap' }, form), this.drawer, this.historyMenu));
@@ -462,9 +519,13 @@ class ChatView extends HTMLElement {
   }
 
   runEnded(turn) {
-    if (turn.final?.conversation_id && !this.conversation) {
-      this.conversation = turn.final.conversation_id;
-      this.convTitle.title = this.conversation;
+    // The conversation goes on with the next message, even after a run that failed before its answer; the URL
+    // keeps it across a reload.
+    const id = turn.final?.conversation_id || turn.conversationID || turn.summary?.conversation_id;
+    if (id && !this.conversation && this.turns.includes(turn)) {
+      this.conversation = id;
+      this.convTitle.title = id;
+      if (location.hash.startsWith('#/chat')) history.replaceState(null, '', '#/chat?c=' + encodeURIComponent(id));
     }
     if (this.current === turn) { this.current = null; this.setRunning(false); }
   }
@@ -484,10 +545,43 @@ class ChatView extends HTMLElement {
     this.stopBtn.disabled = false;
   }
 
+  menuKey(e) {
+    const items = [...this.historyMenu.querySelectorAll('[role="menuitem"]')];
+    if (!items.length) return;
+    const i = items.indexOf(document.activeElement);
+    let next = -1;
+    if (e.key === 'ArrowDown') next = i < 0 ? 0 : (i + 1) % items.length;
+    else if (e.key === 'ArrowUp') next = i <= 0 ? items.length - 1 : i - 1;
+    else if (e.key === 'Home') next = 0;
+    else if (e.key === 'End') next = items.length - 1;
+    else if (e.key === 'Enter' && i >= 0) { e.preventDefault(); items[i].click(); return; }
+    else return;
+    e.preventDefault();
+    items[next].focus();
+  }
+
+  trapFocus(e) {
+    if (e.key !== 'Tab' || this.drawer.hidden) return;
+    const f = [...this.drawer.querySelectorAll('button, input, textarea, select, a[href], [tabindex]:not([tabindex="-1"])')].filter((x) => !x.disabled && x.offsetParent !== null);
+    if (!f.length) return;
+    const first = f[0], last = f[f.length - 1];
+    if (e.shiftKey && (document.activeElement === first || !this.drawer.contains(document.activeElement))) { e.preventDefault(); last.focus(); }
+    else if (!e.shiftKey && document.activeElement === last) { e.preventDefault(); first.focus(); }
+  }
+
+  // conversationDeleted resets the chat when the conversation it shows was deleted (the conversations view
+  // dispatches 'agenthost:conversation-deleted' on document, detail {id}).
+  conversationDeleted(id) {
+    if (!id || id !== this.conversation) return;
+    if (this.running) { this.conversation = ''; return; }
+    this.newConversation();
+  }
+
   async toggleHistory(open = this.historyMenu.hidden) {
+    const wasOpen = !this.historyMenu.hidden;
     this.historyMenu.hidden = !open;
     this.historyBtn.setAttribute('aria-expanded', String(open));
-    if (!open) return;
+    if (!open) { if (wasOpen && (this.contains(document.activeElement) || document.activeElement === document.body)) this.historyBtn.focus(); return; }
     this.toggleDrawer(false);
     if (session.data?.features && session.data.features.state === false) {
       fill(this.historyMenu, h('div', { class: 'empty-hint', role: 'none' }, 'Conversations are not kept: configure [state] to keep them.'));
@@ -534,9 +628,14 @@ class ChatView extends HTMLElement {
   }
 
   async toggleDrawer(open = this.drawer.hidden) {
+    const wasOpen = !this.drawer.hidden;
+    if (open && !wasOpen) this.drawerReturn = document.activeElement;
     this.drawer.hidden = !open;
     this.optionsBtn.setAttribute('aria-expanded', String(open));
-    if (!open) { this.optionsBtn.focus(); return; }
+    if (!open) {
+      if (wasOpen) { const r = this.drawerReturn; this.drawerReturn = null; (r && r.isConnected && r !== document.body ? r : this.optionsBtn).focus(); }
+      return;
+    }
     this.toggleHistory(false);
     this.toolFilter.focus();
     if (!this.tools) {

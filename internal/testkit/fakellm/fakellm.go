@@ -73,6 +73,10 @@ type Turn struct {
 	CutAfter int
 	// ChunkSize is how many runes one streamed delta carries; 0 means DefaultChunkSize.
 	ChunkSize int
+	// ChunkDelay is how long a streamed answer waits before each data chunk after the first, so that a client sees
+	// it arrive in steps. The wait ends early, and the stream with it, when the client goes away or the server is
+	// closed.
+	ChunkDelay time.Duration
 }
 
 // Immediately, as Turn.HangAfter or Turn.CutAfter, means before the first data chunk.

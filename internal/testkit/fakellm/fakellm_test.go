@@ -615,3 +615,43 @@ func TestModelsList(t *testing.T) {
 		t.Errorf("listing was recorded as %d requests", s.RequestCount())
 	}
 }
+
+// TestChunkDelay: a delayed stream carries the same chunks and text; before each chunk after the first it waits,
+// a wait the client going away ends.
+func TestChunkDelay(t *testing.T) {
+	s, client := start(t)
+	s.Enqueue(fakellm.Turn{Text: "abcdefghij", ChunkSize: 2}, fakellm.Turn{Text: "abcdefghij", ChunkSize: 2, ChunkDelay: time.Millisecond})
+	_, plain, err := drain(t, client, params(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	acc, delayed, err := drain(t, client, params(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := acc.Choices[0].Message.Content; got != "abcdefghij" || len(delayed) != len(plain) {
+		t.Errorf("delayed stream: %q in %d chunks, want %q in %d", got, len(delayed), "abcdefghij", len(plain))
+	}
+
+	s.Enqueue(fakellm.Turn{Text: "abcdefghij", ChunkSize: 2, ChunkDelay: 24 * time.Hour})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	stream := client.Chat.Completions.NewStreaming(ctx, params(false))
+	defer stream.Close()
+	within(t, "the first chunk", func() {
+		if !stream.Next() {
+			t.Fatalf("no first chunk: %v", stream.Err())
+		}
+	})
+	cancel()
+	within(t, "the stream ended by the client", func() {
+		n := 0
+		for stream.Next() {
+			n++
+		}
+		if n != 0 || stream.Err() == nil {
+			t.Errorf("%d more chunks after the first and error %v, want none and an error", n, stream.Err())
+		}
+	})
+	within(t, "Close", s.Close)
+}

@@ -194,6 +194,9 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, req *Request, t 
 			_ = rc.Flush()
 			return
 		}
+		if t.ChunkDelay > 0 && i > 0 && !s.wait(r.Context(), t.ChunkDelay) {
+			return // the client went away, or the server closes
+		}
 		data, _ := json.Marshal(events[i])
 		_, _ = w.Write([]byte("data: "))
 		_, _ = w.Write(data)
