@@ -710,3 +710,32 @@ func TestConsoleChatKeyboard(t *testing.T) {
 	}
 	b.AssertNoErrors()
 }
+
+// TestConsolePeerSteps: a call to an A2A peer that is another agenthost shows, nested under its step, the tool calls
+// of the peer's own run, as the peer's answer reported them.
+func TestConsolePeerSteps(t *testing.T) {
+	modelB := fakellm.New()
+	t.Cleanup(modelB.Close)
+	modelB.Enqueue(
+		fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "b1", Name: "fx_shout", Arguments: `{"text":"peer"}`}}},
+		fakellm.Turn{Text: "B shouted PEER."},
+	)
+	peer := startServeA2A(t, []string{"TEST_KEY=sk-b"}, "serve", "--config", a2aConfig(t, t.TempDir(), "b", modelB.URL, ""), "--a2a", "127.0.0.1:0")
+	llm := fakellm.New()
+	t.Cleanup(llm.Close)
+	llm.Enqueue(
+		fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "a1", Name: "b", Arguments: `{"message":"Shout peer."}`}}},
+		fakellm.Turn{Text: "B shouted for us."},
+	)
+	c, b, _ := uiConsole(t, "caller", llm, fmt.Sprintf("\n[a2a.peers.b]\nurl = %q\nrequired = true\n", peer.base))
+	b.Visit(c.url + "#/chat")
+	send(t, b, "Ask B to shout.")
+	waitFor(t, b, "the peer's own call nested under its step",
+		`document.querySelector('[data-testid="tool-step"][data-name="b"][data-state="ok"] [data-testid="peer-step"][data-name="fx_shout"][data-state="ok"]')`)
+	waitFor(t, b, "the answer", `document.querySelector('[data-testid="answer"]')?.textContent.includes('B shouted for us')`)
+	if got := b.Text(sel("tool-step", `[data-name="b"] .step-sub`)); !strings.Contains(got, "peer b ran 1 tool call") {
+		t.Errorf("the peer step's label reads %q", got)
+	}
+	shot(t, b, "console-peer")
+	b.AssertNoErrors()
+}

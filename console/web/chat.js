@@ -193,6 +193,20 @@ class Turn {
     if (e.error) add(s.body, h('div', { class: 'label' }, 'Error'), h('pre', { class: 'error-note' }, e.error));
     if (e.result) add(s.body, h('div', { class: 'label' }, 'Result'), h('pre', {}, e.result));
     else if (e.bytes) add(s.body, h('div', { class: 'faint' }, `Result not recorded (${num(e.bytes)} bytes).`));
+    if (e.peer_calls?.length) this.peerSteps(s, e);
+  }
+
+  // peerSteps nests under an A2A peer's step the tool calls of the peer's own run, as the peer's answer reported
+  // them: done by the time they are known, so without arguments or a live state.
+  peerSteps(s, e) {
+    s.agent = `peer ${e.peer} ran ${e.peer_calls.length} ${e.peer_calls.length === 1 ? 'tool call' : 'tool calls'}`;
+    s.sub.textContent = s.agent;
+    s.sub.hidden = false;
+    for (const c of e.peer_calls) {
+      add(s.children, h('div', { class: 'step', 'data-testid': 'peer-step', 'data-state': c.ok ? 'ok' : 'error', 'data-name': c.name || '' },
+        h('div', { class: 'peer-step' }, h('span', { class: 'state-icon' }, icon(c.ok ? 'check' : 'x')), h('span', { class: 'step-name' }, c.name || 'tool'),
+          h('span', { class: 'step-note' }, c.error || (c.source ? c.source : '')), h('span', { class: 'step-time' }, dur(c.duration_ms)))));
+    }
   }
 
   approval(e) {
