@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -183,4 +185,60 @@ func TestConsoleViewsServersStopPolling(t *testing.T) {
 	if n := fetchesIn(b, "/api/servers", 3500); n != 0 {
 		t.Errorf("%d fetches of /api/servers in 3.5 s after the page signed out, want 0", n)
 	}
+}
+
+// a2aAndConsole matches the lines of `serve --a2a --ui` once both are written, in either order.
+var a2aAndConsole = regexp.MustCompile(`(?s)(serving A2A at \S+ .*agenthost: console at \S+|agenthost: console at \S+.*serving A2A at \S+ \(card)`)
+
+// TestConsoleViewsTaskDetails: a task served over A2A opens from its row in the Conversations view (Enter on the
+// row), shows its state and its messages with the answer, and Escape closes it. Deleting a conversation there tells
+// the page (agenthost:conversation-deleted).
+func TestConsoleViewsTaskDetails(t *testing.T) {
+	llm := fakellm.New()
+	t.Cleanup(llm.Close)
+	llm.Enqueue(fakellm.Turn{Text: "Bonjour from the task."})
+	config := agentConfig(t, t.TempDir(), "tasked", llm.URL, "", "")
+	c := startConsoleUntil(t, a2aAndConsole, []string{"TEST_KEY=k"}, "serve", "--config", config, "--a2a", "127.0.0.1:0", "--ui", "127.0.0.1:0")
+	m := a2aServing.FindStringSubmatch(c.log.String())
+	if m == nil {
+		t.Fatalf("no A2A address in:\n%s", c.log.String())
+	}
+	resp, body := authRequest(t, m[2]+"/", "", `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"Say bonjour."}]}}}`,
+		map[string]string{"A2A-Version": "1.0"})
+	var sent struct {
+		Result struct {
+			Task struct {
+				ID string `json:"id"`
+			} `json:"task"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(body), &sent); resp.StatusCode != 200 || err != nil || sent.Result.Task.ID == "" {
+		t.Fatalf("SendMessage: HTTP %d, %v: %s", resp.StatusCode, err, body)
+	}
+	id := sent.Result.Task.ID
+
+	b := browser.Start(t)
+	b.Visit(c.url + "#/conversations")
+	row := sel("task-row", `[data-task=`+quoteJS(id)+`]`)
+	b.WaitVisible(row)
+	b.SendKeys(row, kb.Enter)
+	waitFor(t, b, "the task's answer in its details", `[...document.querySelectorAll('[data-testid="task-artifact"], [data-testid="task-message"]')].some((m) => m.textContent.includes('Bonjour from the task.'))`)
+	if got := b.Text(sel("task-state")); got != "completed" {
+		t.Errorf("the task's state reads %q, want completed", got)
+	}
+	if got := b.Text(sel("task-message")); !strings.Contains(got, "Say bonjour.") {
+		t.Errorf("the task's messages read %q, want the request too", got)
+	}
+	b.SendKeys(`.detail-pane:not([hidden]) button`, kb.Escape)
+	waitFor(t, b, "the details closed", `document.querySelector('.detail-pane[aria-label="Conversation"]').hidden`)
+
+	// The A2A exchange kept a conversation: delete it; the page hears of it.
+	b.Eval(`window.deleted = []; document.addEventListener('agenthost:conversation-deleted', (e) => window.deleted.push(e.detail.id)); true`, nil)
+	b.Click(sel("conversation-row"))
+	var conv string
+	b.Eval(`document.querySelector('[data-testid="conversation-row"]').dataset.id`, &conv)
+	b.Click(sel("conversation-delete"))
+	b.Click(sel("confirm-delete"))
+	waitFor(t, b, "the event of the deletion", `window.deleted.length === 1 && window.deleted[0] === `+quoteJS(conv))
+	b.AssertNoErrors()
 }
