@@ -72,10 +72,22 @@ func (c *Console) tools(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"tools": out, "search": search})
 }
 
-// searchOn says whether a run would search the tools; false when they cannot be listed.
+// searchOn says whether a run would search the tools; false when they cannot be listed. The decision (which
+// estimates the tokens of every definition) is made once per tool list: ToolManager.Tools returns the same slice
+// while no source's list changed, so a page load costs a listing from the sources' caches and a comparison.
 func (c *Console) searchOn(ctx context.Context) bool {
 	all, err := c.opts.Orchestrator.Tools().Tools(ctx)
-	return err == nil && c.opts.Orchestrator.SearchDecision(all, host.Selection{}).On
+	if err != nil {
+		return false
+	}
+	c.searchMu.Lock()
+	defer c.searchMu.Unlock()
+	if c.searchList != nil && len(all) > 0 && len(c.searchList) == len(all) && &c.searchList[0] == &all[0] {
+		return c.searchWas
+	}
+	c.searchWas = c.opts.Orchestrator.SearchDecision(all, host.Selection{}).On
+	c.searchList = all
+	return c.searchWas
 }
 
 // searchReason says why a run would search the tools or not, as `agenthost tools` does.

@@ -186,6 +186,11 @@ type Console struct {
 	evalIDs  []string // evalRuns' ids, oldest first
 	// evalMu guards the eval runs' reports, which their runs fill as cases end.
 	evalMu sync.Mutex
+
+	// searchMu guards searchList, the tool list searchOn last decided over, and searchWas, its decision.
+	searchMu   sync.Mutex
+	searchList []*host.ManagedTool
+	searchWas  bool
 }
 
 // New returns a console. Close it when done.

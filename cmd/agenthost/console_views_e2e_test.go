@@ -6,6 +6,11 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -88,5 +93,152 @@ func TestConsoleViewsRunsListLive(t *testing.T) {
 	}
 	b.SendKeys(ended, kb.Enter)
 	waitFor(t, b, "the run opened with Enter", `location.hash === '#/runs/' + `+quoteJS(id))
+	b.AssertNoErrors()
+}
+
+// fetchesIn is how many requests the page makes to URLs holding path in the next ms milliseconds (its resource
+// timing entries, cleared first).
+func fetchesIn(b *browser.Browser, path string, ms int) int {
+	var n int
+	b.Eval(`(async () => { performance.clearResourceTimings(); await new Promise((r) => setTimeout(r, `+strconv.Itoa(ms)+`));
+		return performance.getEntriesByType('resource').filter((e) => new URL(e.name).pathname.startsWith(`+quoteJS(path)+`)).length; })()`, &n)
+	return n
+}
+
+// TestConsoleViewsEvalCancel: a running eval run is cancelled from the Evals view, which shows it cancelled; the
+// view polls the run it shows only while it is shown, with one poller whichever way it was left and opened again.
+func TestConsoleViewsEvalCancel(t *testing.T) {
+	llm := fakellm.New()
+	t.Cleanup(llm.Close)
+	for range 2 {
+		llm.Enqueue(fakellm.Turn{Text: "Slowly.", Latency: time.Minute})
+	}
+	c, b, config := viewsConsole(t, "evaluated", llm, "\n[eval]\ndatasets = [\"evals/*.jsonl\"]\n")
+	if err := os.Mkdir(filepath.Join(filepath.Dir(config), "evals"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Dir(config), "evals/slow.jsonl", `{"name": "slow", "prompt": "Take your time.", "expect": {"contains": ["Slowly"]}}
+`)
+	b.Visit(c.url + "#/evals")
+	b.Click(sel("eval-run", `[data-name="slow"]`))
+	waitFor(t, b, "the eval run going, with Cancel", `document.querySelector('[data-testid="eval-status"][data-status="running"]') && document.querySelector('[data-testid="eval-cancel"]')`)
+	b.Click(sel("eval-cancel"))
+	waitFor(t, b, "the eval run cancelled", `document.querySelector('[data-testid="eval-status"]')?.dataset.status === 'cancelled' && !document.querySelector('[data-testid="eval-cancel"]')`)
+	if n := fetchesIn(b, "/api/evals/runs/", 1500); n != 0 {
+		t.Errorf("%d polls of the eval run after it ended, want 0", n)
+	}
+
+	// Run again; leave the view while it goes: no poll. Open it again, twice: one poller.
+	waitFor(t, b, "Run enabled again", `!document.querySelector('[data-testid="eval-run"][data-name="slow"]').disabled`)
+	b.Click(sel("eval-run", `[data-name="slow"]`))
+	waitFor(t, b, "the second eval run going", `document.querySelector('[data-testid="eval-status"][data-status="running"]')`)
+	b.Eval(`location.hash = '#/chat'`, nil)
+	waitFor(t, b, "the chat", `document.querySelector('[data-testid="chat-input"]')?.offsetParent`)
+	if n := fetchesIn(b, "/api/evals/runs/", 2500); n != 0 {
+		t.Errorf("%d polls of the eval run while the Evals view was hidden, want 0", n)
+	}
+	for range 3 {
+		b.Eval(`location.hash = '#/evals'`, nil)
+		waitFor(t, b, "the Evals view", `document.querySelector('[data-testid="eval-status"]')?.offsetParent`)
+		b.Eval(`location.hash = '#/chat'`, nil)
+		waitFor(t, b, "the chat", `document.querySelector('[data-testid="chat-input"]')?.offsetParent`)
+	}
+	b.Eval(`location.hash = '#/evals'`, nil)
+	waitFor(t, b, "the Evals view", `document.querySelector('[data-testid="eval-status"][data-status="running"]')?.offsetParent`)
+	// One poller asks once a second: at most 4 times in 3.2 s; two would ask at least 6 times.
+	if n := fetchesIn(b, "/api/evals/runs/", 3200); n < 1 || n > 4 {
+		t.Errorf("%d polls of the eval run in 3.2 s after the view was opened again four times, want 1 to 4 (one poller)", n)
+	}
+	b.Click(sel("eval-cancel"))
+	waitFor(t, b, "the second eval run cancelled", `document.querySelector('[data-testid="eval-status"]')?.dataset.status === 'cancelled'`)
+	b.AssertNoErrors()
+}
+
+// TestConsoleViewsServersStopPolling: the Servers view polls /api/servers only while it is shown, and not at all
+// once the page has signed out (its session gone, the sign-in card shown).
+func TestConsoleViewsServersStopPolling(t *testing.T) {
+	llm := fakellm.New()
+	t.Cleanup(llm.Close)
+	const token = "views-test-token"
+	config := agentConfig(t, t.TempDir(), "polled", llm.URL, "", "\n[serve]\nauth_token_env = \"UI_TEST_TOKEN\"\n")
+	c := startConsole(t, []string{"TEST_KEY=k", "UI_TEST_TOKEN=" + token}, "ui", "--config", config, "--addr", "127.0.0.1:0")
+	b := browser.Start(t)
+	b.Visit(c.url + "#/servers")
+	b.SendKeys(sel("login-token"), token)
+	b.Click(sel("login-submit"))
+	b.WaitVisible(sel("server-row", `[data-name="fixture"]`))
+	if n := fetchesIn(b, "/api/servers", 3500); n < 1 {
+		t.Fatalf("%d fetches of /api/servers in 3.5 s while the Servers view is shown, want a poll every 3 s", n)
+	}
+
+	b.Eval(`location.hash = '#/chat'`, nil)
+	waitFor(t, b, "the chat", `document.querySelector('[data-testid="chat-input"]')?.offsetParent`)
+	if n := fetchesIn(b, "/api/servers", 3500); n != 0 {
+		t.Errorf("%d fetches of /api/servers in 3.5 s after leaving the Servers view, want 0", n)
+	}
+
+	// The session ends behind the page's back: the next poll meets a 401 and the page shows the sign-in card.
+	b.Eval(`location.hash = '#/servers'`, nil)
+	waitFor(t, b, "the Servers view", `document.querySelector('[data-testid="server-row"]')?.offsetParent`)
+	b.Eval(`fetch('/api/session').then((r) => r.json()).then((s) => fetch('/api/logout', { method: 'POST', headers: { 'X-CSRF-Token': s.csrf } })).then((r) => r.status)`, nil)
+	waitFor(t, b, "the sign-in card", `document.querySelector('[data-testid="login-token"]')`)
+	if n := fetchesIn(b, "/api/servers", 3500); n != 0 {
+		t.Errorf("%d fetches of /api/servers in 3.5 s after the page signed out, want 0", n)
+	}
+}
+
+// a2aAndConsole matches the lines of `serve --a2a --ui` once both are written, in either order.
+var a2aAndConsole = regexp.MustCompile(`(?s)(serving A2A at \S+ .*agenthost: console at \S+|agenthost: console at \S+.*serving A2A at \S+ \(card)`)
+
+// TestConsoleViewsTaskDetails: a task served over A2A opens from its row in the Conversations view (Enter on the
+// row), shows its state and its messages with the answer, and Escape closes it. Deleting a conversation there tells
+// the page (agenthost:conversation-deleted).
+func TestConsoleViewsTaskDetails(t *testing.T) {
+	llm := fakellm.New()
+	t.Cleanup(llm.Close)
+	llm.Enqueue(fakellm.Turn{Text: "Bonjour from the task."})
+	config := agentConfig(t, t.TempDir(), "tasked", llm.URL, "", "")
+	c := startConsoleUntil(t, a2aAndConsole, []string{"TEST_KEY=k"}, "serve", "--config", config, "--a2a", "127.0.0.1:0", "--ui", "127.0.0.1:0")
+	m := a2aServing.FindStringSubmatch(c.log.String())
+	if m == nil {
+		t.Fatalf("no A2A address in:\n%s", c.log.String())
+	}
+	resp, body := authRequest(t, m[2]+"/", "", `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"Say bonjour."}]}}}`,
+		map[string]string{"A2A-Version": "1.0"})
+	var sent struct {
+		Result struct {
+			Task struct {
+				ID string `json:"id"`
+			} `json:"task"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(body), &sent); resp.StatusCode != 200 || err != nil || sent.Result.Task.ID == "" {
+		t.Fatalf("SendMessage: HTTP %d, %v: %s", resp.StatusCode, err, body)
+	}
+	id := sent.Result.Task.ID
+
+	b := browser.Start(t)
+	b.Visit(c.url + "#/conversations")
+	row := sel("task-row", `[data-task=`+quoteJS(id)+`]`)
+	b.WaitVisible(row)
+	b.SendKeys(row, kb.Enter)
+	waitFor(t, b, "the task's answer in its details", `[...document.querySelectorAll('[data-testid="task-artifact"], [data-testid="task-message"]')].some((m) => m.textContent.includes('Bonjour from the task.'))`)
+	if got := b.Text(sel("task-state")); got != "completed" {
+		t.Errorf("the task's state reads %q, want completed", got)
+	}
+	if got := b.Text(sel("task-message")); !strings.Contains(got, "Say bonjour.") {
+		t.Errorf("the task's messages read %q, want the request too", got)
+	}
+	b.SendKeys(`.detail-pane:not([hidden]) button`, kb.Escape)
+	waitFor(t, b, "the details closed", `document.querySelector('.detail-pane[aria-label="Conversation"]').hidden`)
+
+	// The A2A exchange kept a conversation: delete it; the page hears of it.
+	b.Eval(`window.deleted = []; document.addEventListener('agenthost:conversation-deleted', (e) => window.deleted.push(e.detail.id)); true`, nil)
+	b.Click(sel("conversation-row"))
+	var conv string
+	b.Eval(`document.querySelector('[data-testid="conversation-row"]').dataset.id`, &conv)
+	b.Click(sel("conversation-delete"))
+	b.Click(sel("confirm-delete"))
+	waitFor(t, b, "the event of the deletion", `window.deleted.length === 1 && window.deleted[0] === `+quoteJS(conv))
 	b.AssertNoErrors()
 }

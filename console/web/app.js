@@ -169,6 +169,8 @@ function showLogin(method) {
       input.focus();
     }
   });
+  // The views are dropped: their timers and event streams end with them.
+  for (const el of mounted.values()) el.deactivate?.();
   mounted.clear();
   current = null;
   fill(main, h('div', { class: 'login-wrap' }, form));

@@ -86,8 +86,15 @@ class ServersView extends HTMLElement {
     this.body = h('div', { class: 'view-body' });
     add(this, head('Servers', this.note), this.body);
   }
-  route() { this.load(); clearInterval(this.timer); this.timer = setInterval(() => this.load(), 3000); }
-  deactivate() { clearInterval(this.timer); }
+  // The view polls only while it is shown and the tab is visible: deactivate (the view hidden, or the page signed
+  // out) and disconnectedCallback stop it.
+  route() {
+    this.deactivate();
+    this.load();
+    this.timer = setInterval(() => { if (!document.hidden) this.load(); }, 3000);
+  }
+  deactivate() { clearInterval(this.timer); this.timer = null; }
+  disconnectedCallback() { this.deactivate(); }
   async load() {
     let r;
     try { r = await api('/servers'); } catch (err) { fill(this.body, h('div', { class: 'error-note' }, err.message)); return; }
@@ -144,13 +151,53 @@ class ConversationsView extends HTMLElement {
     if (tasks) {
       parts.push(h('div', { class: 'section-title' }, 'A2A tasks'));
       parts.push(tasks.length ? h('table', { class: 'grid', 'aria-label': 'A2A tasks' }, h('thead', {}, h('tr', {}, h('th', {}, 'Task'), h('th', {}, 'Context'), h('th', {}, 'State'), h('th', {}, 'Updated'))),
-        h('tbody', {}, tasks.map((t) => h('tr', { class: 'static', 'data-testid': 'task-row' }, h('td', { class: 'mono' }, t.id), h('td', { class: 'mono muted' }, t.context_id || ''), h('td', {}, h('span', { class: 'chip' }, t.state)), h('td', { class: 'muted' }, ago(t.updated || t.created))))))
+        this.taskRows(tasks))
         : h('p', { class: 'muted pad' }, 'No A2A tasks yet: tasks appear when A2A clients call the agent (agenthost serve --a2a).'));
     }
     fill(this.list, ...parts);
   }
+  taskRows(tasks) {
+    const tbody = h('tbody', {}, tasks.map((t) => h('tr', { tabindex: 0, 'data-testid': 'task-row', 'data-task': t.id, onclick: () => this.openTask(t.id) },
+      h('td', { class: 'mono' }, t.id), h('td', { class: 'mono muted' }, t.context_id || ''), h('td', {}, h('span', { class: 'chip' }, t.state)), h('td', { class: 'muted' }, ago(t.updated || t.created)))));
+    rowKeys(tbody);
+    return tbody;
+  }
+  select(attr, id) {
+    for (const tr of this.list.querySelectorAll('tr[data-id], tr[data-task]')) tr.setAttribute('aria-selected', String(tr.getAttribute(attr) === id));
+  }
+  // openTask shows an A2A task as stored: its state, its messages and its artifacts, each part as text, or as
+  // pretty JSON when structured, and the whole task's JSON below.
+  async openTask(id) {
+    this.select('data-task', id);
+    this.pane.hidden = false;
+    const close = () => { this.pane.hidden = true; };
+    fill(this.pane, ...detailPane('A2A task', close, h('div', { class: 'faint' }, 'Loading…')));
+    let t;
+    try { t = await api('/tasks/' + encodeURIComponent(id)); } catch (err) { fill(this.pane, ...detailPane('A2A task', close, h('div', { class: 'error-note' }, err.message))); return; }
+    const part = (p) => {
+      if (typeof p?.text === 'string') return h('pre', {}, p.text);
+      if (p?.data !== undefined) return h('pre', { class: 'json' }, pretty(p.data));
+      return h('pre', { class: 'json' }, pretty(p));
+    };
+    const message = (m) => h('div', { 'data-testid': 'task-message' }, h('div', { class: 'role' }, String(m.role || '').replace(/^ROLE_/, '').toLowerCase() || 'message'), (m.parts || []).map(part));
+    const state = t.status?.state || t.state || '';
+    const history = Array.isArray(t.history) ? t.history : [];
+    const status = t.status?.message && !history.some((m) => m.messageId && m.messageId === t.status.message.messageId) ? [t.status.message] : [];
+    const msgs = [...history, ...status];
+    const arts = Array.isArray(t.artifacts) ? t.artifacts : [];
+    fill(this.pane, ...detailPane('A2A task', close,
+      h('div', { class: 'mono faint' }, id),
+      h('dl', { class: 'kv' }, h('dt', {}, 'state'), h('dd', {}, h('span', { class: 'chip', 'data-testid': 'task-state' }, String(state).replace(/^TASK_STATE_/, '').toLowerCase())),
+        h('dt', {}, 'context'), h('dd', { class: 'mono' }, t.contextId || t.context_id || '—')),
+      h('div', { class: 'label' }, 'Messages'),
+      msgs.length ? h('div', { class: 'msgs' }, msgs.map(message)) : h('div', { class: 'faint' }, 'No messages.'),
+      arts.length ? h('div', { class: 'label' }, 'Artifacts') : null,
+      arts.length ? h('div', { class: 'msgs' }, arts.map((a) => h('div', { 'data-testid': 'task-artifact' }, h('div', { class: 'role' }, a.name || a.artifactId || 'artifact'), (a.parts || []).map(part)))) : null,
+      h('details', {}, h('summary', { class: 'label' }, 'As stored'), h('pre', { class: 'json' }, pretty(t)))));
+    this.pane.querySelector('button')?.focus();
+  }
   async open(id) {
-    for (const tr of this.list.querySelectorAll('tr[data-id]')) tr.setAttribute('aria-selected', String(tr.dataset.id === id));
+    this.select('data-id', id);
     this.pane.hidden = false;
     const close = () => { this.pane.hidden = true; };
     fill(this.pane, ...detailPane('Conversation', close, h('div', { class: 'faint' }, 'Loading…')));
@@ -177,7 +224,9 @@ class ConversationsView extends HTMLElement {
     dlg.addEventListener('close', () => dlg.remove());
     ok.addEventListener('click', async () => {
       ok.disabled = true;
-      try { await api('/conversations/' + encodeURIComponent(id), { method: 'DELETE' }); dlg.close(); this.pane.hidden = true; this.load(); } catch (x) { err.textContent = x.message; ok.disabled = false; }
+      try { await api('/conversations/' + encodeURIComponent(id), { method: 'DELETE' }); dlg.close(); this.pane.hidden = true; this.load();
+        // The chat, showing this conversation, starts afresh.
+        document.dispatchEvent(new CustomEvent('agenthost:conversation-deleted', { detail: { id } })); } catch (x) { err.textContent = x.message; ok.disabled = false; }
     });
     add(document.body, dlg);
     dlg.showModal();
@@ -195,8 +244,15 @@ class EvalsView extends HTMLElement {
     this.result = h('div', {});
     add(this, head('Evals'), h('div', { class: 'view-body' }, this.list, this.result));
   }
-  route(_a, _p, fresh) { if (fresh) this.load(); }
-  deactivate() { /* a running eval keeps polling so its table is complete when the view is opened again */ }
+  disconnectedCallback() { this.deactivate(); }
+  // route lists the datasets again when the view is opened, and follows the eval run shown, if it still runs: one
+  // poller at most, whichever way the view was left and opened again.
+  route(_a, _p, fresh) {
+    if (fresh) this.load();
+    if (this.shown?.status === 'running') this.follow(this.shown.id);
+  }
+  // deactivate stops the poller: the view is hidden (or the page signed out).
+  deactivate() { clearTimeout(this.timer); this.timer = null; this.polling = null; }
   async load() {
     if (session.data?.features && session.data.features.evals === false) {
       fill(this.list, empty('No eval datasets', 'Name JSON-lines datasets in [eval] datasets in agent.toml; run them here and see which cases fail.', 'evals'));
@@ -207,26 +263,57 @@ class EvalsView extends HTMLElement {
     const ds = r.datasets || [];
     if (!ds.length) { fill(this.list, empty('No eval datasets', 'Name JSON-lines datasets in [eval] datasets in agent.toml; run them here and see which cases fail.', 'evals')); return; }
     fill(this.list, h('div', { class: 'section-title' }, 'Datasets'), h('div', { class: 'cards' }, ds.map((d) => {
-      const run = h('button', { class: 'btn primary sm', type: 'button', 'data-testid': 'eval-run', 'data-name': d.name, disabled: !!d.error }, icon('play'), 'Run');
-      run.addEventListener('click', () => this.run(d, run));
+      const run = h('button', { class: 'btn primary sm', type: 'button', 'data-testid': 'eval-run', 'data-name': d.name, disabled: !!d.error || this.shown?.status === 'running' }, icon('play'), 'Run');
+      run.addEventListener('click', () => this.run(d));
       return h('div', { class: 'card', 'data-testid': 'eval-dataset' },
         h('div', { class: 'card-head' }, h('span', { class: 'nm' }, d.name), h('span', { class: 'state' }, d.error ? '' : `${num(d.cases)} cases`)),
         h('div', { class: 'sub mono' }, d.path),
         d.error ? h('div', { class: 'err-text' }, d.error) : h('div', {}, run));
     })));
   }
-  async run(d, btn) {
-    btn.disabled = true;
+  runButtons(disabled) { for (const b of this.list.querySelectorAll('[data-testid="eval-run"]')) b.disabled = disabled || !!b.closest('.card')?.querySelector('.err-text'); }
+  async run(d) {
+    this.deactivate();
+    this.runButtons(true);
+    this.shown = null;
     fill(this.result, h('div', { class: 'section-title' }, d.name), h('p', { class: 'faint pad' }, 'Starting…'));
     let id;
-    try { id = (await api(`/evals/${encodeURIComponent(d.name)}/run`, { method: 'POST' })).id; } catch (err) { fill(this.result, h('div', { class: 'error-note' }, err.message)); btn.disabled = false; return; }
+    try { id = (await api(`/evals/${encodeURIComponent(d.name)}/run`, { method: 'POST' })).id; } catch (err) { fill(this.result, h('div', { class: 'error-note' }, err.message)); this.runButtons(false); return; }
+    this.shown = { id, dataset: d.name, status: 'running', total: d.cases };
+    if (!this.hidden) this.follow(id);
+  }
+  // follow polls eval run id once a second until it ends or the view is left; a second call for the run already
+  // followed does nothing, and a poll of a run no longer followed paints nothing.
+  follow(id) {
+    if (this.polling === id) return;
+    this.deactivate();
+    const token = (this.polling = id);
     const poll = async () => {
+      this.timer = null;
       let r;
-      try { r = await api('/evals/runs/' + encodeURIComponent(id)); } catch (err) { add(this.result, h('div', { class: 'error-note' }, err.message)); btn.disabled = false; return; }
+      try { r = await api('/evals/runs/' + encodeURIComponent(id)); } catch (err) {
+        if (this.polling !== token) return;
+        add(this.result, h('div', { class: 'error-note' }, err.message));
+        this.polling = null;
+        this.runButtons(false);
+        return;
+      }
+      if (this.polling !== token) return;
+      this.shown = r;
       this.paint(r);
-      if (r.status === 'running') setTimeout(poll, 1000); else btn.disabled = false;
+      if (r.status === 'running') this.timer = setTimeout(poll, 1000);
+      else { this.polling = null; this.runButtons(false); }
     };
     poll();
+  }
+  async cancel(id, btn) {
+    btn.disabled = true;
+    try { await api('/evals/runs/' + encodeURIComponent(id) + '/cancel', { method: 'POST' }); } catch (err) {
+      // 409: it ended meanwhile; the next poll shows how.
+      if (err.status !== 409) { add(this.result, h('div', { class: 'error-note' }, err.message)); btn.disabled = false; return; }
+    }
+    // Show the end now rather than at the next tick.
+    if (this.polling === id) { this.deactivate(); this.follow(id); }
   }
   paint(r) {
     const rep = r.report || { cases: [] };
@@ -238,8 +325,10 @@ class EvalsView extends HTMLElement {
       h('td', {}, h('div', {}, c.name || `line ${c.line}`), !c.passed && (c.failures?.length || c.error) ? h('ul', { class: 'failures' }, (c.failures || []).map((f) => h('li', {}, f)), c.error ? h('li', {}, c.error) : null) : null),
       h('td', { class: 'muted' }, (c.tools_called || []).join(', ')),
       h('td', { class: 'num' }, dur(c.duration_ms))));
+    const cancel = r.status === 'running' ? h('button', { class: 'btn danger sm', type: 'button', 'data-testid': 'eval-cancel' }, icon('stop'), 'Cancel') : null;
+    cancel?.addEventListener('click', () => this.cancel(r.id, cancel));
     fill(this.result, 
-      h('div', { class: 'section-title' }, `${r.dataset} · ${r.status}`),
+      h('div', { class: 'section-title' }, `${r.dataset} · `, h('span', { 'data-testid': 'eval-status', 'data-status': r.status }, r.status), cancel ? ' ' : null, cancel),
       h('div', { class: 'run-head' },
         h('div', { class: 'stats' }, h('span', {}, 'cases ', h('b', {}, `${cases.length}/${r.total || '?'}`)), h('span', { class: 'pass' }, `${rep.passed || 0} passed`), h('span', { class: 'fail' }, `${rep.failed || 0} failed`)),
         h('div', { class: 'progress', role: 'progressbar', 'aria-valuemin': 0, 'aria-valuemax': r.total || 0, 'aria-valuenow': cases.length }, bar),
