@@ -1,7 +1,6 @@
 package wiring
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -66,22 +65,7 @@ path = "`+filepath.Join(dir, "state.db")+`"
 		t.Fatal(err)
 	}
 	defer app.Close()
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	endpoints := make(chan *Endpoint, 2)
-	served := make(chan error, 1)
-	go func() {
-		served <- app.Serve(ctx, &ServeOptions{HTTP: "127.0.0.1:0", UI: "127.0.0.1:0", Listening: func(e *Endpoint) { endpoints <- e }})
-	}()
-	got := map[string]*Endpoint{}
-	for len(got) < 2 {
-		select {
-		case e := <-endpoints:
-			got[e.Front] = e
-		case err := <-served:
-			t.Fatalf("Serve returned before it listened: %v", err)
-		}
-	}
+	got, stop := serving(t, app, &ServeOptions{HTTP: "127.0.0.1:0", UI: "127.0.0.1:0"})
 	ui, mcpEnd := got["ui"], got["mcp"]
 
 	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
@@ -128,12 +112,7 @@ path = "`+filepath.Join(dir, "state.db")+`"
 	if code := getAs(t, env["BOB"], ui.URL+"api/conversations/"+convs.Conversations[0].ID, &nothing); code != http.StatusNotFound {
 		t.Errorf("bob reads alice's conversation: %d", code)
 	}
-	cancel()
-	testwait.Within(t, 30*time.Second, "Serve to return", func() {
-		if err := <-served; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
+	stop()
 }
 
 // TestConsoleTasksOfTheSubject: the console's tasks of a real SQLite file are those of the subject asked for; another

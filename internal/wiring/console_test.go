@@ -1,7 +1,6 @@
 package wiring
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -57,22 +56,7 @@ path = "`+filepath.Join(dir, "state.db")+`"
 		t.Fatal(err)
 	}
 	defer app.Close()
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	endpoints := make(chan *Endpoint, 2)
-	served := make(chan error, 1)
-	go func() {
-		served <- app.Serve(ctx, &ServeOptions{HTTP: "127.0.0.1:0", UI: "127.0.0.1:0", Listening: func(e *Endpoint) { endpoints <- e }})
-	}()
-	got := map[string]*Endpoint{}
-	for len(got) < 2 {
-		select {
-		case e := <-endpoints:
-			got[e.Front] = e
-		case err := <-served:
-			t.Fatalf("Serve returned before it listened: %v", err)
-		}
-	}
+	got, stop := serving(t, app, &ServeOptions{HTTP: "127.0.0.1:0", UI: "127.0.0.1:0"})
 	ui, mcpEnd := got["ui"], got["mcp"]
 	if ui == nil || mcpEnd == nil || ui.URL != "http://"+ui.Addr.String()+"/" {
 		t.Fatalf("endpoints %+v", got)
@@ -146,12 +130,7 @@ path = "`+filepath.Join(dir, "state.db")+`"
 		t.Errorf("the database still has %d conversations (%v)", len(n), err)
 	}
 
-	cancel()
-	testwait.Within(t, 30*time.Second, "Serve to return", func() {
-		if err := <-served; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
+	stop()
 }
 
 // TestServeUIRefusals: the console is not served beyond loopback without a token, nor by an app that does not

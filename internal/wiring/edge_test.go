@@ -1,7 +1,6 @@
 package wiring
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -10,7 +9,6 @@ import (
 	"time"
 
 	"github.com/agenthost/agenthost/config"
-	"github.com/agenthost/agenthost/internal/testkit/testwait"
 )
 
 // TestServeEdges serves the app over MCP HTTP and A2A with a static token ([serve] auth_token_env) and asks both
@@ -45,21 +43,10 @@ auth_token_env = "EDGE_TOKEN"
 		t.Fatal(err)
 	}
 	defer app.Close()
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	endpoints := make(chan *Endpoint, 2)
-	served := make(chan error, 1)
-	go func() {
-		served <- app.Serve(ctx, &ServeOptions{HTTP: "127.0.0.1:0", A2A: "127.0.0.1:0", Listening: func(e *Endpoint) { endpoints <- e }})
-	}()
+	got, stop := serving(t, app, &ServeOptions{HTTP: "127.0.0.1:0", A2A: "127.0.0.1:0"})
 	bases := map[string]string{}
-	for range 2 {
-		select {
-		case e := <-endpoints:
-			bases[e.Front] = "http://" + e.Addr.String()
-		case err := <-served:
-			t.Fatalf("Serve returned before it listened: %v", err)
-		}
+	for front, e := range got {
+		bases[front] = "http://" + e.Addr.String()
 	}
 	client := &http.Client{Timeout: time.Minute}
 	do := func(method, url, host, token, body string) (*http.Response, string) {
@@ -143,10 +130,5 @@ auth_token_env = "EDGE_TOKEN"
 		}
 	}
 
-	cancel()
-	testwait.Within(t, 30*time.Second, "Serve to return", func() {
-		if err := <-served; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
+	stop()
 }

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
+
 	"github.com/agenthost/agenthost/builtin"
 	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host"
@@ -22,7 +24,6 @@ import (
 	"github.com/agenthost/agenthost/llm/openai"
 	"github.com/agenthost/agenthost/mcpserver"
 	"github.com/agenthost/agenthost/telemetry/otlp"
-	"github.com/modelcontextprotocol/go-sdk/auth"
 )
 
 // testConfig sets every key the mapping reads to a value other than its default.
