@@ -130,14 +130,24 @@ func (c *Console) listConversations(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"conversations": list})
 }
 
-func (c *Console) getConversation(w http.ResponseWriter, r *http.Request) {
+// conversationID returns the conversation the request's path names, or answers 404 itself and returns false when
+// there is no state database or the caller does not own it.
+func (c *Console) conversationID(w http.ResponseWriter, r *http.Request) (string, bool) {
 	if c.opts.Conversations == nil {
 		writeError(w, http.StatusNotFound, "no state database")
-		return
+		return "", false
 	}
 	id := r.PathValue("id")
 	if !host.OwnsConversation(id, callerOf(r).subject) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("conversation %q: %v", id, ErrNotFound))
+		return "", false
+	}
+	return id, true
+}
+
+func (c *Console) getConversation(w http.ResponseWriter, r *http.Request) {
+	id, ok := c.conversationID(w, r)
+	if !ok {
 		return
 	}
 	conv, err := c.opts.Conversations.Get(r.Context(), id)
@@ -153,13 +163,8 @@ func (c *Console) getConversation(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *Console) deleteConversation(w http.ResponseWriter, r *http.Request) {
-	if c.opts.Conversations == nil {
-		writeError(w, http.StatusNotFound, "no state database")
-		return
-	}
-	id := r.PathValue("id")
-	if !host.OwnsConversation(id, callerOf(r).subject) {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("conversation %q: %v", id, ErrNotFound))
+	id, ok := c.conversationID(w, r)
+	if !ok {
 		return
 	}
 	if err := c.opts.Conversations.Delete(r.Context(), id); err != nil {
