@@ -19,6 +19,7 @@ import (
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/internal/schemacheck"
 	"github.com/agenthost/agenthost/internal/testkit/fakellm"
+	"github.com/agenthost/agenthost/internal/testkit/testwait"
 	"github.com/agenthost/agenthost/llm/openai"
 	"github.com/agenthost/agenthost/runlog"
 )
@@ -783,6 +784,8 @@ func TestChatCancel(t *testing.T) {
 	f := newFixture(t, func(o *Options) { o.MaxRuns = 1 })
 	f.llm.Enqueue(fakellm.Turn{HangAfter: fakellm.Immediately})
 	id := f.chat(t, `{"message":"take your time"}`)
+	// The run hangs in its model call: cancelled before it, it would leave the hanging turn to the next run.
+	testwait.Until(t, 10*time.Second, "the run's model call", func() bool { return f.llm.RequestCount() == 1 })
 	csrf := f.csrf(t)
 	// One run at a time.
 	if resp, _ := f.do(t, "POST", "/api/chat", `{"message":"another"}`, "X-CSRF-Token", csrf); resp.StatusCode != http.StatusTooManyRequests {

@@ -251,6 +251,7 @@ class Turn {
         w.arguments != null ? h('pre', { class: 'json' }, pretty(w.arguments)) : null,
         h('div', { class: 'row' }, approve, deny), status);
     }
+    card.dataset.type = w.type === 'elicitation' ? 'elicitation' : 'approval';
     this.approvals.set(w.id, card);
     this.waiting.add(w.id);
     this.paintState();
@@ -265,6 +266,11 @@ class Turn {
     if (!card) return;
     this.waiting.delete(a.id);
     this.paintState();
+    // A person approves or denies: an approval "cancelled" is the run ending (Stop) before anyone answered.
+    if (card.dataset.type === 'approval' && a.action === 'cancel') {
+      endedCard(card);
+      return;
+    }
     card.classList.add('answered');
     const what = a.action ? { accept: 'Accepted', decline: 'Declined', cancel: 'Cancelled' }[a.action] || a.action : a.approved ? 'Approved' : 'Denied';
     for (const el of card.querySelectorAll('.row, form, .form-error')) el.remove();
@@ -343,12 +349,7 @@ class Turn {
     this.es?.close();
     for (const s of this.spans.values()) if (s.el?.dataset.state === 'running') { s.el.dataset.state = 'error'; fill(s.state, icon('x')); s.note.textContent = 'not finished'; }
     // Questions still waiting can no longer be answered.
-    for (const id of this.waiting) {
-      const card = this.approvals.get(id);
-      card.classList.add('answered');
-      for (const el of card.querySelectorAll('.row, form, .form-error')) el.remove();
-      add(card, h('div', { class: 'muted', 'data-testid': 'approval-ended' }, 'The run ended before an answer.'));
-    }
+    for (const id of this.waiting) endedCard(this.approvals.get(id));
     this.waiting.clear();
     this.chat.runEnded(this);
   }
@@ -684,3 +685,11 @@ class ChatView extends HTMLElement {
 }
 
 customElements.define('ah-chat', ChatView);
+
+// endedCard marks a question whose run ended before it was answered: its buttons go.
+function endedCard(card) {
+  if (!card || card.querySelector('[data-testid="approval-ended"]')) return;
+  card.classList.add('answered');
+  for (const el of card.querySelectorAll('.row, form, .form-error')) el.remove();
+  add(card, h('div', { class: 'muted', 'data-testid': 'approval-ended' }, 'The run ended before an answer.'));
+}
