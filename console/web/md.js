@@ -35,15 +35,28 @@ export function stripSources(text, refs) {
   return i < 0 ? text : text.slice(0, i).trimEnd();
 }
 
+// MAX_QUOTE_DEPTH bounds nested quotes: deeper '>' are text, so that no input recurses without end.
+const MAX_QUOTE_DEPTH = 8;
+
+// headingText is a heading's text without its closing #s (kept when not after a space: "C#"). A loop, not a
+// regular expression: one with \s* around #* backtracks cubically on a long line of spaces.
+function headingText(t) {
+  t = t.trimEnd();
+  let e = t.length;
+  while (e && t[e - 1] === '#') e--;
+  if (e < t.length && (!e || t[e - 1] === ' ' || t[e - 1] === '\t')) t = t.slice(0, e).trimEnd();
+  return t;
+}
+
 // render returns the HTML of text. refs are the answer's references (number, title, uri), for citation titles.
-export function render(text, refs = []) {
+export function render(text, refs = [], depth = 0) {
   const byNum = new Map(refs.map((r) => [r.number, r]));
   const lines = String(text || '').replace(/\u0000/g, '').replace(/\r\n?/g, '\n').split('\n');
   const out = [];
   let para = [], list = null, quote = [];
   const flushPara = () => { if (para.length) out.push('<p>' + inline(para.join('\n'), byNum) + '</p>'); para = []; };
   const flushList = () => { if (list) out.push(`<${list.tag}>` + list.items.map((it) => '<li>' + inline(it, byNum) + '</li>').join('') + `</${list.tag}>`); list = null; };
-  const flushQuote = () => { if (quote.length) out.push('<blockquote>' + render(quote.join('\n'), refs) + '</blockquote>'); quote = []; };
+  const flushQuote = () => { if (quote.length) out.push('<blockquote>' + render(quote.join('\n'), refs, depth + 1) + '</blockquote>'); quote = []; };
   const flush = () => { flushPara(); flushList(); flushQuote(); };
   for (let i = 0; i < lines.length; i++) {
     const line = lines[i];
@@ -57,9 +70,9 @@ export function render(text, refs = []) {
     }
     if (/^\s*$/.test(line)) { flush(); continue; }
     let m;
-    if ((m = line.match(/^\s*>\s?(.*)$/))) { flushPara(); flushList(); quote.push(m[1]); continue; }
+    if (depth < MAX_QUOTE_DEPTH && (m = line.match(/^\s*>\s?(.*)$/))) { flushPara(); flushList(); quote.push(m[1]); continue; }
     flushQuote();
-    if ((m = line.match(/^(#{1,6})\s+(.*?)\s*#*\s*$/))) { flush(); const n = Math.min(m[1].length + 1, 6); out.push(`<h${n}>` + inline(m[2], byNum) + `</h${n}>`); continue; }
+    if ((m = line.match(/^(#{1,6})[ \t]+(.*)$/))) { flush(); const n = Math.min(m[1].length + 1, 6); out.push(`<h${n}>` + inline(headingText(m[2]), byNum) + `</h${n}>`); continue; }
     if (/^\s*([-*_])(\s*\1){2,}\s*$/.test(line)) { flush(); out.push('<hr>'); continue; }
     if ((m = line.match(/^\s*([-*+]|\d{1,9}[.)])\s+(.*)$/))) {
       flushPara();
@@ -80,9 +93,9 @@ export function render(text, refs = []) {
 // link, an [N] citation, a bare URL, an entity. URLs never hold NUL (the slots' mark), quotes or angle brackets.
 const TOKENS = new RegExp([
   '`(?<code>[^`\\n]+)`',
-  '[ \\t]*<sup>\\s*(?<sup>\\d+(?:\\s*,\\s*\\d+)*)\\s*</sup>',
-  '\\[(?<label>[^\\]\\n]+)\\]\\((?<href>https?://[^\\s()<>"\\u0000]+)\\)',
-  '[ \\t]*\\[(?<cite>\\d{1,4})\\](?!\\()',
+  '(?<![ \\t])[ \\t]*<sup>\\s*(?<sup>\\d+(?:\\s*,\\s*\\d+)*)\\s*</sup>',
+  '\\[(?<label>[^\\[\\]\\n]+)\\]\\((?<href>https?://[^\\s()<>"\\u0000]+)\\)',
+  '(?<![ \\t])[ \\t]*\\[(?<cite>\\d{1,4})\\](?!\\()',
   '(?<=^|[\\s(])(?<url>https?://[^\\s()<>"\\u0000]*[^\\s()<>"\\u0000.,;:!?\'])',
   '&(?:#\\d{1,7}|#[xX][0-9a-fA-F]{1,6}|[a-zA-Z][a-zA-Z0-9]{1,31});',
 ].join('|'), 'g');
