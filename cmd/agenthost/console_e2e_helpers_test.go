@@ -165,7 +165,10 @@ func setThemeWith(t *testing.T, b *browser.Browser, testid, theme string) {
 	t.Helper()
 	for range 3 {
 		var cur string
-		b.Eval(`document.documentElement.dataset.theme || (matchMedia('(prefers-color-scheme: dark)').matches ? 'dark' : 'light')`, &cur)
+		b.Eval(`document.documentElement.dataset.theme || ''`, &cur)
+		if cur != "light" && cur != "dark" {
+			t.Fatalf("the page's theme is %q: theme.js sets the chosen or the system's before the first paint", cur)
+		}
 		if cur == theme {
 			return
 		}

@@ -20,8 +20,9 @@ let started = false;
 
 // ---- theme ----
 
+// theme is the page's theme, which theme.js always sets (the one chosen, or the system's).
 function theme() {
-  return document.documentElement.dataset.theme || (matchMedia('(prefers-color-scheme: dark)').matches ? 'dark' : 'light');
+  return document.documentElement.dataset.theme;
 }
 
 // themeButton is the light/dark toggle: in the rail with its label, or (compact) as an icon only, as on the
