@@ -303,6 +303,26 @@ func (ia *interactor) answer(id string, a answer) bool {
 	return true
 }
 
+// stream opens an event stream of who on w, or says 429 and returns false when who has too many open, or the
+// console has: an SSE response under a context that the request's end or the console's Close ends, with
+// heartbeats. cancel ends that context early; done, which the caller defers, ends it, waits for the heartbeats and
+// closes the stream's count.
+func (c *Console) stream(w http.ResponseWriter, r *http.Request, who caller) (ctx context.Context, cancel context.CancelFunc, s *sse, done func(), ok bool) {
+	release, ok := c.openStream(w, who)
+	if !ok {
+		return nil, nil, nil, nil, false
+	}
+	ctx, cancel = c.streamContext(r)
+	s = startSSE(w)
+	var beats sync.WaitGroup
+	beats.Go(func() { c.heartbeats(ctx, s) })
+	return ctx, cancel, s, func() {
+		cancel()
+		beats.Wait()
+		release()
+	}, true
+}
+
 // openStream counts an event stream of who, or says 429 and returns false when who has too many open, or the
 // console has. The returned function closes it.
 func (c *Console) openStream(w http.ResponseWriter, who caller) (func(), bool) {
@@ -415,18 +435,11 @@ func (c *Console) runEvents(w http.ResponseWriter, r *http.Request) {
 		}
 		after = max(after, n)
 	}
-	release, ok := c.openStream(w, who)
+	ctx, cancel, s, done, ok := c.stream(w, r, who)
 	if !ok {
 		return
 	}
-	defer release()
-	ctx, cancel := c.streamContext(r)
-	defer cancel()
-	s := startSSE(w)
-	var beats sync.WaitGroup
-	beats.Go(func() { c.heartbeats(ctx, s) })
-	defer beats.Wait()
-	defer cancel()
+	defer done()
 	err := c.opts.Runs.Follow(ctx, id, after, func(e runlog.Entry) {
 		if s.event("entry", strconv.Itoa(e.Seq), e) != nil {
 			cancel()
@@ -444,14 +457,11 @@ func (c *Console) runEvents(w http.ResponseWriter, r *http.Request) {
 // longer kept. A client slower than the runs gets each run's latest summary.
 func (c *Console) liveRuns(w http.ResponseWriter, r *http.Request) {
 	who := callerOf(r)
-	release, ok := c.openStream(w, who)
+	ctx, cancel, s, done, ok := c.stream(w, r, who)
 	if !ok {
 		return
 	}
-	defer release()
-	ctx, cancel := c.streamContext(r)
-	defer cancel()
-	s := startSSE(w)
+	defer done()
 	var mu sync.Mutex
 	pending := map[string]runlog.Summary{}
 	var order []string
@@ -459,7 +469,6 @@ func (c *Console) liveRuns(w http.ResponseWriter, r *http.Request) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
-	wg.Go(func() { c.heartbeats(ctx, s) })
 	wg.Go(func() {
 		c.opts.Runs.Watch(ctx, func(sum runlog.Summary) {
 			if !who.sees(sum) {
