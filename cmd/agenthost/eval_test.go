@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -147,34 +148,20 @@ func TestEvalDatasetErrors(t *testing.T) {
 
 // TestEvalDatasetEveryBadLine checks that the command reports every bad line of a dataset at once, in line order,
 // with the valid stop reasons when one is wrong and the column where the JSON is at fault, and runs nothing
-// (internal/evals tests the reading itself).
+// (internal/evals tests the reading itself, of the same file).
 func TestEvalDatasetEveryBadLine(t *testing.T) {
 	dir := t.TempDir()
-	path := writeFile(t, dir, "cases.jsonl", `# three bad lines and a good one
-{"name": "ok", "prompt": "What is the capital of France?", "expect": {"contains": ["Paris"]}}
-{"name": "why", "prompt": "x", "expect": {"stopped_by": "finished"}}
-
-{"name": "broken", "prompt": "x", "expect": {"contains": ["a",]}}
-   {"prompt": "", "checks": ["tone"], "expect": {"min_sources": "two"}}
-{"prompt": "", "checks": ["tone"], "expect": {"min_sources": -1}}
-{"name": "ok", "prompt": "again"} {"prompt": "y"}
-{"name": "cut", "prompt": "x"
-["not", "an", "object"]
-`)
-	want := []string{
-		path + `:3: expect.stopped_by "finished" is not a reason a run stops: the reasons are answered, tool_took_control, ` +
-			`iteration_limit, usage_limit, cancelled, no_output, invalid_output, error`,
-		path + `:5:63: invalid JSON: invalid character ']' looking for beginning of value`,
-		path + `:6:69: expect.min_sources must be an integer (got a string)`,
-		path + `:7: prompt is required`,
-		path + `:7: unknown check "tone": the checks are citations, complete, schema, grounded`,
-		path + `:7: expect.min_sources must not be negative`,
-		path + `:8:35: invalid JSON: more after the case's object (one case per line)`,
-		path + `:9:29: invalid JSON: the case ends before its object closes (a case is one JSON object on one line)`,
-		path + `:10:1: a case is a JSON object (got an array)`,
+	path, err := filepath.Abs(filepath.Join("..", "..", "internal", "evals", "testdata", "every-bad-line.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What the engine reports of the file, which internal/evals checks line by line.
+	_, readErr := evals.ReadDataset(path)
+	if readErr == nil || strings.Count(readErr.Error(), "\n") != 8 {
+		t.Fatalf("the dataset's errors: %v", readErr)
 	}
 	r := agenthost(t, dir, "", nil, "eval", "--config", evalConfig(t, dir, evalScript), path)
-	if r.code != 2 || !strings.Contains(r.stderr, strings.Join(want, "\n")) {
+	if r.code != 2 || !strings.Contains(r.stderr, readErr.Error()) {
 		t.Errorf("eval: exit %d\n%s", r.code, r.stderr)
 	}
 }

@@ -211,19 +211,10 @@ func TestSuite(t *testing.T) {
 }
 
 // TestReadDatasetEveryBadLine checks that every bad line of a dataset is reported at once, in line order, with
-// the valid stop reasons when one is wrong and the column where the JSON is at fault.
+// the valid stop reasons when one is wrong and the column where the JSON is at fault. cmd/agenthost's eval test
+// reads the same file.
 func TestReadDatasetEveryBadLine(t *testing.T) {
-	path := write(t, t.TempDir(), "cases.jsonl", `# three bad lines and a good one
-{"name": "ok", "prompt": "What is the capital of France?", "expect": {"contains": ["Paris"]}}
-{"name": "why", "prompt": "x", "expect": {"stopped_by": "finished"}}
-
-{"name": "broken", "prompt": "x", "expect": {"contains": ["a",]}}
-   {"prompt": "", "checks": ["tone"], "expect": {"min_sources": "two"}}
-{"prompt": "", "checks": ["tone"], "expect": {"min_sources": -1}}
-{"name": "ok", "prompt": "again"} {"prompt": "y"}
-{"name": "cut", "prompt": "x"
-["not", "an", "object"]
-`)
+	path := filepath.Join("testdata", "every-bad-line.jsonl")
 	_, err := ReadDataset(path)
 	if err == nil {
 		t.Fatal("no error")
