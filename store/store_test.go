@@ -23,7 +23,16 @@ import (
 	"github.com/agenthost/agenthost/llm"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) {
+	if path := os.Getenv(readerEnv); path != "" {
+		if err := readerProcess(path); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	pgtest.Main(m)
+}
 
 // clock is a settable clock for the idle expiry.
 type clock struct {

@@ -130,11 +130,7 @@ func TestStdioServeResumingStopsQuietly(t *testing.T) {
 	llm.Enqueue(fakellm.Turn{Text: "Shouted: HELLO."})
 	cmd, stdin, stderr := startStdio(t, env, "serve", "--config", config)
 	testwait.Until(t, a2aWait, "the resumed model call", func() bool { return llm.RequestCount() == 3 })
-	// The run saves its conversation and records its end right after that call. Another process that opens the
-	// SQLite file while serve writes it can make those writes fail (SQLITE_IOERR_IN_PAGE, "disk I/O error (8714)"):
-	// a known problem of concurrent readers that this test is not about, so it looks at the file only once serve
-	// has had time to finish writing. The wait decides nothing: the check after it still waits for the run's end.
-	time.Sleep(time.Second)
+	// The run saves its conversation and records its end right after that call, while this process reads the file.
 	testwait.Until(t, a2aWait, "the resumed run to end", func() bool {
 		found, err := unfinishedRuns(filepath.Join(dir, "resumer-state.db"))
 		return err == nil && !found

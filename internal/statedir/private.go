@@ -72,6 +72,13 @@ func linkError(path string) error {
 func TightenFile(path string, logger *slog.Logger) error { return tighten(path, logger, true) }
 
 func tighten(path string, logger *slog.Logger, missingOK bool) error {
+	// A file with nothing to change is not opened: closing a descriptor of a file drops every POSIX lock the process
+	// holds on it, SQLite's among them, and the file may be a database this process already has open (the state
+	// file is shared by the store and the durable engine). Another process could then take the WAL index for its
+	// own and reset it, or delete the WAL under the writer.
+	if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() && (!permBits || fi.Mode().Perm()&0o077 == 0) {
+		return nil
+	}
 	// O_NONBLOCK: a named pipe put in the file's place must not block the open.
 	f, err := os.OpenFile(path, os.O_RDONLY|noFollow|syscall.O_NONBLOCK, 0)
 	switch {
@@ -114,7 +121,9 @@ func tighten(path string, logger *slog.Logger, missingOK bool) error {
 
 // PrepareSQLite makes an SQLite database file private before it is opened: its directory is created 0700 when
 // missing, the file 0600, and an existing file or its -wal, -shm and -journal companions are tightened. SQLite
-// creates the companions with the mode of the database file, so they are born private too.
+// creates the companions with the mode of the database file, so they are born private too. A second user of a file
+// the process already has open may call it again: files already private are not opened, and the process keeps its
+// locks on them.
 func PrepareSQLite(path string, logger *slog.Logger) error {
 	if err := MkdirPrivate(filepath.Dir(path)); err != nil {
 		return err
