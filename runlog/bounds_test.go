@@ -11,9 +11,11 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/internal/testkit/fakellm"
+	"github.com/agenthost/agenthost/llm"
 	"github.com/agenthost/agenthost/runlog"
 )
 
@@ -312,6 +314,52 @@ func TestContentClipped(t *testing.T) {
 	}
 	if b, err := json.Marshal(entries); err != nil || len(b) > 8*(64<<10)+(16<<10) { // 8 pieces of 64 KiB: the prompt twice, the arguments thrice, the result twice
 		t.Errorf("the entries are %d bytes of JSON (%v); want the pieces clipped", len(b), err)
+	}
+}
+
+// Each model call of a run sends the conversation so far again. A message already sent is kept once: the clipped
+// copy of a long tool result made for the first call that sent it is the one every later call's entry holds, so
+// what a run keeps grows with its length, not with its square.
+func TestSentMessagesKeptOnce(t *testing.T) {
+	h := newHarness(t, nil)
+	ctx, id := h.rec.Expect(t.Context(), "console")
+	long, _ := json.Marshal(map[string]string{"x": strings.Repeat("y", 80<<10)})
+	turns := []fakellm.Turn{{ToolCalls: []fakellm.ToolCall{{ID: "e1", Name: "echo", Arguments: string(long)}}}}
+	for i := range 4 {
+		turns = append(turns, fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: fmt.Sprintf("s%d", i), Name: "echo", Arguments: `{"x":"short"}`}}})
+	}
+	turns = append(turns, fakellm.Turn{Text: "ok"})
+	if _, err := h.ask(ctx, "go", nil, turns...); err != nil {
+		t.Fatal(err)
+	}
+	_, entries, _ := h.rec.Run(id, 0)
+	starts := only(entries, runlog.KindModelStart)
+	if len(starts) != 6 {
+		t.Fatalf("%d model calls recorded; want 6", len(starts))
+	}
+	// find returns the message of e whose tool call id or call's id is callID, and its role.
+	find := func(e runlog.Entry, role, callID string) *llm.Message {
+		for i, m := range e.Messages {
+			if string(m.Role) == role && (m.ToolCallID == callID || len(m.ToolCalls) > 0 && m.ToolCalls[0].ID == callID) {
+				return &e.Messages[i]
+			}
+		}
+		t.Fatalf("no %s message of call %s in a model call's messages", role, callID)
+		return nil
+	}
+	firstResult, firstCall := find(starts[1], "tool", "e1"), find(starts[1], "assistant", "e1")
+	if !strings.Contains(firstResult.Content, "…[clipped ") || !strings.Contains(firstCall.ToolCalls[0].Arguments, "…[clipped ") {
+		t.Fatalf("the long result and arguments are not clipped: %d and %d bytes", len(firstResult.Content), len(firstCall.ToolCalls[0].Arguments))
+	}
+	for _, e := range starts[2:] {
+		result, call := find(e, "tool", "e1"), find(e, "assistant", "e1")
+		if unsafe.StringData(result.Content) != unsafe.StringData(firstResult.Content) ||
+			unsafe.StringData(call.ToolCalls[0].Arguments) != unsafe.StringData(firstCall.ToolCalls[0].Arguments) {
+			t.Errorf("model call %d keeps a copy of its own of the clipped result or arguments", e.Iteration)
+		}
+		if result.Content != firstResult.Content {
+			t.Errorf("model call %d: the result differs from the one sent first", e.Iteration)
+		}
 	}
 }
 

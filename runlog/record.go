@@ -75,6 +75,10 @@ type runSpan struct {
 	// shown are the calls whose error a record without content shows: those that could not happen (a Go error,
 	// no result), whose error is the host's, not the tool's text.
 	shown map[callKey]struct{}
+	// sent are the messages of the run's last model call as it sent them (the strings are the orchestrator's; the
+	// slices copies), and sentClone the clones its model_start entry keeps: see cloneSent. Both are dropped when the
+	// run ends.
+	sent, sentClone []llm.Message
 }
 
 // callKey is a tool call of a run: model call ids are only unique within an iteration.
@@ -154,16 +158,34 @@ func clipJSON(raw json.RawMessage) json.RawMessage {
 	return b
 }
 
-// cloneMessages returns a copy of msgs, each content and tool call's arguments clipped: the orchestrator reuses
-// its slices.
-func cloneMessages(msgs []llm.Message) []llm.Message {
+// cloneSent returns a copy of the messages of a model call of rs for its model_start entry, each content and tool
+// call's arguments clipped (the orchestrator reuses its slices). A message the run's previous model call sent at the
+// same place is the copy kept then: each call sends the conversation so far again, and a clipped
+// piece is a string of its own, so cloning every message of every call would keep memory growing with the square of
+// the run's length. Only the slices of the entries grow with it. rec.mu must be held.
+func (rs *runSpan) cloneSent(msgs []llm.Message) []llm.Message {
 	out := make([]llm.Message, len(msgs))
+	sent := make([]llm.Message, len(msgs))
 	for i, m := range msgs {
+		m.ToolCalls = slices.Clone(m.ToolCalls)
+		sent[i] = m
+		if i < len(rs.sent) && sameMessage(&rs.sent[i], &m) {
+			out[i] = rs.sentClone[i]
+			continue
+		}
 		m.Content = clipText(m.Content)
 		m.ToolCalls = cloneToolCalls(m.ToolCalls)
 		out[i] = m
 	}
+	rs.sent, rs.sentClone = sent, out
 	return out
+}
+
+// sameMessage says whether a and b are the same message. Strings the orchestrator passes on again compare equal at
+// once: they point to the same bytes.
+func sameMessage(a, b *llm.Message) bool {
+	return a.Role == b.Role && a.Content == b.Content && a.ToolCallID == b.ToolCallID && a.Name == b.Name &&
+		slices.Equal(a.ToolCalls, b.ToolCalls)
 }
 
 func cloneToolCalls(calls []llm.ToolCall) []llm.ToolCall {
@@ -419,6 +441,7 @@ func (r *Recorder) endRun(rs *runSpan, ans *host.Answer, err error) {
 		rec.add(now, &Entry{Kind: KindAnswer, Span: rs.id, Parent: rs.parent, Answer: rs.answer(ans), Bytes: contentBytes(rec.content, len(ans.Text)+len(ans.Output))}, false)
 	}
 	rec.add(now, end, root)
+	rs.sent, rs.sentClone = nil, nil // the strings of the last call are the orchestrator's to free
 	if root {
 		t := now
 		rec.sum.Ended, rec.sum.Status, rec.sum.Error, rec.ended, rec.endedAt = &t, Status(end.StoppedBy), end.Error, true, now
@@ -526,7 +549,9 @@ func (r *Recorder) StartModelCall(ctx context.Context, call *host.ModelCallStart
 	if call.Request != nil {
 		e.Tools = len(call.Request.Tools)
 		if rec.content {
-			e.Messages = cloneMessages(call.Request.Messages)
+			rec.mu.Lock()
+			e.Messages = rs.cloneSent(call.Request.Messages)
+			rec.mu.Unlock()
 		} else {
 			for _, m := range call.Request.Messages {
 				e.Bytes += len(m.Content)
