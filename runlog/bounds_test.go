@@ -317,6 +317,24 @@ func TestContentClipped(t *testing.T) {
 	}
 }
 
+// A model server that streams its whole answer as one delta gets that delta clipped, as the answer is.
+func TestTextDeltaClipped(t *testing.T) {
+	h := newHarness(t, nil)
+	ctx, id := h.rec.Expect(t.Context(), "console")
+	long := strings.Repeat("z", 100<<10)
+	if _, err := h.ask(ctx, "go", nil, fakellm.Turn{Text: long, ChunkSize: len(long)}); err != nil {
+		t.Fatal(err)
+	}
+	_, entries, _ := h.rec.Run(id, 0)
+	deltas := only(entries, runlog.KindText)
+	if len(deltas) != 1 {
+		t.Fatalf("%d text entries; want the one delta", len(deltas))
+	}
+	if n := len(deltas[0].Text); n > 64<<10+100 || !strings.HasSuffix(deltas[0].Text, fmt.Sprintf("…[clipped %d bytes]", len(long)-64<<10)) {
+		t.Errorf("the delta of %d bytes is kept as %d bytes ending %q; want 64 KiB and a note", len(long), n, deltas[0].Text[max(0, n-30):])
+	}
+}
+
 // Each model call of a run sends the conversation so far again. A message already sent is kept once: the clipped
 // copy of a long tool result made for the first call that sent it is the one every later call's entry holds, so
 // what a run keeps grows with its length, not with its square.

@@ -647,7 +647,7 @@ func (r *Recorder) ObserveEvent(ctx context.Context, ev *host.Event) {
 			e.Span, e.Parent = rs.id, rs.parent
 		}
 		if rec.content {
-			e.Text = ev.Text
+			e.Text = clipText(ev.Text) // a model server may stream the whole answer as one delta
 		} else {
 			e.Bytes = len(ev.Text)
 		}
