@@ -6,7 +6,8 @@
 // A run started by a caller relays its events to that caller as host.Orchestrator.Run does. A run resumed after a
 // crash has no caller: its Tag ("a2a:<task id>") names the front end that gets its events, through the Resumer that
 // front end registered with Handle before Launch. A run without a Tag, or of a front end with no Resumer, is
-// finished all the same: its conversation gets its messages.
+// finished all the same: its conversation gets its messages. A resumed run is still made for the caller it was made
+// for (host.Subject), so that a front end that tells callers apart shows it to them.
 package durable
 
 import (
@@ -113,6 +114,8 @@ type input struct {
 	ToolChoices       []string `json:"tool_choices,omitempty"`
 	DisabledTools     []string `json:"disabled_tools,omitempty"`
 	Tag               string   `json:"tag,omitempty"`
+	// Subject is the caller the run was made for (host.Subject), so that a resumed run is still theirs.
+	Subject string `json:"subject,omitempty"`
 	// OutputSchema is the request's own output schema, kept as text.
 	OutputSchema string `json:"output_schema,omitempty"`
 }
@@ -438,7 +441,7 @@ func (e *Engine) Run(ctx context.Context, req *host.Request) iter.Seq2[*host.Eve
 			e.mu.Unlock()
 		}()
 		in := input{Prompt: req.Prompt, ConversationID: req.ConversationID, StartConversation: req.StartConversation,
-			ToolChoices: req.ToolChoices, DisabledTools: req.DisabledTools, Tag: req.Tag, OutputSchema: string(req.OutputSchema)}
+			ToolChoices: req.ToolChoices, DisabledTools: req.DisabledTools, Tag: req.Tag, Subject: host.Subject(ctx), OutputSchema: string(req.OutputSchema)}
 		if _, err := dbos.RunWorkflow(e.dctx, e.workflow, in, dbos.WithWorkflowID(id)); err != nil {
 			yield(nil, fmt.Errorf("starting a durable run: %w", err))
 			return
@@ -483,7 +486,7 @@ func (e *Engine) workflow(wctx dbos.Context, in input) (output, error) {
 			},
 		}
 	} else {
-		ctx = host.WithOrigin(ctx, resumedOrigin(in.Tag))
+		ctx = host.WithSubject(host.WithOrigin(ctx, resumedOrigin(in.Tag)), in.Subject)
 		dest = e.resumed(ctx, cancel, id, in.Tag)
 	}
 	req := &host.Request{

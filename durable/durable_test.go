@@ -143,7 +143,7 @@ func TestRunResumesAfterInterruption(t *testing.T) {
 			var convID string
 			go func() {
 				var err error
-				for ev, e := range first.engine.Run(ctx, &host.Request{Prompt: "What does it say?", ConversationID: "conv-1", StartConversation: true, Tag: "test:task-1"}) {
+				for ev, e := range first.engine.Run(host.WithSubject(ctx, "alice"), &host.Request{Prompt: "What does it say?", ConversationID: "conv-1", StartConversation: true, Tag: "test:task-1"}) {
 					if e != nil {
 						err = e
 					}
@@ -211,6 +211,9 @@ func TestRunResumesAfterInterruption(t *testing.T) {
 			}
 			if got := second.origins.Origins(); !slices.Equal(got, []string{"test (resumed)"}) {
 				t.Errorf("the resumed run's origins = %q; want its front end's, resumed", got)
+			}
+			if got := second.origins.Subjects(); !slices.Equal(got, []string{"alice"}) {
+				t.Errorf("the resumed run's subjects = %q; want the caller's it was made for", got)
 			}
 			testwait.Until(t, 30*time.Second, "the resumed run is recorded as over", func() bool { return !unfinished() })
 			conv, err := db.Load(t.Context(), "conv-1")
