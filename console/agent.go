@@ -44,12 +44,11 @@ const maxSearchResults = 50
 func (c *Console) tools(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	tm := c.opts.Orchestrator.Tools()
-	all, err := tm.Tools(ctx)
+	all, d, err := c.searchDecision(ctx)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "listing the tools: "+err.Error())
 		return
 	}
-	d := c.opts.Orchestrator.SearchDecision(all, host.Selection{})
 	search := map[string]any{"on": d.On, "reason": searchReason(d)}
 	out := []toolJSON{}
 	if q := strings.TrimSpace(r.URL.Query().Get("q")); q != "" {
@@ -72,22 +71,28 @@ func (c *Console) tools(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"tools": out, "search": search})
 }
 
-// searchOn says whether a run would search the tools; false when they cannot be listed. The decision (which
-// estimates the tokens of every definition) is made once per tool list: ToolManager.Tools returns the same slice
-// while no source's list changed, so a page load costs a listing from the sources' caches and a comparison.
+// searchOn says whether a run would search the tools; false when they cannot be listed.
 func (c *Console) searchOn(ctx context.Context) bool {
+	_, d, err := c.searchDecision(ctx)
+	return err == nil && d.On
+}
+
+// searchDecision lists the tools and says whether a run would search them, and why. The decision (which estimates
+// the tokens of every definition) is made once per tool list: ToolManager.Tools returns the same slice while no
+// source's list changed, so a page load costs a listing from the sources' caches and a comparison.
+func (c *Console) searchDecision(ctx context.Context) ([]*host.ManagedTool, host.SearchDecision, error) {
 	all, err := c.opts.Orchestrator.Tools().Tools(ctx)
 	if err != nil {
-		return false
+		return nil, host.SearchDecision{}, err
 	}
 	c.searchMu.Lock()
 	defer c.searchMu.Unlock()
 	if c.searchList != nil && len(all) > 0 && len(c.searchList) == len(all) && &c.searchList[0] == &all[0] {
-		return c.searchWas
+		return all, c.searchWas, nil
 	}
-	c.searchWas = c.opts.Orchestrator.SearchDecision(all, host.Selection{}).On
+	c.searchWas = c.opts.Orchestrator.SearchDecision(all, host.Selection{})
 	c.searchList = all
-	return c.searchWas
+	return all, c.searchWas, nil
 }
 
 // searchReason says why a run would search the tools or not, as `agenthost tools` does.

@@ -190,7 +190,7 @@ type Console struct {
 	// searchMu guards searchList, the tool list searchOn last decided over, and searchWas, its decision.
 	searchMu   sync.Mutex
 	searchList []*host.ManagedTool
-	searchWas  bool
+	searchWas  host.SearchDecision
 }
 
 // New returns a console. Close it when done.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 
@@ -101,5 +102,47 @@ func BenchmarkSession(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		sessionToolSearch(b, h)
+	}
+}
+
+func toolsSearch(tb testing.TB, h http.Handler) (on bool, reason string) {
+	tb.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://127.0.0.1/api/tools", nil))
+	if rec.Code != http.StatusOK {
+		tb.Fatalf("GET /api/tools: %d %s", rec.Code, rec.Body)
+	}
+	var s struct {
+		Search struct {
+			On     bool   `json:"on"`
+			Reason string `json:"reason"`
+		} `json:"search"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &s); err != nil {
+		tb.Fatal(err)
+	}
+	return s.Search.On, s.Search.Reason
+}
+
+// TestToolsSearchFollowsTheTools: GET /api/tools says whether a run searches the tools and why, from the decision
+// the session's tool_search keeps per tool list, decided again when the list changes.
+func TestToolsSearchFollowsTheTools(t *testing.T) {
+	src := &changingTools{}
+	src.set(2)
+	c := sessionConsole(t, src, 1000)
+	h := c.Handler()
+	if on, reason := toolsSearch(t, h); on || !strings.HasPrefix(reason, "auto: 2 tools") {
+		t.Fatalf("search with 2 tools = %v, %q; want off, auto", on, reason)
+	}
+	src.set(500)
+	if on, reason := toolsSearch(t, h); !on || !strings.HasPrefix(reason, "auto: 500 tools") {
+		t.Fatalf("search with 500 tools = %v, %q; want on, auto", on, reason)
+	}
+	if on, _ := toolsSearch(t, h); !on || !sessionToolSearch(t, h) {
+		t.Fatal("the tools and the session disagree on an unchanged list of 500 tools")
+	}
+	src.set(1)
+	if on, reason := toolsSearch(t, h); on || !strings.HasPrefix(reason, "auto: 1 tools") {
+		t.Fatalf("search with 1 tool = %v, %q; want off, auto", on, reason)
 	}
 }
