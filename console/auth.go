@@ -280,12 +280,20 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	c.logins.succeeded(ip)
 	ss := c.sessions.open(subject, expires)
 	ck := &http.Cookie{Name: cookieName, Value: ss.id, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,
-		Secure: r.TLS != nil}
+		Secure: r.TLS != nil || httpsOrigin(r)}
 	if !expires.IsZero() {
 		ck.Expires = expires
 	}
 	http.SetCookie(w, ck)
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// httpsOrigin says whether the page that sent r was loaded over HTTPS, as behind a proxy that ends TLS: its Origin
+// (which the guard has checked against the console's own and [serve] allowed_origins) is an https one. The browser
+// sets Origin, so no forwarded header needs trusting; a client that lies about it gets a cookie it cannot send back
+// over plain HTTP.
+func httpsOrigin(r *http.Request) bool {
+	return strings.HasPrefix(strings.ToLower(r.Header.Get("Origin")), "https://")
 }
 
 // remoteIP is the address a request came from, without its port.

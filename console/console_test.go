@@ -437,6 +437,34 @@ const (
 	callerToken = "caller-token-9876543210"
 )
 
+// TestLoginCookieSecureBehindTLS: the session cookie is Secure when the page that logs in was loaded over HTTPS,
+// as behind a proxy that ends TLS and forwards plain HTTP (its Origin is an https one), and not for a page loaded
+// over plain HTTP.
+func TestLoginCookieSecureBehindTLS(t *testing.T) {
+	f := newFixture(t, func(o *Options) { o.Token = staticToken })
+	host := strings.TrimPrefix(f.srv.URL, "http://")
+	for _, tc := range []struct {
+		origin string
+		secure bool
+	}{
+		{"https://" + host, true},
+		{"http://" + host, false},
+		{"", false},
+	} {
+		var headers []string
+		if tc.origin != "" {
+			headers = []string{"Origin", tc.origin}
+		}
+		resp, b := f.do(t, "POST", "/api/login", `{"token":"`+staticToken+`"}`, headers...)
+		if resp.StatusCode != http.StatusNoContent || len(resp.Cookies()) != 1 {
+			t.Fatalf("login from %q: %d %s, cookies %v", tc.origin, resp.StatusCode, b, resp.Cookies())
+		}
+		if ck := resp.Cookies()[0]; ck.Secure != tc.secure {
+			t.Errorf("login from %q: cookie Secure = %v, want %v", tc.origin, ck.Secure, tc.secure)
+		}
+	}
+}
+
 func TestLogin(t *testing.T) {
 	f := newFixture(t, func(o *Options) {
 		o.Token, o.Tokens = staticToken, map[string]string{callerToken: "ALICE_TOKEN"}
