@@ -26,7 +26,8 @@
 //	                                    console is protected ([serve] auth_token_env, auth_tokens_env or
 //	                                    [serve.oauth]); "login" is what "auth" is once logged in: "oauth" when only a
 //	                                    JWT logs in. Every other /api path answers 401 {"error", "login"} then
-//	POST   /api/login    {"token"}      204 and the session cookie (HttpOnly, SameSite=Strict; Secure over TLS or from an https Origin); 401 on a bad token;
+//	POST   /api/login    {"token"}      204 and the session cookie (HttpOnly, SameSite=Strict; Secure over TLS or
+//	                                    from an https Origin); 401 on a bad token;
 //	                                    after 5 failures from one address each attempt waits, 1 s doubling to 30 s
 //	POST   /api/logout                  204
 //
