@@ -21,6 +21,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/internal/statedir"
 )
 
 const (
@@ -230,6 +231,12 @@ func kind(m fs.FileMode) string {
 // openFile opens the regular file t for reading, refusing the rest: never blocking on a pipe, never reading a
 // device, never more than the size cap.
 func (fr *fileRoots) openFile(t target) (*os.File, fs.FileInfo, error) {
+	// An SQLite database agenthost has open (the state, a doc_search index) is not opened: closing the descriptor
+	// would drop the process's locks on it, and another process could then lose its commits (see
+	// statedir.HoldSQLite). It would be refused as binary anyway.
+	if li, err := t.root.root.Lstat(t.rel); err == nil && statedir.HeldSQLite(li) {
+		return nil, nil, fmt.Errorf("%s is a database agenthost has open, not a file the file tools read", fr.show(t))
+	}
 	// O_NONBLOCK: opening a named pipe would otherwise wait for a writer.
 	f, err := t.root.root.OpenFile(t.rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {

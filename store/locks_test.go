@@ -50,7 +50,7 @@ func TestSQLiteLocksKeptWhenPreparedAgain(t *testing.T) {
 	if err := db.Append(t.Context(), "c1", 0, msg("one"), nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := statedir.PrepareSQLite(path, nil); err != nil { // as durable.Open does on the same file
+	if err := statedir.PrepareSQLite(path, nil); err != nil { // as durable.New does on the same file
 		t.Fatal(err)
 	}
 	for i := range 3 {

@@ -73,6 +73,8 @@ type DB struct {
 	logger   *slog.Logger
 
 	stmts sync.Map // query → *sql.Stmt, prepared at Open
+	// release ends the process's hold of the SQLite file (statedir.HoldSQLite); a no-op for Postgres.
+	release func()
 
 	sweepMu    sync.Mutex // held by a sweep
 	lastSweep  time.Time
@@ -94,7 +96,7 @@ func DefaultPath(agent string) (string, error) {
 // Open opens the database, applying the migrations it lacks. It fails when the database was written by a newer
 // agenthost.
 func Open(ctx context.Context, opts Options) (*DB, error) {
-	s := &DB{backend: opts.Backend, max: opts.MaxConversations, maxTasks: opts.MaxTasks, ttl: opts.IdleTTL, now: opts.Now, logger: opts.Logger}
+	s := &DB{backend: opts.Backend, max: opts.MaxConversations, maxTasks: opts.MaxTasks, ttl: opts.IdleTTL, now: opts.Now, logger: opts.Logger, release: func() {}}
 	if s.max <= 0 {
 		s.max = host.DefaultMaxConversations
 	}
@@ -122,6 +124,7 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 		if err := statedir.PrepareSQLite(opts.Path, s.logger); err != nil {
 			return nil, fmt.Errorf("store: %w", err)
 		}
+		s.release = statedir.HoldSQLite(opts.Path) // the file tools leave it alone, the durable engine too
 		s.db, err = sql.Open("sqlite", SQLiteDSN(opts.Path))
 		if err == nil {
 			// One connection: SQLite has one writer at a time, and runs waiting their turn in Go cost nothing,
@@ -138,10 +141,12 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("store: unknown backend %q (want %q or %q)", opts.Backend, SQLite, Postgres)
 	}
 	if err != nil {
+		s.release()
 		return nil, fmt.Errorf("store: opening %s: %w", s.where, err)
 	}
 	if err := s.migrateRetryingBusy(ctx, opts.DSN); err != nil {
 		s.db.Close()
+		s.release()
 		return nil, err
 	}
 	if err := s.prepare(ctx); err != nil {
@@ -218,7 +223,9 @@ func (s *DB) Close() error {
 		st.(*sql.Stmt).Close()
 		return true
 	})
-	return s.db.Close()
+	err := s.db.Close()
+	s.release()
+	return err
 }
 
 // prepare prepares the statements the hot paths use. It runs at Open: preparing inside a transaction would wait for

@@ -87,6 +87,7 @@ type Index struct {
 	exts     map[string]bool
 	maxBytes int64
 	logger   *slog.Logger
+	release  func() // ends the process's hold of the index file (statedir.HoldSQLite)
 
 	refreshing sync.Mutex
 }
@@ -128,13 +129,16 @@ func Open(opts *Options) (*Index, error) {
 	// store.SQLiteDSN), so that the migration reads the version under it and a refresh's batch never fails to
 	// upgrade a read lock.
 	dsn := "file:" + opts.Path + "?_txlock=immediate&_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"
+	ix.release = statedir.HoldSQLite(opts.Path) // indexing and the file tools leave the index's files alone
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
+		ix.release()
 		return nil, fmt.Errorf("docsearch: %w", err)
 	}
 	ix.db = db
 	if err := ix.migrate(); err != nil {
 		db.Close()
+		ix.release()
 		return nil, fmt.Errorf("docsearch: %s: %w", opts.Path, err)
 	}
 	return ix, nil
@@ -178,7 +182,11 @@ func (ix *Index) migrate() error {
 }
 
 // Close closes the database.
-func (ix *Index) Close() error { return ix.db.Close() }
+func (ix *Index) Close() error {
+	err := ix.db.Close()
+	ix.release()
+	return err
+}
 
 // Progress is the state of a refresh: Scanned of Total files looked at, Path the last one.
 type Progress struct {
@@ -350,6 +358,10 @@ func (ix *Index) stored(ctx context.Context) (map[string]stored, error) {
 // testHookBeforeRead, when set, runs between the scan that found a file and its read.
 var testHookBeforeRead func(path string)
 
+// errHeld skips an SQLite file the process has open (the state database, an index): opening it and closing the
+// descriptor would drop the process's locks on it (see statedir.HoldSQLite).
+var errHeld = errors.New("an SQLite database agenthost has open")
+
 // read reads and extracts the file f of root, setting its size and time to those of what was read. The file may
 // have changed since the scan found it. It is opened through root, so nothing outside the root is opened (os.Root
 // refuses a link that leads out, and follows one that stays inside: O_NOFOLLOW would change neither), and without
@@ -361,6 +373,9 @@ func (ix *Index) read(root *os.Root, f *file) (document, error) {
 	}
 	if testHookBeforeRead != nil {
 		testHookBeforeRead(f.path)
+	}
+	if li, err := root.Lstat(f.rel); err == nil && statedir.HeldSQLite(li) {
+		return document{}, errHeld
 	}
 	h, err := root.OpenFile(f.rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {

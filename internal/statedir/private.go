@@ -121,10 +121,13 @@ func tighten(path string, logger *slog.Logger, missingOK bool) error {
 
 // PrepareSQLite makes an SQLite database file private before it is opened: its directory is created 0700 when
 // missing, the file 0600, and an existing file or its -wal, -shm and -journal companions are tightened. SQLite
-// creates the companions with the mode of the database file, so they are born private too. A second user of a file
-// the process already has open may call it again: files already private are not opened, and the process keeps its
-// locks on them.
+// creates the companions with the mode of the database file, so they are born private too. Files already private are
+// not opened (see HoldSQLite for why that matters), and a database the process holds is left alone: it was prepared
+// when it was opened.
 func PrepareSQLite(path string, logger *slog.Logger) error {
+	if heldPath(path) {
+		return nil
+	}
 	if err := MkdirPrivate(filepath.Dir(path)); err != nil {
 		return err
 	}
