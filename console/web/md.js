@@ -151,7 +151,6 @@ function inline(src, cites, plain = false) {
   src = String(src).replace(/\u0000/g, '');
   let s = '', last = 0;
   for (const m of src.matchAll(TOKENS)) {
-    if (m.index < last) continue; // inside the trimmed end of a bare URL: text
     const g = m.groups;
     let html = null, len = m[0].length;
     if (g.code != null) html = '<code>' + esc(g.code) + '</code>';
@@ -160,7 +159,7 @@ function inline(src, cites, plain = false) {
       if (!plain && nums.every(citable)) html = cite(nums);
     } else if (g.label != null) { if (!plain) html = link(g.href, inline(g.label, cites, true)); }
     else if (g.cite != null) { if (!plain && citable(+g.cite)) html = cite([+g.cite]); }
-    else if (g.url != null) {
+    else if (g.url != null) { // its trimmed end (punctuation, ")") is text: no construct starts there
       len = bareURL(g.url);
       if (!plain && len) html = link(g.url.slice(0, len), esc(decode(g.url.slice(0, len))));
     } else html = esc(decode(m[0]).replace(/\u0000/g, '\ufffd'));
