@@ -1,6 +1,8 @@
 package console
 
 import (
+	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/agenthost/agenthost/internal/testkit/browser"
@@ -30,6 +32,16 @@ func TestMarkdownRenderer(t *testing.T) {
 		'&#106;avascript: [z](https://ok.example/&quot;onclick=1) ` + "`<b>`" + ` **[a](https://b/)** _c_',
 		'` + "```" + `js\n<script>alert(1)</script>\n` + "```" + `\n- [1] item\n1. two [2]\n> quote [source 1]',
 		'# C# heading ##\n## ok ##',
+		'https://' + '('.repeat(50000),
+		' https://' + ')'.repeat(50000),
+		'[a](https://' + '('.repeat(50000),
+		'[a](https://x' + '(b)'.repeat(20000),
+		'[a](https://x' + '((b)'.repeat(15000),
+		'[a](https://(b)'.repeat(8000),
+		'(https://a'.repeat(10000),
+		'https://a' + '(b)'.repeat(20000) + ')'.repeat(20000),
+		'https://a' + '.)'.repeat(25000),
+		' [1]'.repeat(20000),
 	]`
 	var problems []string
 	b.Eval(`(async (inputs) => {
@@ -65,4 +77,68 @@ func TestMarkdownRenderer(t *testing.T) {
 		t.Errorf("headings render as %q", heading)
 	}
 	b.AssertNoErrors()
+}
+
+// Links whose URL holds parentheses, as CommonMark and GFM read them: balanced parentheses belong to the URL, of a
+// link and of a bare URL; a bare URL's trailing ")" that closes nothing in it (nor its trailing punctuation) does
+// not.
+func TestMarkdownLinksWithParentheses(t *testing.T) {
+	f := newFixture(t, nil)
+	b := browser.Start(t)
+	b.Visit(f.srv.URL + "/")
+	b.WaitVisible("body")
+	const wiki = "https://en.wikipedia.org/wiki/Go_(programming_language)"
+	for _, c := range []struct{ in, href, after string }{
+		{"[Go](" + wiki + ")", wiki, ""},
+		{"Read " + wiki + " first.", wiki, " first."},
+		{"(see https://example.com/a)", "https://example.com/a", ")"},
+		{"(see " + wiki + ").", wiki, ")."},
+		{"[n](https://x.example/a_(b_(c)))", "https://x.example/a_(b_(c))", ""},
+		{"https://x.example/a_(b)c, then", "https://x.example/a_(b)c", ", then"},
+	} {
+		var got struct {
+			Links []string
+			After string
+		}
+		b.Eval(`import('/md.js').then((md) => { const d = document.createElement('div'); d.innerHTML = md.render(`+jsQuote(c.in)+`);
+			const a = [...d.querySelectorAll('a')]; let after = '';
+			for (let n = a[0]?.nextSibling; n; n = n.nextSibling) after += n.textContent;
+			return { Links: a.map((x) => x.getAttribute('href')), After: after }; })`, &got)
+		if len(got.Links) != 1 || got.Links[0] != c.href || got.After != c.after {
+			t.Errorf("%q renders links %q followed by %q, want one to %q followed by %q", c.in, got.Links, got.After, c.href, c.after)
+		}
+	}
+	b.AssertNoErrors()
+}
+
+// While an answer streams, a marker whose source is not known yet renders as a pending citation: styled, no link,
+// no href; a marker of a known reference is a citation link, and a number beyond those that may be cited is text.
+func TestMarkdownPendingCitations(t *testing.T) {
+	f := newFixture(t, nil)
+	b := browser.Start(t)
+	b.Visit(f.srv.URL + "/")
+	b.WaitVisible("body")
+	var got struct {
+		Links, Pending []string
+		Anchors        int
+		Text           string
+	}
+	b.Eval(`import('/md.js').then((md) => { const d = document.createElement('div');
+		d.innerHTML = md.render('One [1], two [2], both <sup>1,2</sup>, three [3].', [{ number: 1, title: 'Doc', uri: 'https://doc.example/' }], 2);
+		return { Links: [...d.querySelectorAll('a[data-testid="citation"]')].map((a) => a.dataset.ref),
+			Pending: [...d.querySelectorAll('[data-testid="citation-pending"]')].map((p) => p.dataset.ref + (p.closest('a') || p.querySelector('a') || p.hasAttribute('href') ? ' linked' : '')),
+			Anchors: d.querySelectorAll('a').length, Text: d.textContent }; })`, &got)
+	if strings.Join(got.Links, ",") != "1,1" || strings.Join(got.Pending, ",") != "2,2" || got.Anchors != 2 {
+		t.Errorf("citations %q, pending %q, %d anchors; want citations 1,1, pending 2,2 not linked, 2 anchors", got.Links, got.Pending, got.Anchors)
+	}
+	if !strings.HasSuffix(got.Text, "three [3].") {
+		t.Errorf("the text reads %q, want [3] as text", got.Text)
+	}
+	b.AssertNoErrors()
+}
+
+// jsQuote quotes s as a JavaScript string literal.
+func jsQuote(s string) string {
+	q, _ := json.Marshal(s)
+	return string(q)
 }

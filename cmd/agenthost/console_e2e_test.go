@@ -739,3 +739,133 @@ func TestConsolePeerSteps(t *testing.T) {
 	shot(t, b, "console-peer")
 	b.AssertNoErrors()
 }
+
+// TestConsoleChatPendingCitations: while an answer that cites a tool's reference streams, its marker shows as a
+// pending citation (no link, no href) as soon as it streams, and becomes the citation link once the answer's
+// references arrive; no citation is a link before they do.
+func TestConsoleChatPendingCitations(t *testing.T) {
+	llm := fakellm.New()
+	t.Cleanup(llm.Close)
+	const answer = "The document says hello [1]. It was written for this test, and it greets whoever reads it, slowly."
+	llm.Enqueue(
+		fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "c1", Name: "fx_cite", Arguments: `{}`}}},
+		fakellm.Turn{Text: answer, ChunkSize: 6, ChunkDelay: 60 * time.Millisecond},
+	)
+	c, b, _ := uiConsole(t, "pending", llm, "")
+	// The answer entry (with the references) and the end arrive late, as on a slow network: the page shows the
+	// streamed marker before it knows the source; the entries after the answer wait with it, so that they keep
+	// their order. window.__refs says when the page was handed the references.
+	b.OnNewDocument(`(() => {
+		window.__refs = false;
+		let hold = false;
+		const add = EventSource.prototype.addEventListener;
+		EventSource.prototype.addEventListener = function (type, fn, ...rest) {
+			const late = (m) => setTimeout(() => { window.__refs = true; fn.call(this, m); }, 600);
+			const wrapped = type === 'end' ? late : type === 'entry' ? (m) => { if (JSON.parse(m.data).kind === 'answer') hold = true; return hold ? late(m) : fn.call(this, m); } : fn;
+			return add.call(this, type, wrapped, ...rest);
+		};
+	})()`)
+	b.Visit(c.url + "#/chat")
+	b.WaitVisible(sel("chat-input"))
+	b.Eval(`window.__seen = []; new MutationObserver(() => {
+		const a = document.querySelector('[data-testid="answer"]'); if (!a) return;
+		const pending = [...a.querySelectorAll('[data-testid="citation-pending"]')];
+		window.__seen.push({ Refs: window.__refs, Links: a.querySelectorAll('a').length, Pending: pending.length,
+			Linked: pending.some((p) => p.closest('a') || p.querySelector('a') || p.hasAttribute('href')), Ref: pending.map((p) => p.dataset.ref).join(',') });
+	}).observe(document.querySelector('.chat-col'), { childList: true, subtree: true, characterData: true }), true`, nil)
+	send(t, b, "What does the document say?")
+	waitFor(t, b, "the run ended", `document.querySelector('.chip')`)
+	var seen []struct {
+		Refs, Linked   bool
+		Links, Pending int
+		Ref            string
+	}
+	b.Eval(`window.__seen`, &seen)
+	pendingSeen := false
+	for _, s := range seen {
+		if !s.Refs && s.Links > 0 {
+			t.Errorf("the answer held %d links before its references arrived: %+v", s.Links, s)
+		}
+		if s.Linked {
+			t.Errorf("a pending citation is a link: %+v", s)
+		}
+		if s.Pending > 0 && !s.Refs {
+			pendingSeen = true
+			if s.Ref != "1" {
+				t.Errorf("pending citations %q, want the one [1]", s.Ref)
+			}
+		}
+	}
+	if !pendingSeen {
+		t.Errorf("the streamed [1] never showed as a pending citation before the references arrived: %+v", seen)
+	}
+	if n := b.Count(sel("answer") + ` ` + sel("citation", `[data-ref="1"][href="#"]`)); n != 1 {
+		t.Errorf("%d citation links [1] in the final answer, want 1", n)
+	}
+	if n := b.Count(sel("answer") + ` ` + sel("citation-pending")); n != 0 {
+		t.Errorf("%d pending citations left in the final answer", n)
+	}
+	if got := b.Text(sel("answer")); got != strings.Replace(answer, " [1]", "1", 1) {
+		t.Errorf("the answer reads %q", got)
+	}
+	b.AssertNoErrors()
+}
+
+// TestConsoleChatStreamClosed: the chat's event stream of a run that goes is closed by the page itself when the view
+// is left (and followed again, to the answer, when it is shown again), and at once when the page signs out: the
+// stream is closed, not refused by the server.
+func TestConsoleChatStreamClosed(t *testing.T) {
+	llm := fakellm.New()
+	t.Cleanup(llm.Close)
+	llm.Enqueue(fakellm.Turn{Text: "Answered after the view came back.", Latency: 2 * time.Second}, fakellm.Turn{Text: "Never shown.", Latency: 3 * time.Second})
+	const token = "chat-stream-token"
+	c, b, _ := uiConsole(t, "streamed", llm, "\n[serve]\nauth_token_env = \"UI_TEST_TOKEN\"\n", "UI_TEST_TOKEN="+token)
+	// Every EventSource the page makes, with the errors it saw.
+	b.OnNewDocument(`(() => {
+		const ES = window.EventSource; window.__es = [];
+		window.EventSource = class extends ES {
+			constructor(url, init) { super(url, init); const rec = { url: String(url), es: this, errors: 0 }; window.__es.push(rec); this.addEventListener('error', () => rec.errors++); }
+		};
+	})()`)
+	b.Visit(c.url + "#/chat")
+	b.SendKeys(sel("login-token"), token)
+	b.Click(sel("login-submit"))
+	const runStreams = `window.__es.filter((r) => /\/api\/runs\/[^/]+\/events/.test(r.url))`
+	send(t, b, "first")
+	waitFor(t, b, "the run's stream open", runStreams+`.some((r) => r.es.readyState === 1)`)
+	b.Eval(`location.hash = '#/runs'`, nil)
+	waitFor(t, b, "the runs view", `document.querySelector('[data-testid="run-row"]')?.offsetParent`)
+	var open int
+	b.Eval(runStreams+`.filter((r) => r.es.readyState !== 2).length`, &open)
+	if open != 0 {
+		t.Errorf("%d chat event streams still open after the view was left, want 0", open)
+	}
+	b.Eval(`location.hash = '#/chat'`, nil)
+	waitFor(t, b, "the answer, followed again", `document.querySelector('[data-testid="answer"]')?.textContent.includes('Answered after the view came back.') && document.querySelector('.chip')`)
+
+	send(t, b, "second")
+	waitFor(t, b, "the second run's stream open", runStreams+`.some((r) => r.es.readyState === 1 && r.url.includes('after=0'))`)
+	// The session ends behind the page's back; the History menu's request meets the 401 and the page signs out.
+	b.Eval(`fetch('/api/session').then((r) => r.json()).then((s) => fetch('/api/logout', { method: 'POST', headers: { 'X-CSRF-Token': s.csrf } })).then((r) => r.status)`, nil)
+	b.Click(`button[aria-haspopup="true"]`)
+	waitFor(t, b, "the sign-in card", `document.querySelector('[data-testid="login-token"]')`)
+	var streams []struct {
+		URL    string
+		State  int
+		Errors int
+	}
+	b.Eval(runStreams+`.map((r) => ({ URL: r.url, State: r.es.readyState, Errors: r.errors }))`, &streams)
+	if len(streams) == 0 {
+		t.Fatal("the page made no run event stream")
+	}
+	for _, s := range streams {
+		if s.State != 2 || s.Errors != 0 {
+			t.Errorf("the stream %s is in state %d with %d errors once the page signed out, want closed (2) by the page, with none", s.URL, s.State, s.Errors)
+		}
+	}
+	for _, e := range b.Errors() {
+		if !strings.Contains(e, "status of 401") {
+			t.Errorf("the page logged %q", e)
+		}
+	}
+}

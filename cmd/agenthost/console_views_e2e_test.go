@@ -242,3 +242,75 @@ func TestConsoleViewsTaskDetails(t *testing.T) {
 	waitFor(t, b, "the event of the deletion", `window.deleted.length === 1 && window.deleted[0] === `+quoteJS(conv))
 	b.AssertNoErrors()
 }
+
+// TestConsoleViewsPaneFocusReturns: a details pane opened from a row with the keyboard gives the focus back to that
+// row when Escape or its close button closes it, as a dialog gives it back to its opener: an A2A task's row, a
+// conversation's, a tool's and a run's timeline row.
+func TestConsoleViewsPaneFocusReturns(t *testing.T) {
+	llm := fakellm.New()
+	t.Cleanup(llm.Close)
+	llm.Enqueue(fakellm.Turn{Text: "Focus answer."})
+	config := agentConfig(t, t.TempDir(), "focused", llm.URL, "", "")
+	c := startConsoleUntil(t, a2aAndConsole, []string{"TEST_KEY=k"}, "serve", "--config", config, "--a2a", "127.0.0.1:0", "--ui", "127.0.0.1:0")
+	m := a2aServing.FindStringSubmatch(c.log.String())
+	if m == nil {
+		t.Fatalf("no A2A address in:\n%s", c.log.String())
+	}
+	resp, body := authRequest(t, m[2]+"/", "", `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"Answer."}]}}}`,
+		map[string]string{"A2A-Version": "1.0"})
+	var sent struct {
+		Result struct {
+			Task struct {
+				ID string `json:"id"`
+			} `json:"task"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(body), &sent); resp.StatusCode != 200 || err != nil || sent.Result.Task.ID == "" {
+		t.Fatalf("SendMessage: HTTP %d, %v: %s", resp.StatusCode, err, body)
+	}
+	b := browser.Start(t)
+	focusOn := func(what, selector string) {
+		t.Helper()
+		waitFor(t, b, "the focus back on "+what, `document.querySelector('.detail-pane:not([hidden])') === null && document.activeElement?.matches(`+quoteJS(selector)+`)`)
+	}
+	const closeBtn = `.detail-pane:not([hidden]) .detail-head button`
+
+	// A task: Enter on its row opens it (the focus goes to the pane's button); Escape there closes it.
+	b.Visit(c.url + "#/conversations")
+	task := sel("task-row", `[data-task=`+quoteJS(sent.Result.Task.ID)+`]`)
+	b.WaitVisible(task)
+	b.SendKeys(task, kb.Enter)
+	waitFor(t, b, "the task's details, focused", `document.querySelector('[data-testid="task-state"]') && document.activeElement?.closest('.detail-pane')`)
+	b.SendKeys(closeBtn, kb.Escape)
+	focusOn("the task's row", task)
+
+	// A conversation: Enter opens it (the focus goes to Continue); the close button closes it.
+	conv := sel("conversation-row")
+	b.SendKeys(conv, kb.Enter)
+	waitFor(t, b, "the conversation's details, focused", `document.activeElement?.dataset.testid === 'conversation-continue'`)
+	b.Click(closeBtn)
+	focusOn("the conversation's row", conv)
+
+	// A tool: Enter opens it; Escape in the pane closes it.
+	b.Eval(`location.hash = '#/tools'`, nil)
+	tool := sel("tool-row", `[data-name="fx_cite"]`)
+	b.WaitVisible(tool)
+	b.SendKeys(tool, kb.Enter)
+	b.WaitVisible(closeBtn)
+	b.SendKeys(closeBtn, kb.Escape)
+	focusOn("the tool's row", tool)
+
+	// A run's timeline: ArrowDown to the model call's row, Enter opens it; Escape in the pane closes it.
+	b.Eval(`location.hash = '#/runs'`, nil)
+	b.WaitVisible(sel("run-row"))
+	b.SendKeys(sel("run-row"), kb.Enter)
+	waitFor(t, b, "the run's model bar", `document.querySelector('[data-testid="timeline-bar"][data-kind="model"]')`)
+	row := `[data-testid="timeline"] .vrow[tabindex="0"]`
+	b.SendKeys(row, kb.ArrowDown)
+	waitFor(t, b, "the model bar focused", `document.activeElement?.querySelector('[data-testid="timeline-bar"]')?.dataset.kind === 'model'`)
+	b.SendKeys(row, kb.Enter)
+	waitFor(t, b, "the model call's details", `document.querySelector('.detail-pane:not([hidden]) h2')?.textContent.startsWith('model')`)
+	b.SendKeys(closeBtn, kb.Escape)
+	focusOn("the model call's timeline row", `.vrow:has([data-testid="timeline-bar"][data-kind="model"])`)
+	b.AssertNoErrors()
+}

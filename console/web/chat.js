@@ -12,6 +12,7 @@ class Turn {
     this.root = '';
     this.texts = []; // streamed text, one piece per model call of the root run
     this.textSpan = '';
+    this.refCount = 0; // how many references the root run's tool calls returned: the sources its answer may cite
     this.lastSeq = 0;
     this.approvals = new Map();
     this.waiting = new Set(); // the ids of the approvals and questions not answered yet
@@ -39,6 +40,20 @@ class Turn {
     this.listen();
   }
 
+  // pause stops following the run (the view is hidden, or the page signs out): its stream closes now, its polling
+  // stops; resume follows it again from the last entry applied.
+  pause() {
+    this.paused = true;
+    this.es?.close();
+    this.es = null;
+  }
+
+  resume() {
+    if (!this.paused) return;
+    this.paused = false;
+    if (!this.finished && this.runID && !this.polling) this.listen();
+  }
+
   // listen follows the run's events after the last entry applied. When the browser gives the stream up (a 429 or a
   // 401 on reconnect), the run may go on: the page then polls the run until it ends, following it again between.
   listen() {
@@ -51,7 +66,7 @@ class Turn {
       try { s = JSON.parse(m.data); } catch { /* the summary is optional */ }
       this.push({ kind: '_end', summary: s });
     });
-    es.onerror = () => { if (es.readyState === EventSource.CLOSED && !this.finished) this.poll(); };
+    es.onerror = () => { if (es.readyState === EventSource.CLOSED && !this.finished && !this.paused) this.poll(); };
   }
 
   // poll reads the run (GET /api/runs/{id}) until it has ended, its entries applied as they come, and follows its
@@ -59,13 +74,14 @@ class Turn {
   async poll() {
     if (this.polling) return;
     this.polling = true;
-    for (let wait = 500; !this.finished; wait = Math.min(wait * 2, 8000)) {
+    for (let wait = 500; !this.finished && !this.paused; wait = Math.min(wait * 2, 8000)) {
       await new Promise((r) => setTimeout(r, wait));
-      if (this.finished) break;
+      if (this.finished || this.paused) break;
       let r;
       try { r = await api(`/runs/${encodeURIComponent(this.runID)}`); } catch { continue; }
       for (const e of r.entries || []) if (e.seq > this.lastSeq) this.push(e);
       if (r.run && r.run.status !== 'running') { this.push({ kind: '_end', summary: r.run }); break; }
+      if (this.paused) break;
       this.polling = false;
       this.listen();
       return;
@@ -114,7 +130,11 @@ class Turn {
       }
       case 'tool_start': this.toolStart(e); return false;
       case 'tool_progress': this.toolProgress(e); return false;
-      case 'tool_end': this.toolEnd(e); return false;
+      case 'tool_end':
+        this.toolEnd(e);
+        // The references' titles and links come with the answer; until then a marker up to their count is pending.
+        if (e.parent === this.root && e.info?.references > 0) this.refCount += e.info.references;
+        return false;
       case 'approval': this.approval(e); return false;
       case 'approval_done': this.approvalDone(e); return false;
       case 'check': if (e.check) this.checks = [...(this.checks || []), e.check]; return false;
@@ -293,9 +313,11 @@ class Turn {
       // A structured answer is its validated value; its text is the same value, not shown twice.
       fill(this.answer, h('div', { class: 'label' }, 'Structured answer'), h('pre', { class: 'json', 'data-testid': 'structured-answer' }, pretty(this.final.output)));
     } else {
-      // While streaming, the host's own text (under the root run) may end with its "Sources:" list: not shown.
+      // While streaming, the host's own text (under the root run) may end with its "Sources:" list: not shown. A
+      // marker streamed before the answer's references are known is a pending citation, never a link: its number
+      // is the reference's in the answer (by first citation), not a tool's, so only the answer says which it is.
       const text = this.final ? stripSources(this.final.answer || '', refs) : stripSources(this.texts.filter(Boolean).join('\n\n'), this.rootText ? [true] : null);
-      this.answer.innerHTML = render(text, refs);
+      this.answer.innerHTML = render(text, refs, this.final || this.over ? 0 : this.refCount);
     }
     if (this.final) this.paintExtra();
   }
@@ -327,6 +349,9 @@ class Turn {
   finish(summary) {
     if (this.finished) return;
     this.summary = summary;
+    this.over = true;
+    // Ended without an answer: markers still pending cite nothing known; they read as text.
+    if (!this.final && this.refCount && this.texts.length) this.paintAnswer();
     const end = this.end || {};
     const usage = end.usage || this.final?.usage || summary?.usage;
     const stop = end.stopped_by || this.final?.stopped_by || summary?.status;
@@ -417,7 +442,12 @@ class ChatView extends HTMLElement {
     this.welcome();
   }
 
+  // deactivate stops following the run that goes (the view is hidden, or the page signs out, which drops it): its
+  // event stream closes at once. route follows it again when the view is shown.
+  deactivate() { this.current?.pause(); }
+
   route(arg, params) {
+    this.current?.resume();
     const c = params.get('c');
     if (c && c !== this.conversation) this.openConversation(c);
     if (!this.running) requestAnimationFrame(() => this.input.focus());

@@ -1,7 +1,8 @@
 // md.js: a small, safe markdown renderer for answers. Only the constructs below become markup, everything else is
 // escaped text: paragraphs, **bold**, *em*, `code`, fenced code blocks, lists, headings, quotes, links whose URL is
 // http(s), entities (decoded as text), and citations ([1], [1][2], <sup>1,2</sup>) of the answer's references as
-// superscript links to the sources.
+// superscript links to the sources; while an answer streams, a marker that may cite a source not known yet is a
+// pending citation (no link).
 
 const ESC = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
 // esc escapes s for text and attribute values alike; it drops NUL, which the renderer reserves for its slots.
@@ -49,14 +50,20 @@ function headingText(t) {
 }
 
 // render returns the HTML of text. refs are the answer's references (number, title, uri), for citation titles.
-export function render(text, refs = [], depth = 0) {
-  const byNum = new Map(refs.map((r) => [r.number, r]));
+// pending is how many references may be cited while their sources are not known yet (the answer still streams): a
+// marker [N] with N up to pending and not in refs is a pending citation, styled but no link.
+export function render(text, refs = [], pending = 0) {
+  return blocks(text, { byNum: new Map(refs.map((r) => [r.number, r])), pending }, 0);
+}
+
+// blocks renders the block constructs of text, quotes depth deep; cites are the citations' references.
+function blocks(text, cites, depth) {
   const lines = String(text || '').replace(/\u0000/g, '').replace(/\r\n?/g, '\n').split('\n');
   const out = [];
   let para = [], list = null, quote = [];
-  const flushPara = () => { if (para.length) out.push('<p>' + inline(para.join('\n'), byNum) + '</p>'); para = []; };
-  const flushList = () => { if (list) out.push(`<${list.tag}>` + list.items.map((it) => '<li>' + inline(it, byNum) + '</li>').join('') + `</${list.tag}>`); list = null; };
-  const flushQuote = () => { if (quote.length) out.push('<blockquote>' + render(quote.join('\n'), refs, depth + 1) + '</blockquote>'); quote = []; };
+  const flushPara = () => { if (para.length) out.push('<p>' + inline(para.join('\n'), cites) + '</p>'); para = []; };
+  const flushList = () => { if (list) out.push(`<${list.tag}>` + list.items.map((it) => '<li>' + inline(it, cites) + '</li>').join('') + `</${list.tag}>`); list = null; };
+  const flushQuote = () => { if (quote.length) out.push('<blockquote>' + blocks(quote.join('\n'), cites, depth + 1) + '</blockquote>'); quote = []; };
   const flush = () => { flushPara(); flushList(); flushQuote(); };
   for (let i = 0; i < lines.length; i++) {
     const line = lines[i];
@@ -72,7 +79,7 @@ export function render(text, refs = [], depth = 0) {
     let m;
     if (depth < MAX_QUOTE_DEPTH && (m = line.match(/^\s*>\s?(.*)$/))) { flushPara(); flushList(); quote.push(m[1]); continue; }
     flushQuote();
-    if ((m = line.match(/^(#{1,6})[ \t]+(.*)$/))) { flush(); const n = Math.min(m[1].length + 1, 6); out.push(`<h${n}>` + inline(headingText(m[2]), byNum) + `</h${n}>`); continue; }
+    if ((m = line.match(/^(#{1,6})[ \t]+(.*)$/))) { flush(); const n = Math.min(m[1].length + 1, 6); out.push(`<h${n}>` + inline(headingText(m[2]), cites) + `</h${n}>`); continue; }
     if (/^\s*([-*_])(\s*\1){2,}\s*$/.test(line)) { flush(); out.push('<hr>'); continue; }
     if ((m = line.match(/^\s*([-*+]|\d{1,9}[.)])\s+(.*)$/))) {
       flushPara();
@@ -89,16 +96,39 @@ export function render(text, refs = [], depth = 0) {
   return out.join('');
 }
 
+// URL_CHAR is a character of a link's destination other than a parenthesis; DEST a destination, whose balanced
+// parentheses (nested two deep) belong to it as in CommonMark: "https://en.wikipedia.org/wiki/Go_(lang)". Each
+// alternative starts with its own character, so a destination that fails gives back in linear time.
+const URL_CHAR = '[^\\s()<>"\\u0000]';
+const DEST = `(?:${URL_CHAR}|\\((?:${URL_CHAR}|\\(${URL_CHAR}*\\))*\\))+`;
+
 // TOKENS are the inline constructs, tried left to right on the raw text: a code span, <sup>N</sup> citations, a
-// link, an [N] citation, a bare URL, an entity. URLs never hold NUL (the slots' mark), quotes or angle brackets.
+// link, an [N] citation, a bare URL, an entity. URLs never hold NUL (the slots' mark), quotes or angle brackets. A
+// bare URL runs to white space; its end is trimmed as GFM does (see bareURL).
 const TOKENS = new RegExp([
   '`(?<code>[^`\\n]+)`',
   '(?<![ \\t])[ \\t]*<sup>\\s*(?<sup>\\d+(?:\\s*,\\s*\\d+)*)\\s*</sup>',
-  '\\[(?<label>[^\\[\\]\\n]+)\\]\\((?<href>https?://[^\\s()<>"\\u0000]+)\\)',
+  `\\[(?<label>[^\\[\\]\\n]+)\\]\\((?<href>https?://${DEST})\\)`,
   '(?<![ \\t])[ \\t]*\\[(?<cite>\\d{1,4})\\](?!\\()',
-  '(?<=^|[\\s(])(?<url>https?://[^\\s()<>"\\u0000]*[^\\s()<>"\\u0000.,;:!?\'])',
+  '(?<=^|[\\s(])(?<url>https?://[^\\s<>"\\u0000]+)',
   '&(?:#\\d{1,7}|#[xX][0-9a-fA-F]{1,6}|[a-zA-Z][a-zA-Z0-9]{1,31});',
 ].join('|'), 'g');
+
+// bareURL is how much of a bare URL's match is the link, as GFM's autolinks: trailing punctuation is not, nor a
+// trailing ")" that has no "(" to close in the URL ("(see https://example.com/a)"); 0 when nothing is left after
+// the scheme. The parentheses are counted once, so that a long run of them costs linear time.
+function bareURL(url) {
+  let open = 0, close = 0;
+  for (const c of url) { if (c === '(') open++; else if (c === ')') close++; }
+  let end = url.length;
+  for (;;) {
+    const c = url[end - 1];
+    if (".,;:!?'".includes(c)) end--;
+    else if (c === ')' && close > open) { end--; close--; }
+    else break;
+  }
+  return end > url.indexOf('://') + 3 ? end : 0;
+}
 
 // link is an anchor to url (raw, http(s) by the patterns above) around html.
 const link = (url, html) => '<a href="' + esc(decode(url)) + '" target="_blank" rel="noopener noreferrer">' + html + '</a>';
@@ -106,12 +136,15 @@ const link = (url, html) => '<a href="' + esc(decode(url)) + '" target="_blank" 
 // inline renders the inline constructs of one block. Text between them is escaped; generated markup is parked in
 // slots (NUL, index, NUL) that only text positions hold, so that emphasis never rewrites it, and put back at the
 // end. Attribute values are built from raw strings escaped on their own, never from the slotted text. plain (a
-// link's label) renders no links or citations.
-function inline(src, byNum, plain = false) {
+// link's label) renders no links or citations. cites: byNum, the references by number, and pending (see render).
+function inline(src, cites, plain = false) {
+  const { byNum, pending } = cites;
   const slots = [];
   const park = (html) => '\u0000' + (slots.push(html) - 1) + '\u0000';
+  const citable = (n) => byNum.has(n) || (n >= 1 && n <= pending);
   const cite = (nums) => nums.map((n) => {
     const r = byNum.get(n);
+    if (!r) return '<sup class="cite pending" data-testid="citation-pending" data-ref="' + n + '" title="Source not known yet">' + n + '</sup>';
     const title = r.title || r.uri || '';
     return '<sup class="cite"><a href="#" data-testid="citation" data-ref="' + n + '"' + (title ? ' title="' + esc(title) + '"' : '') + '>' + n + '</a></sup>';
   }).join('');
@@ -119,18 +152,20 @@ function inline(src, byNum, plain = false) {
   let s = '', last = 0;
   for (const m of src.matchAll(TOKENS)) {
     const g = m.groups;
-    let html = null;
+    let html = null, len = m[0].length;
     if (g.code != null) html = '<code>' + esc(g.code) + '</code>';
     else if (g.sup != null) {
       const nums = g.sup.split(',').map((x) => +x.trim());
-      if (!plain && nums.every((n) => byNum.has(n))) html = cite(nums);
-    } else if (g.label != null) { if (!plain) html = link(g.href, inline(g.label, byNum, true)); }
-    else if (g.cite != null) { if (!plain && byNum.has(+g.cite)) html = cite([+g.cite]); }
-    else if (g.url != null) { if (!plain) html = link(g.url, esc(decode(g.url))); }
-    else html = esc(decode(m[0]).replace(/\u0000/g, '\ufffd'));
+      if (!plain && nums.every(citable)) html = cite(nums);
+    } else if (g.label != null) { if (!plain) html = link(g.href, inline(g.label, cites, true)); }
+    else if (g.cite != null) { if (!plain && citable(+g.cite)) html = cite([+g.cite]); }
+    else if (g.url != null) { // its trimmed end (punctuation, ")") is text: no construct starts there
+      len = bareURL(g.url);
+      if (!plain && len) html = link(g.url.slice(0, len), esc(decode(g.url.slice(0, len))));
+    } else html = esc(decode(m[0]).replace(/\u0000/g, '\ufffd'));
     if (html == null) continue; // not rendered: stays in the text before the next construct
     s += esc(src.slice(last, m.index)) + park(html);
-    last = m.index + m[0].length;
+    last = m.index + len;
   }
   s += esc(src.slice(last));
   s = s.replace(/\*\*([^*\n]+?)\*\*|__([^_\n]+?)__/g, (_, a, b) => '<strong>' + (a || b) + '</strong>');

@@ -434,14 +434,23 @@ class RunsView extends HTMLElement {
     if (s) this.paintPane(s, e); else this.paintEntry(e);
   }
 
+  // closePane closes the details and gives the focus back to what opened them, as a dialog gives it back to its
+  // opener: the timeline's row of the span (its roving tab stop), or the entry list.
   closePane() {
     const d = this.detail;
+    const i = d.sel ? d.model.rows().indexOf(d.sel) : -1;
     d.pane.hidden = true;
     d.sel = null;
     d.selEntry = null;
+    if (d.tab === 'timeline' && i >= 0) {
+      d.focusIndex = i;
+      d.vtl.scrollTo(i);
+    }
     d.vtl.refresh();
     d.vent.refresh();
-    (d.tab === 'timeline' ? d.tl : d.ent).focus();
+    if (d.tab !== 'timeline' || i < 0) { (d.tab === 'timeline' ? d.tl : d.ent).focus(); return; }
+    d.tl.focus({ preventScroll: true }); // not left on the hidden pane meanwhile
+    requestAnimationFrame(() => (d.vtl.rows.get(i) || d.tl).focus()); // after the list drew the row (it draws in a frame too)
   }
 
   pane(title, ...body) {

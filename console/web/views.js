@@ -11,6 +11,17 @@ function detailPane(title, onClose, ...body) {
   return [h('div', { class: 'detail-head' }, h('h2', {}, title), h('button', { class: 'btn ghost icon-only', type: 'button', 'aria-label': 'Close (Escape)', onclick: onClose }, icon('x'))), h('div', { class: 'detail-body' }, body)];
 }
 
+// closePane hides a details pane and gives the focus back to the row that opened it, as a dialog gives it back to
+// its opener: when the focus was in the pane (its close button, Escape there), in the list, or nowhere. row finds
+// the row at that time: the list may have been painted again meanwhile.
+function closePane(pane, list, row) {
+  const a = document.activeElement;
+  const back = !pane.hidden && (!a || a === document.body || pane.contains(a) || list.contains(a));
+  pane.hidden = true;
+  const r = row?.();
+  if (back && r?.isConnected) r.focus();
+}
+
 // rowKeys makes the rows of a table body reachable with the arrow keys and opened with Enter.
 function rowKeys(tbody) {
   tbody.addEventListener('keydown', (e) => {
@@ -40,7 +51,8 @@ class ToolsView extends HTMLElement {
     this.q.addEventListener('keydown', (e) => { if (e.key === 'ArrowDown') { e.preventDefault(); this.tbody.firstElementChild?.focus(); } });
   }
   route(_a, _p, fresh) { if (fresh || !this.tools) this.load(); }
-  escape() { if (!this.pane.hidden) { this.pane.hidden = true; return true; } return false; }
+  escape() { if (!this.pane.hidden) { this.closePane(); return true; } return false; }
+  closePane() { closePane(this.pane, this.list, this.opener); }
   async load() {
     const q = this.q.value.trim();
     const seq = (this.seq = (this.seq || 0) + 1);
@@ -66,7 +78,8 @@ class ToolsView extends HTMLElement {
   open(t) {
     for (const tr of this.tbody.children) tr.setAttribute('aria-selected', String(tr.dataset.name === t.name));
     this.pane.hidden = false;
-    fill(this.pane, ...detailPane(t.name, () => { this.pane.hidden = true; }, 
+    this.opener = () => this.tbody.querySelector(`tr[data-name="${CSS.escape(t.name)}"]`);
+    fill(this.pane, ...detailPane(t.name, () => this.closePane(), 
       t.description ? h('p', { class: 'muted' }, t.description) : null,
       h('dl', { class: 'kv' }, h('dt', {}, 'source'), h('dd', {}, t.source || '—'), h('dt', {}, 'flags'), h('dd', {}, (t.flags || []).join(', ') || '—'), h('dt', {}, 'pinned'), h('dd', {}, t.pinned ? 'yes' : 'no')),
       h('div', {}, h('div', { class: 'label' }, 'Input schema'), h('pre', { class: 'json' }, pretty(t.input_schema) || '{}')),
@@ -128,7 +141,8 @@ class ConversationsView extends HTMLElement {
     add(this, head('Conversations', this.note), h('div', { class: 'split' }, this.list, this.pane));
   }
   route(arg) { this.load(); if (arg) this.open(arg); }
-  escape() { if (!this.pane.hidden) { this.pane.hidden = true; return true; } return false; }
+  escape() { if (!this.pane.hidden) { this.closePane(); return true; } return false; }
+  closePane() { closePane(this.pane, this.list, this.opener); }
   async load() {
     const f = session.data?.features || {};
     if (f.state === false) { fill(this.list, empty('Conversations are not kept', 'Configure [state] in agent.toml (SQLite or Postgres) to keep conversations and continue them later.', 'conversations')); return; }
@@ -170,7 +184,8 @@ class ConversationsView extends HTMLElement {
   async openTask(id) {
     this.select('data-task', id);
     this.pane.hidden = false;
-    const close = () => { this.pane.hidden = true; };
+    this.opener = () => this.list.querySelector(`tr[data-task="${CSS.escape(id)}"]`);
+    const close = () => this.closePane();
     fill(this.pane, ...detailPane('A2A task', close, h('div', { class: 'faint' }, 'Loading…')));
     let t;
     try { t = await api('/tasks/' + encodeURIComponent(id)); } catch (err) { fill(this.pane, ...detailPane('A2A task', close, h('div', { class: 'error-note' }, err.message))); return; }
@@ -199,7 +214,8 @@ class ConversationsView extends HTMLElement {
   async open(id) {
     this.select('data-id', id);
     this.pane.hidden = false;
-    const close = () => { this.pane.hidden = true; };
+    this.opener = () => this.list.querySelector(`tr[data-id="${CSS.escape(id)}"]`);
+    const close = () => this.closePane();
     fill(this.pane, ...detailPane('Conversation', close, h('div', { class: 'faint' }, 'Loading…')));
     let c;
     try { c = await api('/conversations/' + encodeURIComponent(id)); } catch (err) { fill(this.pane, ...detailPane('Conversation', close, h('div', { class: 'error-note' }, err.message))); return; }
