@@ -426,6 +426,7 @@ func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
 	if ss := callerOf(r).session; ss != nil {
 		c.sessions.close(ss.id)
 	}
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, MaxAge: -1})
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, MaxAge: -1,
+		Secure: r.TLS != nil || httpsOrigin(r)})
 	w.WriteHeader(http.StatusNoContent)
 }

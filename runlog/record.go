@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"maps"
 	"slices"
 	"strings"
@@ -75,10 +76,10 @@ type runSpan struct {
 	// shown are the calls whose error a record without content shows: those that could not happen (a Go error,
 	// no result), whose error is the host's, not the tool's text.
 	shown map[callKey]struct{}
-	// sent are the messages of the run's last model call as it sent them (the strings are the orchestrator's; the
-	// slices copies), and sentClone the clones its model_start entry keeps: see cloneSent. Both are dropped when the
-	// run ends.
-	sent, sentClone []llm.Message
+	// sent are the messages of the run's last model call as cloneSent knows them again, and sentClone the copies its
+	// model_start entry keeps. Both are dropped when the run ends.
+	sent      []sentMessage
+	sentClone []llm.Message
 }
 
 // callKey is a tool call of a run: model call ids are only unique within an iteration.
@@ -160,16 +161,15 @@ func clipJSON(raw json.RawMessage) json.RawMessage {
 
 // cloneSent returns a copy of the messages of a model call of rs for its model_start entry, each content and tool
 // call's arguments clipped (the orchestrator reuses its slices). A message the run's previous model call sent at the
-// same place is the copy kept then: each call sends the conversation so far again, and a clipped
-// piece is a string of its own, so cloning every message of every call would keep memory growing with the square of
-// the run's length. Only the slices of the entries grow with it. rec.mu must be held.
+// same place is the copy kept then: each call sends the conversation so far again, and a clipped piece is a string
+// of its own, so cloning every message of every call would keep memory growing with the square of the run's length.
+// Only the slices of the entries grow with it. rec.mu must be held.
 func (rs *runSpan) cloneSent(msgs []llm.Message) []llm.Message {
 	out := make([]llm.Message, len(msgs))
-	sent := make([]llm.Message, len(msgs))
+	sent := make([]sentMessage, len(msgs))
 	for i, m := range msgs {
-		m.ToolCalls = slices.Clone(m.ToolCalls)
-		sent[i] = m
-		if i < len(rs.sent) && sameMessage(&rs.sent[i], &m) {
+		sent[i] = sentOf(&m)
+		if i < len(rs.sent) && sent[i].equal(&rs.sent[i]) {
 			out[i] = rs.sentClone[i]
 			continue
 		}
@@ -181,11 +181,50 @@ func (rs *runSpan) cloneSent(msgs []llm.Message) []llm.Message {
 	return out
 }
 
-// sameMessage says whether a and b are the same message. Strings the orchestrator passes on again compare equal at
-// once: they point to the same bytes.
-func sameMessage(a, b *llm.Message) bool {
-	return a.Role == b.Role && a.Content == b.Content && a.ToolCallID == b.ToolCallID && a.Name == b.Name &&
-		slices.Equal(a.ToolCalls, b.ToolCalls)
+// sentMessage is what cloneSent keeps of a message sent, to know it when the next call sends it again: every field
+// of llm.Message and llm.ToolCall, each text as a fingerprint, so that no string the orchestrator made for one
+// request outlives it here.
+type sentMessage struct {
+	role             llm.Role
+	content          fingerprint
+	toolCallID, name string
+	calls            []sentCall
+}
+
+type sentCall struct {
+	id, name string
+	args     fingerprint
+}
+
+// fingerprint stands for a text: the text itself when it is short enough to be kept whole in an entry (the entry's
+// copy is then that very string, so keeping it costs nothing), else its length and a hash.
+type fingerprint struct {
+	short string
+	n     int
+	hash  uint64
+}
+
+// sentSeed seeds the fingerprints' hashes.
+var sentSeed = maphash.MakeSeed()
+
+func fingerprintOf(s string) fingerprint {
+	if len(s) <= maxContent {
+		return fingerprint{short: s, n: len(s)}
+	}
+	return fingerprint{n: len(s), hash: maphash.String(sentSeed, s)}
+}
+
+func sentOf(m *llm.Message) sentMessage {
+	sm := sentMessage{role: m.Role, content: fingerprintOf(m.Content), toolCallID: m.ToolCallID, name: m.Name}
+	for _, c := range m.ToolCalls {
+		sm.calls = append(sm.calls, sentCall{id: c.ID, name: c.Name, args: fingerprintOf(c.Arguments)})
+	}
+	return sm
+}
+
+func (a *sentMessage) equal(b *sentMessage) bool {
+	return a.role == b.role && a.content == b.content && a.toolCallID == b.toolCallID && a.name == b.name &&
+		slices.Equal(a.calls, b.calls)
 }
 
 func cloneToolCalls(calls []llm.ToolCall) []llm.ToolCall {
@@ -441,7 +480,7 @@ func (r *Recorder) endRun(rs *runSpan, ans *host.Answer, err error) {
 		rec.add(now, &Entry{Kind: KindAnswer, Span: rs.id, Parent: rs.parent, Answer: rs.answer(ans), Bytes: contentBytes(rec.content, len(ans.Text)+len(ans.Output))}, false)
 	}
 	rec.add(now, end, root)
-	rs.sent, rs.sentClone = nil, nil // the strings of the last call are the orchestrator's to free
+	rs.sent, rs.sentClone = nil, nil
 	if root {
 		t := now
 		rec.sum.Ended, rec.sum.Status, rec.sum.Error, rec.ended, rec.endedAt = &t, Status(end.StoppedBy), end.Error, true, now
