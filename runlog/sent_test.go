@@ -100,4 +100,3 @@ func TestSentLongTextNotKeptAlive(t *testing.T) {
 	}
 	t.Error("the 1 MiB text of a model call's request is still alive after the call, while its run goes on")
 }
-
