@@ -190,20 +190,21 @@ func TestConsoleViewsServersStopPolling(t *testing.T) {
 // a2aAndConsole matches the lines of `serve --a2a --ui` once both are written, in either order.
 var a2aAndConsole = regexp.MustCompile(`(?s)(serving A2A at \S+ .*agenthost: console at \S+|agenthost: console at \S+.*serving A2A at \S+ \(card)`)
 
-// TestConsoleViewsTaskDetails: a task served over A2A opens from its row in the Conversations view (Enter on the
-// row), shows its state and its messages with the answer, and Escape closes it. Deleting a conversation there tells
-// the page (agenthost:conversation-deleted).
-func TestConsoleViewsTaskDetails(t *testing.T) {
+// consoleWithTask starts `serve --a2a --ui` for the agent name, whose model answers answer, and sends it prompt
+// over A2A: it returns the console and the task's id.
+func consoleWithTask(t *testing.T, name, prompt, answer string) (*consoleChild, string) {
+	t.Helper()
 	llm := fakellm.New()
 	t.Cleanup(llm.Close)
-	llm.Enqueue(fakellm.Turn{Text: "Bonjour from the task."})
-	config := agentConfig(t, t.TempDir(), "tasked", llm.URL, "", "")
+	llm.Enqueue(fakellm.Turn{Text: answer})
+	config := agentConfig(t, t.TempDir(), name, llm.URL, "", "")
 	c := startConsoleUntil(t, a2aAndConsole, []string{"TEST_KEY=k"}, "serve", "--config", config, "--a2a", "127.0.0.1:0", "--ui", "127.0.0.1:0")
 	m := a2aServing.FindStringSubmatch(c.log.String())
 	if m == nil {
 		t.Fatalf("no A2A address in:\n%s", c.log.String())
 	}
-	resp, body := authRequest(t, m[2]+"/", "", `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"Say bonjour."}]}}}`,
+	msg, _ := json.Marshal(prompt)
+	resp, body := authRequest(t, m[2]+"/", "", `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":`+string(msg)+`}]}}}`,
 		map[string]string{"A2A-Version": "1.0"})
 	var sent struct {
 		Result struct {
@@ -215,7 +216,14 @@ func TestConsoleViewsTaskDetails(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &sent); resp.StatusCode != 200 || err != nil || sent.Result.Task.ID == "" {
 		t.Fatalf("SendMessage: HTTP %d, %v: %s", resp.StatusCode, err, body)
 	}
-	id := sent.Result.Task.ID
+	return c, sent.Result.Task.ID
+}
+
+// TestConsoleViewsTaskDetails: a task served over A2A opens from its row in the Conversations view (Enter on the
+// row), shows its state and its messages with the answer, and Escape closes it. Deleting a conversation there tells
+// the page (agenthost:conversation-deleted).
+func TestConsoleViewsTaskDetails(t *testing.T) {
+	c, id := consoleWithTask(t, "tasked", "Say bonjour.", "Bonjour from the task.")
 
 	b := browser.Start(t)
 	b.Visit(c.url + "#/conversations")
@@ -247,27 +255,7 @@ func TestConsoleViewsTaskDetails(t *testing.T) {
 // row when Escape or its close button closes it, as a dialog gives it back to its opener: an A2A task's row, a
 // conversation's, a tool's and a run's timeline row.
 func TestConsoleViewsPaneFocusReturns(t *testing.T) {
-	llm := fakellm.New()
-	t.Cleanup(llm.Close)
-	llm.Enqueue(fakellm.Turn{Text: "Focus answer."})
-	config := agentConfig(t, t.TempDir(), "focused", llm.URL, "", "")
-	c := startConsoleUntil(t, a2aAndConsole, []string{"TEST_KEY=k"}, "serve", "--config", config, "--a2a", "127.0.0.1:0", "--ui", "127.0.0.1:0")
-	m := a2aServing.FindStringSubmatch(c.log.String())
-	if m == nil {
-		t.Fatalf("no A2A address in:\n%s", c.log.String())
-	}
-	resp, body := authRequest(t, m[2]+"/", "", `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"Answer."}]}}}`,
-		map[string]string{"A2A-Version": "1.0"})
-	var sent struct {
-		Result struct {
-			Task struct {
-				ID string `json:"id"`
-			} `json:"task"`
-		} `json:"result"`
-	}
-	if err := json.Unmarshal([]byte(body), &sent); resp.StatusCode != 200 || err != nil || sent.Result.Task.ID == "" {
-		t.Fatalf("SendMessage: HTTP %d, %v: %s", resp.StatusCode, err, body)
-	}
+	c, taskID := consoleWithTask(t, "focused", "Answer.", "Focus answer.")
 	b := browser.Start(t)
 	focusOn := func(what, selector string) {
 		t.Helper()
@@ -277,7 +265,7 @@ func TestConsoleViewsPaneFocusReturns(t *testing.T) {
 
 	// A task: Enter on its row opens it (the focus goes to the pane's button); Escape there closes it.
 	b.Visit(c.url + "#/conversations")
-	task := sel("task-row", `[data-task=`+quoteJS(sent.Result.Task.ID)+`]`)
+	task := sel("task-row", `[data-task=`+quoteJS(taskID)+`]`)
 	b.WaitVisible(task)
 	b.SendKeys(task, kb.Enter)
 	waitFor(t, b, "the task's details, focused", `document.querySelector('[data-testid="task-state"]') && document.activeElement?.closest('.detail-pane')`)
