@@ -95,6 +95,10 @@ func TestMarkdownLinksWithParentheses(t *testing.T) {
 		{"(see " + wiki + ").", wiki, ")."},
 		{"[n](https://x.example/a_(b_(c)))", "https://x.example/a_(b_(c))", ""},
 		{"https://x.example/a_(b)c, then", "https://x.example/a_(b)c", ", then"},
+		// What follows the closing parenthesis is not the URL's: a citation, emphasis.
+		{"the docs (https://go.dev/doc)[1], ok", "https://go.dev/doc", ")[1], ok"},
+		{"(https://go.dev/doc)**bold**", "https://go.dev/doc", ")bold"},
+		{"(https://x.example/z);[2]", "https://x.example/z", ");[2]"},
 	} {
 		var got struct {
 			Links []string

@@ -869,3 +869,67 @@ func TestConsoleChatStreamClosed(t *testing.T) {
 		}
 	}
 }
+
+// TestConsoleChatLeftWhileSending: a message whose POST /api/chat is still on its way when the Chat view is left
+// opens no event stream while the view is hidden, and is followed once it is shown again; a run the server no
+// longer keeps by the time the view comes back (answered 404, as a run dropped past the runs kept is) ends its turn
+// with a note, and the chat takes the next message.
+func TestConsoleChatLeftWhileSending(t *testing.T) {
+	llm := fakellm.New()
+	t.Cleanup(llm.Close)
+	llm.Enqueue(fakellm.Turn{Text: "Sent while away."}, fakellm.Turn{Text: "Gone meanwhile.", Latency: 2 * time.Second}, fakellm.Turn{Text: "Third."})
+	c, b, _ := uiConsole(t, "away", llm, "")
+	// The page's requests: POST /api/chat waits for window.__release while window.__hold is set; with window.__gone
+	// set, the reads of a run and its event stream go to a run the server does not know. Each EventSource is
+	// recorded with the view shown when it was made.
+	b.OnNewDocument(`(() => {
+		const f = window.fetch;
+		window.fetch = async (u, init) => {
+			if (window.__hold && String(u).endsWith('/api/chat')) await new Promise((r) => { window.__release = r; });
+			if (window.__gone && /\/api\/runs\/[^/?]+$/.test(String(u))) u = '/api/runs/no-such-run';
+			return f(u, init);
+		};
+		const ES = window.EventSource; window.__es = [];
+		window.EventSource = class extends ES {
+			constructor(url, init) {
+				if (window.__gone && /\/api\/runs\/[^/]+\/events/.test(String(url))) url = '/api/runs/no-such-run/events';
+				super(url, init);
+				window.__es.push({ url: String(url), es: this, view: location.hash });
+			}
+		};
+	})()`)
+	b.Visit(c.url + "#/chat")
+	const runStreams = `window.__es.filter((r) => /\/api\/runs\/[^/]+\/events/.test(r.url))`
+	b.Eval(`window.__hold = true`, nil)
+	send(t, b, "first")
+	waitFor(t, b, "the message on its way", `typeof window.__release === 'function'`)
+	b.Eval(`location.hash = '#/runs'`, nil)
+	waitFor(t, b, "the runs view", `[...document.querySelectorAll('.view-head h1')].some((h) => h.offsetParent && h.textContent === 'Runs')`)
+	b.Eval(`window.__hold = false; window.__release(); true`, nil)
+	// The page has the run's id once the turn streams; with the view hidden it must not follow it yet.
+	waitFor(t, b, "the turn given its run, the view hidden", `document.querySelector('[data-testid="answer"]')?.classList.contains('streaming')`)
+	waitFor(t, b, "the first run's end on the server", `fetch('/api/runs').then((r) => r.json()).then((j) => j.runs?.length === 1 && j.runs[0].status !== 'running')`)
+	var hidden []string
+	b.Eval(runStreams+`.map((r) => r.url)`, &hidden)
+	if len(hidden) != 0 {
+		t.Errorf("event streams opened while the Chat view was hidden: %q", hidden)
+	}
+	b.Eval(`location.hash = '#/chat'`, nil)
+	waitFor(t, b, "the answer, followed once the view is back", `document.querySelector('[data-testid="answer"]')?.textContent.includes('Sent while away.') && document.querySelector('.chip')`)
+
+	send(t, b, "second")
+	waitFor(t, b, "the second run's stream open", runStreams+`.some((r) => r.es.readyState === 1 && r.url.includes('after=0'))`)
+	b.Eval(`location.hash = '#/runs'`, nil)
+	waitFor(t, b, "the runs view again", `document.querySelector('[data-testid="run-row"]')?.offsetParent`)
+	b.Eval(`window.__gone = true`, nil)
+	b.Eval(`location.hash = '#/chat'`, nil)
+	waitFor(t, b, "the turn ended with a note", `[...document.querySelectorAll('.error-note')].some((n) => n.textContent.includes('no longer kept')) && document.querySelector('[data-testid="chat-stop"]').hidden`)
+	b.Eval(`window.__gone = false`, nil)
+	send(t, b, "third")
+	waitFor(t, b, "the next message answered", `document.querySelector('[data-testid="answer"]')?.textContent.includes('Third.')`)
+	for _, e := range b.Errors() {
+		if !strings.Contains(e, "status of 404") {
+			t.Errorf("the page logged %q", e)
+		}
+	}
+}

@@ -1,7 +1,7 @@
 // chat.js: the Chat view. A message starts a run (POST /api/chat); the page follows its entries over SSE and
 // renders them as they come, batched per animation frame: the answer streams from the root run's text, tool calls
 // become collapsible steps (nested under the tool that started a sub-agent or peer run), approvals get buttons.
-import { h, fill, add, icon, api, session, dur, num, pretty, tokens, frameBatch, empty } from './lib.js';
+import { h, fill, add, icon, api, APIError, session, dur, num, pretty, tokens, frameBatch, empty } from './lib.js';
 import { render, stripSources } from './md.js';
 
 // Turn is one message and the run that answers it.
@@ -37,7 +37,10 @@ class Turn {
     this.paintState();
     this.answer.classList.add('streaming');
     this.push = frameBatch((entries) => this.apply(entries));
-    this.listen();
+    // The view may have been left (or the page signed out) while the message was being sent: the run is then
+    // followed once the view is shown again.
+    this.paused = !this.chat.active;
+    if (!this.paused) this.listen();
   }
 
   // pause stops following the run (the view is hidden, or the page signs out): its stream closes now, its polling
@@ -78,7 +81,14 @@ class Turn {
       await new Promise((r) => setTimeout(r, wait));
       if (this.finished || this.paused) break;
       let r;
-      try { r = await api(`/runs/${encodeURIComponent(this.runID)}`); } catch { continue; }
+      try { r = await api(`/runs/${encodeURIComponent(this.runID)}`); } catch (err) {
+        // A run ended while the view was hidden may have been dropped from those kept since: it is over.
+        if (err instanceof APIError && err.status === 404) {
+          this.push({ kind: '_end', summary: { status: 'gone', error: 'The run is no longer kept; its conversation has its answer.' } });
+          break;
+        }
+        continue;
+      }
       for (const e of r.entries || []) if (e.seq > this.lastSeq) this.push(e);
       if (r.run && r.run.status !== 'running') { this.push({ kind: '_end', summary: r.run }); break; }
       if (this.paused) break;
@@ -444,9 +454,13 @@ class ChatView extends HTMLElement {
 
   // deactivate stops following the run that goes (the view is hidden, or the page signs out, which drops it): its
   // event stream closes at once. route follows it again when the view is shown.
-  deactivate() { this.current?.pause(); }
+  deactivate() {
+    this.active = false;
+    this.current?.pause();
+  }
 
   route(arg, params) {
+    this.active = true;
     this.current?.resume();
     const c = params.get('c');
     if (c && c !== this.conversation) this.openConversation(c);

@@ -104,29 +104,22 @@ const DEST = `(?:${URL_CHAR}|\\((?:${URL_CHAR}|\\(${URL_CHAR}*\\))*\\))+`;
 
 // TOKENS are the inline constructs, tried left to right on the raw text: a code span, <sup>N</sup> citations, a
 // link, an [N] citation, a bare URL, an entity. URLs never hold NUL (the slots' mark), quotes or angle brackets. A
-// bare URL runs to white space; its end is trimmed as GFM does (see bareURL).
+// bare URL is a destination as a link's is (its parentheses balanced), less its trailing punctuation (see bareURL):
+// "(see https://example.com/a)[1]" links the URL and leaves ")" and the citation after it.
 const TOKENS = new RegExp([
   '`(?<code>[^`\\n]+)`',
   '(?<![ \\t])[ \\t]*<sup>\\s*(?<sup>\\d+(?:\\s*,\\s*\\d+)*)\\s*</sup>',
   `\\[(?<label>[^\\[\\]\\n]+)\\]\\((?<href>https?://${DEST})\\)`,
   '(?<![ \\t])[ \\t]*\\[(?<cite>\\d{1,4})\\](?!\\()',
-  '(?<=^|[\\s(])(?<url>https?://[^\\s<>"\\u0000]+)',
+  `(?<=^|[\\s(])(?<url>https?://${DEST})`,
   '&(?:#\\d{1,7}|#[xX][0-9a-fA-F]{1,6}|[a-zA-Z][a-zA-Z0-9]{1,31});',
 ].join('|'), 'g');
 
-// bareURL is how much of a bare URL's match is the link, as GFM's autolinks: trailing punctuation is not, nor a
-// trailing ")" that has no "(" to close in the URL ("(see https://example.com/a)"); 0 when nothing is left after
-// the scheme. The parentheses are counted once, so that a long run of them costs linear time.
+// bareURL is how much of a bare URL's match is the link: not its trailing punctuation ("see https://go.dev."); 0
+// when nothing is left after the scheme.
 function bareURL(url) {
-  let open = 0, close = 0;
-  for (const c of url) { if (c === '(') open++; else if (c === ')') close++; }
   let end = url.length;
-  for (;;) {
-    const c = url[end - 1];
-    if (".,;:!?'".includes(c)) end--;
-    else if (c === ')' && close > open) { end--; close--; }
-    else break;
-  }
+  while (".,;:!?'".includes(url[end - 1])) end--;
   return end > url.indexOf('://') + 3 ? end : 0;
 }
 
@@ -159,7 +152,7 @@ function inline(src, cites, plain = false) {
       if (!plain && nums.every(citable)) html = cite(nums);
     } else if (g.label != null) { if (!plain) html = link(g.href, inline(g.label, cites, true)); }
     else if (g.cite != null) { if (!plain && citable(+g.cite)) html = cite([+g.cite]); }
-    else if (g.url != null) { // its trimmed end (punctuation, ")") is text: no construct starts there
+    else if (g.url != null) { // its trimmed end (punctuation) is text: no construct starts there
       len = bareURL(g.url);
       if (!plain && len) html = link(g.url.slice(0, len), esc(decode(g.url.slice(0, len))));
     } else html = esc(decode(m[0]).replace(/\u0000/g, '\ufffd'));

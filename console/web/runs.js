@@ -435,10 +435,13 @@ class RunsView extends HTMLElement {
   }
 
   // closePane closes the details and gives the focus back to what opened them, as a dialog gives it back to its
-  // opener: the timeline's row of the span (its roving tab stop), or the entry list.
+  // opener: the timeline's row of the span (its roving tab stop), or the entry list; only when the focus was in the
+  // pane, in the lists, or nowhere (not on a tab or a search box).
   closePane() {
     const d = this.detail;
     const i = d.sel ? d.model.rows().indexOf(d.sel) : -1;
+    const a = document.activeElement;
+    const back = !d.pane.hidden && (!a || a === document.body || d.pane.contains(a) || d.tl.contains(a) || d.ent.contains(a));
     d.pane.hidden = true;
     d.sel = null;
     d.selEntry = null;
@@ -448,6 +451,7 @@ class RunsView extends HTMLElement {
     }
     d.vtl.refresh();
     d.vent.refresh();
+    if (!back) return;
     if (d.tab !== 'timeline' || i < 0) { (d.tab === 'timeline' ? d.tl : d.ent).focus(); return; }
     d.tl.focus({ preventScroll: true }); // not left on the hidden pane meanwhile
     requestAnimationFrame(() => (d.vtl.rows.get(i) || d.tl).focus()); // after the list drew the row (it draws in a frame too)
