@@ -4,8 +4,9 @@
 // The database is one file, written through modernc.org/sqlite (pure Go). Searches run while a refresh writes:
 // the database is in WAL mode, and a refresh commits in batches, so an interrupted one keeps what it did.
 //
-// An index file may be shared by several agents with different roots: each document is kept with the root it was
-// found under, and an Index searches, counts, refreshes and removes only the documents of its own roots.
+// An index file may be shared by several agents with different roots or extensions: each document is kept with the
+// root it was found under, and an Index searches, counts, refreshes and removes only the documents of its own roots
+// and extensions.
 //
 // Files are read as the file tools read them: through an os.Root of their root, never through a symbolic link
 // put in a file's place, only regular files, and never more than the size cap.
@@ -20,6 +21,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -30,6 +32,7 @@ import (
 	"syscall"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
 
@@ -84,6 +87,10 @@ type Index struct {
 	roots    []string
 	inRoots  string // the SQL list of the roots' placeholders, "(?, ?)"
 	rootArgs []any  // the roots, for inRoots
+	// ofExts is the SQL condition that a document (d) has one of the indexed extensions, and extArgs its arguments:
+	// agents sharing the file with other extensions keep their documents apart by them as by their roots.
+	ofExts   string
+	extArgs  []any
 	exts     map[string]bool
 	maxBytes int64
 	logger   *slog.Logger
@@ -120,6 +127,15 @@ func Open(opts *Options) (*Index, error) {
 	}
 	for _, e := range exts {
 		ix.exts[strings.ToLower(e)] = true
+	}
+	var conds []string
+	for _, e := range slices.Sorted(maps.Keys(ix.exts)) {
+		conds = append(conds, `lower(substr(d.path, -?)) = ?`)
+		ix.extArgs = append(ix.extArgs, utf8.RuneCountInString(e), e) // substr counts characters
+	}
+	ix.ofExts = "(" + strings.Join(conds, " OR ") + ")"
+	if len(conds) == 0 {
+		ix.ofExts = "0"
 	}
 	// The index holds the documents' text: it is made private before SQLite opens it, as the state database is.
 	if err := statedir.PrepareSQLite(opts.Path, ix.logger); err != nil {
@@ -338,7 +354,8 @@ func (ix *Index) scan(ctx context.Context, roots map[string]*os.Root) ([]file, e
 
 // stored returns the documents of the roots in the index, by key.
 func (ix *Index) stored(ctx context.Context) (map[string]stored, error) {
-	rows, err := ix.db.QueryContext(ctx, `SELECT id, root, path, size, mtime FROM docs WHERE root IN `+ix.inRoots, ix.rootArgs...)
+	rows, err := ix.db.QueryContext(ctx, `SELECT id, root, path, size, mtime FROM docs d WHERE root IN `+ix.inRoots+` AND `+ix.ofExts,
+		slices.Concat(ix.rootArgs, ix.extArgs)...)
 	if err != nil {
 		return nil, fmt.Errorf("docsearch: %w", err)
 	}
@@ -501,7 +518,8 @@ func (w *writer) remove(ctx context.Context, id int64) error {
 // Count returns the number of files of the roots indexed.
 func (ix *Index) Count(ctx context.Context) (int, error) {
 	var n int
-	if err := ix.db.QueryRowContext(ctx, `SELECT count(DISTINCT path) FROM docs WHERE root IN `+ix.inRoots, ix.rootArgs...).Scan(&n); err != nil {
+	if err := ix.db.QueryRowContext(ctx, `SELECT count(DISTINCT path) FROM docs d WHERE root IN `+ix.inRoots+` AND `+ix.ofExts,
+		slices.Concat(ix.rootArgs, ix.extArgs)...).Scan(&n); err != nil {
 		return 0, fmt.Errorf("docsearch: %w", err)
 	}
 	return n, nil
@@ -543,12 +561,12 @@ func (ix *Index) Search(ctx context.Context, query string, limit int) ([]Hit, er
 
 func (ix *Index) match(ctx context.Context, expr string, limit int) ([]Hit, error) {
 	// A file under two overlapping roots is two documents: as many rows are asked for as could be one file's.
-	args := append([]any{expr}, ix.rootArgs...)
+	args := slices.Concat([]any{expr}, ix.rootArgs, ix.extArgs, []any{limit * len(ix.roots)})
 	rows, err := ix.db.QueryContext(ctx, `
 		SELECT d.path, d.title, snippet(fts, 1, '', '', '…', 32), bm25(fts, 10.0, 1.0) AS score
 		FROM fts JOIN docs d ON d.id = fts.rowid
-		WHERE fts MATCH ? AND d.root IN `+ix.inRoots+`
-		ORDER BY score LIMIT ?`, append(args, limit*len(ix.roots))...)
+		WHERE fts MATCH ? AND d.root IN `+ix.inRoots+` AND `+ix.ofExts+`
+		ORDER BY score LIMIT ?`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("docsearch: %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -342,6 +343,50 @@ func TestIndexSharedByAgents(t *testing.T) {
 	}
 	if n, err := both.Count(t.Context()); err != nil || n != 4 {
 		t.Errorf("both: Count %d, %v", n, err)
+	}
+}
+
+// Agents sharing an index file and a root with other extensions keep their documents apart by them too: neither
+// removes what only the other indexes, and each finds and counts its own kinds of files only.
+func TestIndexSharedWithOtherExtensions(t *testing.T) {
+	kb := t.TempDir()
+	write(t, kb, "notes.md", "# Notes\n\nthe budget in markdown")
+	write(t, kb, "plan.txt", "the budget in text")
+	write(t, kb, "main.go", "package budget")
+	path := filepath.Join(t.TempDir(), "shared.db")
+	docs := open(t, Options{Path: path, Roots: []string{kb}})                                     // .md, .txt, ...
+	code := open(t, Options{Path: path, Roots: []string{kb}, Extensions: []string{".go", ".MD"}}) // .go and .md
+	for range 2 {                                                                                 // refreshed in turn, neither removes the other's
+		if st := refresh(t, docs); st.Removed != 0 {
+			t.Errorf("docs removed %d", st.Removed)
+		}
+		if st := refresh(t, code); st.Removed != 0 {
+			t.Errorf("code removed %d", st.Removed)
+		}
+	}
+	for _, tt := range []struct {
+		name  string
+		ix    *Index
+		files []string
+	}{{"docs", docs, []string{"notes.md", "plan.txt"}}, {"code", code, []string{"main.go", "notes.md"}}} {
+		got := paths(search(t, tt.ix, "budget"))
+		slices.Sort(got)
+		if !slices.Equal(got, tt.files) {
+			t.Errorf("%s finds %q, want %q", tt.name, got, tt.files)
+		}
+		if n, err := tt.ix.Count(t.Context()); err != nil || n != len(tt.files) {
+			t.Errorf("%s: Count %d, %v; want %d", tt.name, n, err, len(tt.files))
+		}
+	}
+	// A file of an extension only the other indexes, gone, is removed by the other's refresh.
+	if err := os.Remove(filepath.Join(kb, "main.go")); err != nil {
+		t.Fatal(err)
+	}
+	if st := refresh(t, docs); st.Removed != 0 {
+		t.Errorf("docs removed %d of code's", st.Removed)
+	}
+	if st := refresh(t, code); st.Removed != 1 {
+		t.Errorf("code removed %d, want main.go", st.Removed)
 	}
 }
 
