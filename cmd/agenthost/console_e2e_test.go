@@ -580,6 +580,20 @@ func TestConsoleMarkdownIsInert(t *testing.T) {
 	b.AssertNoErrors()
 }
 
+// lateAnswer is a script for Browser.OnNewDocument: the run's answer entry, the entries after it (so that they keep
+// their order) and the end reach the page 600 ms late, as on a slow network. window.__refs says when the page was
+// handed the answer (and its references).
+const lateAnswer = `(() => {
+	window.__refs = false;
+	let hold = false;
+	const add = EventSource.prototype.addEventListener;
+	EventSource.prototype.addEventListener = function (type, fn, ...rest) {
+		const late = (m) => setTimeout(() => { window.__refs = true; fn.call(this, m); }, 600);
+		const wrapped = type === 'end' ? late : type === 'entry' ? (m) => { if (JSON.parse(m.data).kind === 'answer') hold = true; return hold ? late(m) : fn.call(this, m); } : fn;
+		return add.call(this, type, wrapped, ...rest);
+	};
+})()`
+
 // TestConsoleStreams: the answer grows on the page in steps as the model streams it, each a prefix of the final
 // text; the text the host sends after the model call (here the held-back "(like this)") continues the paragraph
 // and never shows as a paragraph of its own.
@@ -594,14 +608,7 @@ func TestConsoleStreams(t *testing.T) {
 	c, b, _ := uiConsole(t, "streamer", llm, "")
 	// The answer entry and the end arrive late, as on a slow network, so that the page shows what it streamed
 	// after the model call (the host's " (like this)", under the root run) before the final answer replaces it.
-	b.OnNewDocument(`(() => {
-		const add = EventSource.prototype.addEventListener;
-		EventSource.prototype.addEventListener = function (type, fn, ...rest) {
-			const late = (m) => setTimeout(() => fn.call(this, m), 600);
-			const wrapped = type === 'end' ? late : type === 'entry' ? (m) => (JSON.parse(m.data).kind === 'answer' ? late(m) : fn.call(this, m)) : fn;
-			return add.call(this, type, wrapped, ...rest);
-		};
-	})()`)
+	b.OnNewDocument(lateAnswer)
 	b.Visit(c.url + "#/chat")
 	b.WaitVisible(sel("chat-input"))
 	b.Eval(`window.__seen = []; new MutationObserver(() => {
@@ -753,18 +760,8 @@ func TestConsoleChatPendingCitations(t *testing.T) {
 	)
 	c, b, _ := uiConsole(t, "pending", llm, "")
 	// The answer entry (with the references) and the end arrive late, as on a slow network: the page shows the
-	// streamed marker before it knows the source; the entries after the answer wait with it, so that they keep
-	// their order. window.__refs says when the page was handed the references.
-	b.OnNewDocument(`(() => {
-		window.__refs = false;
-		let hold = false;
-		const add = EventSource.prototype.addEventListener;
-		EventSource.prototype.addEventListener = function (type, fn, ...rest) {
-			const late = (m) => setTimeout(() => { window.__refs = true; fn.call(this, m); }, 600);
-			const wrapped = type === 'end' ? late : type === 'entry' ? (m) => { if (JSON.parse(m.data).kind === 'answer') hold = true; return hold ? late(m) : fn.call(this, m); } : fn;
-			return add.call(this, type, wrapped, ...rest);
-		};
-	})()`)
+	// streamed marker before it knows the source.
+	b.OnNewDocument(lateAnswer)
 	b.Visit(c.url + "#/chat")
 	b.WaitVisible(sel("chat-input"))
 	b.Eval(`window.__seen = []; new MutationObserver(() => {
