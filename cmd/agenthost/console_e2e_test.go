@@ -930,3 +930,39 @@ func TestConsoleChatLeftWhileSending(t *testing.T) {
 		}
 	}
 }
+
+// TestConsoleChatDroppedAtSignOut: the Chat view the page drops when it signs out stops listening to the page's
+// events: after signing in again, one chat hears of a deleted conversation, not the dropped one too.
+func TestConsoleChatDroppedAtSignOut(t *testing.T) {
+	llm := fakellm.New()
+	t.Cleanup(llm.Close)
+	const token = "chat-dropped-token"
+	c, b, _ := uiConsole(t, "dropped", llm, "\n[serve]\nauth_token_env = \"UI_TEST_TOKEN\"\n", "UI_TEST_TOKEN="+token)
+	// The listeners of conversation deletions the page keeps on document.
+	b.OnNewDocument(`(() => {
+		window.__deleted = new Set();
+		const add = document.addEventListener, remove = document.removeEventListener;
+		document.addEventListener = function (type, fn, ...rest) { if (type === 'agenthost:conversation-deleted') window.__deleted.add(fn); return add.call(this, type, fn, ...rest); };
+		document.removeEventListener = function (type, fn, ...rest) { if (type === 'agenthost:conversation-deleted') window.__deleted.delete(fn); return remove.call(this, type, fn, ...rest); };
+	})()`)
+	login := func() {
+		t.Helper()
+		b.SendKeys(sel("login-token"), token)
+		b.Click(sel("login-submit"))
+		b.WaitVisible(sel("chat-input"))
+	}
+	b.Visit(c.url + "#/chat")
+	login()
+	var n int
+	if b.Eval(`window.__deleted.size`, &n); n != 1 {
+		t.Fatalf("%d listeners of deletions with one chat, want 1", n)
+	}
+	// The session ends behind the page's back; the History menu's request meets the 401 and the page signs out.
+	b.Eval(`fetch('/api/session').then((r) => r.json()).then((s) => fetch('/api/logout', { method: 'POST', headers: { 'X-CSRF-Token': s.csrf } })).then((r) => r.status)`, nil)
+	b.Click(`button[aria-haspopup="true"]`)
+	waitFor(t, b, "the sign-in card", `document.querySelector('[data-testid="login-token"]')`)
+	login()
+	if b.Eval(`window.__deleted.size`, &n); n != 1 {
+		t.Errorf("%d listeners of deletions after signing in again, want 1: the dropped chat still listens", n)
+	}
+}

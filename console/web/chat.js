@@ -417,6 +417,10 @@ function elicitationFields(schemaRaw) {
 
 class ChatView extends HTMLElement {
   connectedCallback() {
+    // Conversations deleted elsewhere (views.js) reach the chat while it is in the page; a view dropped at
+    // sign-out is no longer told.
+    this.onDeleted ??= (e) => this.conversationDeleted(e.detail?.id);
+    document.addEventListener('agenthost:conversation-deleted', this.onDeleted);
     if (this.built) return;
     this.built = true;
     this.turns = [];
@@ -445,12 +449,13 @@ class ChatView extends HTMLElement {
     // escape()). The drawer keeps Tab within itself while open.
     this.historyMenu.addEventListener('keydown', (e) => this.menuKey(e));
     this.drawer.addEventListener('keydown', (e) => this.trapFocus(e));
-    document.addEventListener('agenthost:conversation-deleted', (e) => this.conversationDeleted(e.detail?.id));
     add(this, 
       h('header', { class: 'view-head' }, h('h1', {}, 'Chat'), this.convTitle, h('span', { class: 'spacer' }), this.historyBtn, this.optionsBtn, newBtn),
       h('div', { class: 'chat' }, this.log, h('div', { class: 'composer-wrap' }, form), this.drawer, this.historyMenu));
     this.welcome();
   }
+
+  disconnectedCallback() { document.removeEventListener('agenthost:conversation-deleted', this.onDeleted); }
 
   // deactivate stops following the run that goes (the view is hidden, or the page signs out, which drops it): its
   // event stream closes at once. route follows it again when the view is shown.
