@@ -20,7 +20,7 @@ import (
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers "pgx"
-	"modernc.org/sqlite"               // registers "sqlite"
+	_ "modernc.org/sqlite"             // registers "sqlite"
 
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/internal/statedir"
@@ -159,33 +159,13 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 // openBusyWait bounds how long Open retries a SQLite file that stays busy while other processes open it.
 const openBusyWait = 10 * time.Second
 
-// migrateRetryingBusy migrates, retrying while a SQLite file answers SQLITE_BUSY at once. busy_timeout makes SQLite
-// wait for a lock, but not where waiting could deadlock: processes that open one new file together each turn it to
-// WAL, and of two that hold a shared lock and want the exclusive one, SQLite fails one immediately. The connection is
-// made again on the next try, and by then the file is in WAL mode.
+// migrateRetryingBusy migrates, retrying while a SQLite file answers SQLITE_BUSY at once (see statedir.RetryBusy).
 func (s *DB) migrateRetryingBusy(ctx context.Context, dsn string) error {
 	if s.backend != SQLite {
 		return s.migrate(ctx, dsn)
 	}
-	deadline := time.Now().Add(openBusyWait)
-	wait := 5 * time.Millisecond
-	for {
-		err := s.migrate(ctx, dsn)
-		var se *sqlite.Error
-		if err == nil || !errors.As(err, &se) || se.Code()&0xff != sqliteBusy || time.Now().Add(wait).After(deadline) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(wait):
-		}
-		wait = min(2*wait, 200*time.Millisecond)
-	}
+	return statedir.RetryBusy(ctx, openBusyWait, func() error { return s.migrate(ctx, dsn) })
 }
-
-// sqliteBusy is SQLite's primary result code SQLITE_BUSY.
-const sqliteBusy = 5
 
 // SQLiteDSN returns the data source name agenthost opens the SQLite file path with. Writes begin IMMEDIATE, so
 // that two writers wait for each other (busy_timeout) instead of one failing when it upgrades a read lock; NORMAL

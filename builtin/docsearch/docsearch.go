@@ -23,7 +23,6 @@ import (
 	"log/slog"
 	"maps"
 	"os"
-	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -32,7 +31,6 @@ import (
 	"syscall"
 	"time"
 	"unicode"
-	"unicode/utf8"
 
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
 
@@ -40,15 +38,16 @@ import (
 )
 
 // schemaVersion is the version of the tables below; an index written by a newer one is refused.
-// Version 2 added the documents' roots. An index of an older version is rebuilt: it holds nothing the files
-// do not.
-const schemaVersion = 2
+// Version 2 added the documents' roots, version 3 their extensions. An index of an older version is rebuilt: it
+// holds nothing the files do not.
+const schemaVersion = 3
 
 const schema = `
 CREATE TABLE IF NOT EXISTS docs (
 	id    INTEGER PRIMARY KEY,
 	root  TEXT NOT NULL,
 	path  TEXT NOT NULL,
+	ext   TEXT NOT NULL, -- extOf(path): agents sharing the file with other extensions tell their documents by it
 	size  INTEGER NOT NULL,
 	mtime INTEGER NOT NULL,
 	title TEXT NOT NULL,
@@ -128,13 +127,11 @@ func Open(opts *Options) (*Index, error) {
 	for _, e := range exts {
 		ix.exts[strings.ToLower(e)] = true
 	}
-	var conds []string
 	for _, e := range slices.Sorted(maps.Keys(ix.exts)) {
-		conds = append(conds, `lower(substr(d.path, -?)) = ?`)
-		ix.extArgs = append(ix.extArgs, utf8.RuneCountInString(e), e) // substr counts characters
+		ix.extArgs = append(ix.extArgs, e)
 	}
-	ix.ofExts = "(" + strings.Join(conds, " OR ") + ")"
-	if len(conds) == 0 {
+	ix.ofExts = "d.ext IN (" + strings.TrimSuffix(strings.Repeat("?, ", len(ix.extArgs)), ", ") + ")"
+	if len(ix.extArgs) == 0 {
 		ix.ofExts = "0"
 	}
 	// The index holds the documents' text: it is made private before SQLite opens it, as the state database is.
@@ -152,7 +149,8 @@ func Open(opts *Options) (*Index, error) {
 		return nil, fmt.Errorf("docsearch: %w", err)
 	}
 	ix.db = db
-	if err := ix.migrate(); err != nil {
+	// Agents sharing a new file may open it at once: see statedir.RetryBusy.
+	if err := statedir.RetryBusy(context.Background(), 10*time.Second, ix.migrate); err != nil {
 		db.Close()
 		ix.release()
 		return nil, fmt.Errorf("docsearch: %s: %w", opts.Path, err)
@@ -226,6 +224,9 @@ type file struct {
 	size      int64
 	mtime     int64
 }
+
+// extOf is a file's extension as the index matches it against Options.Extensions, and keeps it.
+func extOf(path string) string { return strings.ToLower(filepath.Ext(path)) }
 
 // key identifies a document in the index: the same file found under two roots is two documents.
 func (f file) key() string { return f.root + "\x00" + f.path }
@@ -334,7 +335,7 @@ func (ix *Index) scan(ctx context.Context, roots map[string]*os.Root) ([]file, e
 					return fs.SkipDir
 				}
 				return nil
-			case !d.Type().IsRegular() || !ix.exts[strings.ToLower(path.Ext(rel))]:
+			case !d.Type().IsRegular() || !ix.exts[extOf(rel)]:
 				return nil
 			}
 			fi, err := d.Info()
@@ -477,7 +478,7 @@ func (w *writer) add(ctx context.Context, f file, doc document) error {
 	if err != nil {
 		return err
 	}
-	res, err := tx.ExecContext(ctx, `INSERT INTO docs (root, path, size, mtime, title) VALUES (?, ?, ?, ?, ?)`, f.root, f.path, f.size, f.mtime, doc.title)
+	res, err := tx.ExecContext(ctx, `INSERT INTO docs (root, path, ext, size, mtime, title) VALUES (?, ?, ?, ?, ?, ?)`, f.root, f.path, extOf(f.path), f.size, f.mtime, doc.title)
 	if err != nil {
 		return w.done(err)
 	}

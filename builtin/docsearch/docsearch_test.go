@@ -251,7 +251,7 @@ func TestIndexOpenErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
-	if _, err := Open(&Options{Path: path}); err == nil || !strings.Contains(err.Error(), "the index has schema version 99, and this agenthost reads version 2") {
+	if _, err := Open(&Options{Path: path}); err == nil || !strings.Contains(err.Error(), "the index has schema version 99, and this agenthost reads version "+strconv.Itoa(schemaVersion)) {
 		t.Errorf("newer schema: %v", err)
 	}
 
@@ -390,6 +390,37 @@ func TestIndexSharedWithOtherExtensions(t *testing.T) {
 	}
 }
 
+// A document's extension is kept as the scan matched it: a non-ASCII one (which SQLite's lower() would not fold)
+// is found, counted and refreshed again without error, and an extension of two dots, which matches no file, makes
+// an agent sharing the index neither index nor remove another's file that ends with it.
+func TestIndexExtensionsKeptAsScanned(t *testing.T) {
+	kb := t.TempDir()
+	write(t, kb, "notes.MÄ", "the budget with an umlaut")
+	write(t, kb, "a.tar.gz", "the budget in a tarball name")
+	path := filepath.Join(t.TempDir(), "shared.db")
+	umlaut := open(t, Options{Path: path, Roots: []string{kb}, Extensions: []string{".mä", ".gz"}})
+	dotted := open(t, Options{Path: path, Roots: []string{kb}, Extensions: []string{".tar.gz"}})
+	for range 2 {
+		if st := refresh(t, umlaut); st.Removed != 0 {
+			t.Errorf("umlaut: %+v", st)
+		}
+		if st := refresh(t, dotted); st.Removed != 0 || st.Indexed != 0 {
+			t.Errorf("dotted: %+v; want nothing indexed or removed", st)
+		}
+	}
+	got := paths(search(t, umlaut, "budget"))
+	slices.Sort(got)
+	if want := []string{"a.tar.gz", "notes.MÄ"}; !slices.Equal(got, want) {
+		t.Errorf("umlaut finds %q, want %q", got, want)
+	}
+	if n, err := umlaut.Count(t.Context()); err != nil || n != 2 {
+		t.Errorf("umlaut: Count %d, %v; want 2", n, err)
+	}
+	if n, err := dotted.Count(t.Context()); err != nil || n != 0 {
+		t.Errorf("dotted: Count %d, %v; want 0", n, err)
+	}
+}
+
 // An index of the first version, whose documents have no root, is rebuilt.
 func TestIndexOldSchemaRebuilt(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "docs.db")
@@ -477,7 +508,7 @@ func TestIndexOldSchemaMigratedOnceByConcurrentOpeners(t *testing.T) {
 			t.Errorf("opener %d: wombat%d: %v: its documents were dropped by another's migration", i, i, got)
 		}
 		var v string
-		if err := ix.db.QueryRow(`SELECT value FROM meta WHERE key = 'schema'`).Scan(&v); err != nil || v != "2" {
+		if err := ix.db.QueryRow(`SELECT value FROM meta WHERE key = 'schema'`).Scan(&v); err != nil || v != strconv.Itoa(schemaVersion) {
 			t.Errorf("opener %d: schema %q, %v", i, v, err)
 		}
 		var root int

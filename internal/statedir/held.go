@@ -1,12 +1,15 @@
 package statedir
 
 import (
+	"context"
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 )
 
 // SQLite locks a database with POSIX advisory locks, which belong to the process: closing any descriptor of the
@@ -81,3 +84,29 @@ func heldPath(path string) bool {
 	defer held.mu.Unlock()
 	return slices.Contains(held.paths, abs)
 }
+
+// RetryBusy calls f, again while it fails with SQLite's SQLITE_BUSY at once, for wait at most or until ctx ends,
+// and returns its last error. busy_timeout makes SQLite wait for a lock, but not where waiting could deadlock:
+// connections that open one new file together each turn it to WAL, and of two that hold a shared lock and want the
+// exclusive one, SQLite fails one immediately. The connection is made again on the next try, and by then the file
+// is in WAL mode.
+func RetryBusy(ctx context.Context, wait time.Duration, f func() error) error {
+	deadline := time.Now().Add(wait)
+	pause := 5 * time.Millisecond
+	for {
+		err := f()
+		var se interface{ Code() int } // modernc.org/sqlite's *Error
+		if err == nil || !errors.As(err, &se) || se.Code()&0xff != sqliteBusy || time.Now().Add(pause).After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 200*time.Millisecond)
+	}
+}
+
+// sqliteBusy is SQLite's primary result code SQLITE_BUSY.
+const sqliteBusy = 5
