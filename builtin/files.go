@@ -234,7 +234,7 @@ func (fr *fileRoots) openFile(t target) (*os.File, fs.FileInfo, error) {
 	// An SQLite database agenthost has open (the state, a doc_search index) is not opened: closing the descriptor
 	// would drop the process's locks on it, and another process could then lose its commits (see
 	// statedir.HoldSQLite). It would be refused as binary anyway.
-	if li, err := t.root.root.Lstat(t.rel); err == nil && statedir.HeldSQLite(li) {
+	if fi, err := t.root.root.Stat(t.rel); err == nil && statedir.HeldSQLite(fi) {
 		return nil, nil, fmt.Errorf("%s is a database agenthost has open, not a file the file tools read", fr.show(t))
 	}
 	// O_NONBLOCK: opening a named pipe would otherwise wait for a writer.
@@ -440,14 +440,19 @@ func (t listDir) Call(ctx context.Context, args json.RawMessage, _ *host.Call) (
 	if err != nil {
 		return errorResult("%v", err), nil
 	}
-	f, err := tg.root.root.Open(tg.rel)
+	// Only a directory is opened: opening and closing a file could drop the process's SQLite locks (the state under
+	// a root), and opening a named pipe would block. The check comes first; O_DIRECTORY refuses what replaced it.
+	if fi, err := tg.root.root.Stat(tg.rel); err == nil && !fi.IsDir() {
+		if fi.Mode().IsRegular() {
+			return errorResult("%s is a file, not a directory; read it with read_file", t.roots.show(tg)), nil
+		}
+		return errorResult("%s is %s, not a directory", t.roots.show(tg), kind(fi.Mode())), nil
+	}
+	f, err := tg.root.root.OpenFile(tg.rel, os.O_RDONLY|oDirectory|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return errorResult("%v", t.roots.explain(tg, err)), nil
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err == nil && !fi.IsDir() {
-		return errorResult("%s is a file, not a directory; read it with read_file", t.roots.show(tg)), nil
-	}
 	entries, err := f.ReadDir(-1)
 	if err != nil {
 		return errorResult("%v", t.roots.explain(tg, err)), nil

@@ -60,6 +60,8 @@ func TestFilesRefusals(t *testing.T) {
 		{"read_file", `{"path":7}`, "Invalid arguments: path must be a string, not number"},
 		{"list_dir", `{"path":"../"}`, "../ is outside the allowed roots " + roots},
 		{"list_dir", `{"path":"ok.txt"}`, "ok.txt is a file, not a directory; read it with read_file"},
+		{"list_dir", `{"path":"fifo"}`, "fifo is a named pipe, not a directory"}, // never opened: it would block
+		{"list_dir", `{"path":"zero"}`, "zero leads outside the allowed roots " + roots + " through a symbolic link"},
 		{"list_dir", `{"path":"nowhere"}`, "nowhere does not exist"},
 		{"search_files", `{"pattern":"a","path":"/tmp/../etc"}`, "/etc is outside the allowed roots " + roots},
 		{"search_files", `{"pattern":"(unclosed"}`, "Invalid pattern \"(unclosed\": missing closing ): `(unclosed`"},

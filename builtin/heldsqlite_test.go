@@ -45,8 +45,8 @@ func readState(path string) error {
 }
 
 // TestFileToolsLeaveStateAlone: with the state database under a root of the file tools (state.path =
-// "agent-state.db" and roots = ["."] is a plausible agent.toml), search_files and read_file do not open the
-// database or its -wal and -shm. Closing such a descriptor would drop the process's SQLite locks, and another
+// "agent-state.db" and roots = ["."] is a plausible agent.toml), search_files, read_file and list_dir do not open
+// the database or its -wal and -shm, under any name. Closing such a descriptor would drop the process's SQLite locks, and another
 // process reading the state (`agenthost state`, a console) would then delete the WAL under the running agent, whose
 // later commits it would never see.
 func TestFileToolsLeaveStateAlone(t *testing.T) {
@@ -61,16 +61,27 @@ func TestFileToolsLeaveStateAlone(t *testing.T) {
 	if err := db.Append(t.Context(), "c1", 0, msg, nil, nil); err != nil {
 		t.Fatal(err)
 	}
+	// Other names for it: a symbolic link in the root, a hard link.
+	if err := os.Symlink("agent-state.db", filepath.Join(dir, "link.db")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(path, filepath.Join(dir, "copy.bin")); err != nil {
+		t.Fatal(err)
+	}
 	tools := fileTools(t, FilesOptions{Roots: []string{dir}})
 	for i := range 2 {
 		res := callTool(t, tools["search_files"], `{"pattern":"TODO"}`)
 		if res.IsError || !strings.Contains(res.Text, "notes.txt") {
 			t.Fatalf("search_files: %+v", res)
 		}
-		for _, name := range []string{"agent-state.db", "agent-state.db-wal", "agent-state.db-shm"} {
+		for _, name := range []string{"agent-state.db", "agent-state.db-wal", "agent-state.db-shm", "link.db", "copy.bin"} {
 			res := callTool(t, tools["read_file"], `{"path":"`+name+`"}`)
 			if !res.IsError || !strings.Contains(res.Text, "a database agenthost has open") {
 				t.Errorf("read_file %s: %+v; want it refused as the state", name, res)
+			}
+			res = callTool(t, tools["list_dir"], `{"path":"`+name+`"}`)
+			if !res.IsError || !strings.Contains(res.Text, "not a directory") {
+				t.Errorf("list_dir %s: %+v; want it refused as a file", name, res)
 			}
 		}
 		cmd := exec.Command(os.Args[0])

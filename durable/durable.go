@@ -78,9 +78,10 @@ type Resumed struct {
 
 // Engine runs the orchestrator's runs as workflows.
 type Engine struct {
-	dctx   dbos.Context
-	orch   *host.Orchestrator
-	logger *slog.Logger
+	dctx    dbos.Context
+	orch    *host.Orchestrator
+	logger  *slog.Logger
+	release func() // ends the hold of the SQLite file (statedir.HoldSQLite); a no-op with Postgres
 
 	mu       sync.Mutex
 	live     map[string]*liveRun // by workflow id: runs whose caller waits for their events
@@ -138,7 +139,7 @@ func New(ctx context.Context, orch *host.Orchestrator, opts Options) (*Engine, e
 		logger = slog.New(slog.DiscardHandler)
 	}
 	e := &Engine{orch: orch, logger: logger, live: map[string]*liveRun{}, resumers: map[string]Resumer{},
-		beats: opts.Heartbeats, beatEvery: opts.BeatEvery, deadAfter: opts.DeadAfter, stopBeats: func() {}}
+		beats: opts.Heartbeats, beatEvery: opts.BeatEvery, deadAfter: opts.DeadAfter, stopBeats: func() {}, release: func() {}}
 	if e.beatEvery <= 0 {
 		e.beatEvery = 5 * time.Second
 	}
@@ -160,8 +161,10 @@ func New(ctx context.Context, orch *host.Orchestrator, opts Options) (*Engine, e
 		if err := statedir.PrepareSQLite(opts.SQLitePath, logger); err != nil { // the runs' inputs are private
 			return nil, fmt.Errorf("durable: %w", err)
 		}
+		e.release = statedir.HoldSQLite(opts.SQLitePath)                // held for as long as DBOS has it open, beside the store
 		db, err := sql.Open("sqlite", store.SQLiteDSN(opts.SQLitePath)) // DBOS closes it at Shutdown
 		if err != nil {
+			e.release()
 			return nil, fmt.Errorf("durable: %w", err)
 		}
 		cfg.SQLiteSystemDB = db
@@ -172,6 +175,7 @@ func New(ctx context.Context, orch *host.Orchestrator, opts Options) (*Engine, e
 	}
 	dctx, err := newContext(ctx, cfg, logger)
 	if err != nil {
+		e.release()
 		return nil, fmt.Errorf("durable: %w", err)
 	}
 	e.dctx = dctx
@@ -416,7 +420,9 @@ func (e *Engine) Close() error {
 	e.closing.Store(true)
 	e.stopBeats()
 	e.beating.Wait()
-	return dbos.Shutdown(e.dctx, shutdownTimeout)
+	err := dbos.Shutdown(e.dctx, shutdownTimeout)
+	e.release()
+	return err
 }
 
 // Run runs req as a workflow and returns its events, as host.Orchestrator.Run does. A run on the caller's own

@@ -50,6 +50,12 @@ func TestSQLiteLocksKeptWhenPreparedAgain(t *testing.T) {
 	if err := db.Append(t.Context(), "c1", 0, msg("one"), nil, nil); err != nil {
 		t.Fatal(err)
 	}
+	// The files made readable by others since, PrepareSQLite would tighten them, opening and closing each.
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		if err := os.Chmod(path+suffix, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if err := statedir.PrepareSQLite(path, nil); err != nil { // as durable.New does on the same file
 		t.Fatal(err)
 	}

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 )
@@ -22,10 +21,17 @@ import (
 // heldSuffixes are the names SQLite gives a database's companion files, after the database's own.
 var heldSuffixes = []string{"", "-wal", "-shm", "-journal"}
 
-// held are the SQLite databases the process has open (HoldSQLite), a path each time it was held.
+// held are the SQLite databases the process has open (HoldSQLite), one entry each time one was held.
 var held struct {
-	mu    sync.Mutex
-	paths []string // absolute
+	mu  sync.Mutex
+	dbs []*heldDB
+}
+
+// heldDB is a database held: its absolute path, and its files as seen once they exist, by suffix. While the process
+// holds a database open its files stay the same ones: SQLite deletes the WAL only when the last connection closes.
+type heldDB struct {
+	path  string
+	files map[string]os.FileInfo
 }
 
 // HoldSQLite records that the process has the SQLite database at path open, until the returned release is called
@@ -35,40 +41,40 @@ func HoldSQLite(path string) (release func()) {
 	if err != nil {
 		abs = path
 	}
+	db := &heldDB{path: abs, files: map[string]os.FileInfo{}}
 	held.mu.Lock()
-	held.paths = append(held.paths, abs)
+	held.dbs = append(held.dbs, db)
 	held.mu.Unlock()
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			held.mu.Lock()
 			defer held.mu.Unlock()
-			if i := slices.Index(held.paths, abs); i >= 0 {
-				held.paths = slices.Delete(held.paths, i, i+1)
-			}
+			held.dbs = slices.DeleteFunc(held.dbs, func(d *heldDB) bool { return d == db })
 		})
 	}
 }
 
-// HeldSQLite reports whether fi (as os.Lstat or a directory walk describes it) is a file of an SQLite database the
-// process holds open: the database itself, or its -wal, -shm or -journal. Such a file must not be opened: closing
-// the descriptor would drop the process's locks on it.
+// HeldSQLite reports whether fi (as os.Stat, os.Lstat or a directory walk describes it) is a file of an SQLite
+// database the process holds open: the database itself, or its -wal, -shm or -journal, under whatever name or link
+// it was reached by. Such a file must not be opened: closing the descriptor would drop the process's locks on it.
 func HeldSQLite(fi fs.FileInfo) bool {
 	if fi == nil || !fi.Mode().IsRegular() {
 		return false
 	}
 	held.mu.Lock()
-	paths := slices.Clone(held.paths)
-	held.mu.Unlock()
-	name := fi.Name()
-	for _, p := range paths {
-		base := filepath.Base(p)
-		suffix, ok := strings.CutPrefix(name, base)
-		if !ok || !slices.Contains(heldSuffixes, suffix) {
-			continue // a name the database's files never have: no need to look at the file
-		}
-		if li, err := os.Lstat(p + suffix); err == nil && os.SameFile(fi, li) {
-			return true
+	defer held.mu.Unlock()
+	for _, db := range held.dbs {
+		for _, suffix := range heldSuffixes {
+			known := db.files[suffix]
+			if known == nil {
+				if li, err := os.Stat(db.path + suffix); err == nil {
+					db.files[suffix], known = li, li
+				}
+			}
+			if known != nil && os.SameFile(fi, known) {
+				return true
+			}
 		}
 	}
 	return false
@@ -82,7 +88,7 @@ func heldPath(path string) bool {
 	}
 	held.mu.Lock()
 	defer held.mu.Unlock()
-	return slices.Contains(held.paths, abs)
+	return slices.ContainsFunc(held.dbs, func(d *heldDB) bool { return d.path == abs })
 }
 
 // RetryBusy calls f, again while it fails with SQLite's SQLITE_BUSY at once, for wait at most or until ctx ends,

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// HeldSQLite knows a held database's files, -wal, -shm and -journal included, by what they are, not by name alone,
+// HeldSQLite knows a held database's files, -wal, -shm and -journal included, by what they are, not by their names,
 // until the hold is released.
 func TestHeldSQLite(t *testing.T) {
 	dir, other := t.TempDir(), t.TempDir()
@@ -37,6 +37,11 @@ func TestHeldSQLite(t *testing.T) {
 	release2 := HoldSQLite(path) // a second user of the same file, as the durable engine is of the state's
 	heldNow(true, path, path+"-wal", path+"-shm")
 	heldNow(false, filepath.Join(dir, "agent.db-other"), filepath.Join(other, "agent.db"), dir)
+	// Under another name: a hard link is the same file.
+	if err := os.Link(path+"-shm", filepath.Join(other, "renamed.bin")); err != nil {
+		t.Fatal(err)
+	}
+	heldNow(true, filepath.Join(other, "renamed.bin"))
 	if !heldPath(path) {
 		t.Error("heldPath is false for a held database")
 	}
