@@ -23,6 +23,7 @@ import (
 
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/internal/schemacheck"
+	"github.com/agenthost/agenthost/internal/statedir"
 	"github.com/agenthost/agenthost/llm"
 )
 
@@ -73,6 +74,10 @@ type Expect struct {
 // ReadDataset reads the cases of a dataset: JSON lines, blank lines and lines starting with "#" skipped. Every
 // problem of every line is reported at once, each as path:line: (path:line:column: where the JSON is at fault).
 func ReadDataset(path string) ([]*Case, error) {
+	// A glob of [eval] datasets may match the state database: it is not opened (see statedir.HoldSQLite).
+	if fi, err := os.Stat(path); err == nil && statedir.HeldSQLite(fi) {
+		return nil, fmt.Errorf("%s is a database agenthost has open, not a dataset", path)
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err

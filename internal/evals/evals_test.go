@@ -12,6 +12,7 @@ import (
 
 	"github.com/agenthost/agenthost/builtin"
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/internal/statedir"
 	"github.com/agenthost/agenthost/internal/testkit/fakellm"
 	"github.com/agenthost/agenthost/llm/openai"
 )
@@ -207,6 +208,21 @@ func TestSuite(t *testing.T) {
 	}
 	if _, err := s.Run(t.Context(), "bad", 1, nil); err == nil || err.Error() != bad+":1: prompt is required" {
 		t.Errorf("a dataset that does not read: %v", err)
+	}
+}
+
+// A glob of [eval] datasets that matches a SQLite file agenthost has open (the state, say) lists it as a dataset
+// that does not read, without opening it: closing the descriptor would drop the process's locks on it.
+func TestSuiteLeavesHeldDatabaseAlone(t *testing.T) {
+	orch, _ := orchestrator(t, byPrompt)
+	dir := t.TempDir()
+	write(t, dir, "evals/a.jsonl", dataset)
+	state := write(t, dir, "evals/state.jsonl", "")
+	t.Cleanup(statedir.HoldSQLite(state))
+	s := NewSuite(orch, []string{filepath.Join(dir, "evals/*")})
+	got := s.Datasets()
+	if len(got) != 2 || got[0].Cases != 4 || got[1].Name != "state" || !strings.Contains(got[1].Error, "a database agenthost has open") {
+		t.Errorf("datasets %+v; want a, and the held file refused", got)
 	}
 }
 
