@@ -204,14 +204,23 @@ type fingerprint struct {
 	hash  uint64
 }
 
-// sentSeed seeds the fingerprints' hashes.
-var sentSeed = maphash.MakeSeed()
+// seed seeds the fingerprints' hashes, made when first needed (a package-level initializer would run at every
+// start-up, console or not).
+var seed struct {
+	once sync.Once
+	s    maphash.Seed
+}
+
+func sentSeed() maphash.Seed {
+	seed.once.Do(func() { seed.s = maphash.MakeSeed() })
+	return seed.s
+}
 
 func fingerprintOf(s string) fingerprint {
 	if len(s) <= maxContent {
 		return fingerprint{short: s, n: len(s)}
 	}
-	return fingerprint{n: len(s), hash: maphash.String(sentSeed, s)}
+	return fingerprint{n: len(s), hash: maphash.String(sentSeed(), s)}
 }
 
 func sentOf(m *llm.Message) sentMessage {
