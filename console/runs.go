@@ -457,6 +457,10 @@ func (c *Console) runEvents(w http.ResponseWriter, r *http.Request) {
 // longer kept. A client slower than the runs gets each run's latest summary.
 func (c *Console) liveRuns(w http.ResponseWriter, r *http.Request) {
 	who := callerOf(r)
+	// The watch starts before the stream's headers go: the page reads the runs kept (GET /api/runs) before it
+	// opens this stream, and a run dropped between the two is then still reported gone.
+	wt := c.opts.Runs.StartWatch()
+	defer wt.Stop()
 	ctx, cancel, s, done, ok := c.stream(w, r, who)
 	if !ok {
 		return
@@ -470,7 +474,7 @@ func (c *Console) liveRuns(w http.ResponseWriter, r *http.Request) {
 	defer wg.Wait()
 	defer cancel()
 	wg.Go(func() {
-		c.opts.Runs.Watch(ctx, func(sum runlog.Summary) {
+		wt.Run(ctx, func(sum runlog.Summary) {
 			if !who.sees(sum) {
 				return
 			}

@@ -395,6 +395,42 @@ func TestIdleHeap(t *testing.T) {
 	}
 }
 
+// A watch started (StartWatch) before a run is dropped, and run after, reports the run gone: a front end that opens
+// its stream between the two (its client read the runs kept before) misses nothing.
+func TestStartWatchReportsRunsGoneBeforeRun(t *testing.T) {
+	h := newHarness(t, &runlog.Options{MaxRuns: 1})
+	if _, err := h.ask(t.Context(), "first", nil, fakellm.Turn{Text: "ok"}); err != nil {
+		t.Fatal(err)
+	}
+	first := h.rec.Runs()[0]
+	wt := h.rec.StartWatch()
+	if _, err := h.ask(t.Context(), "second", nil, fakellm.Turn{Text: "ok"}); err != nil { // drops the first
+		t.Fatal(err)
+	}
+	if runs := h.rec.Runs(); len(runs) != 1 || runs[0].ID == first.ID {
+		t.Fatalf("runs kept %+v; want the second only", runs)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	got := make(chan runlog.Summary, 100)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		wt.Run(ctx, func(s runlog.Summary) { got <- s })
+	}()
+	timeout := time.After(30 * time.Second)
+	for gone := false; !gone; {
+		select {
+		case s := <-got:
+			gone = s.ID == first.ID && s.Status == runlog.StatusGone
+		case <-timeout:
+			t.Fatalf("no gone report of %s within 30s", first.ID)
+		}
+	}
+	cancel()
+	<-done
+	wt.Stop() // after Run, a no-op
+}
+
 // Watch reports a run dropped past MaxRuns once, StatusGone, with its id and subject, and not after.
 func TestWatchReportsRunsGone(t *testing.T) {
 	h := newHarness(t, &runlog.Options{MaxRuns: 1})

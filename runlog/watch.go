@@ -53,11 +53,40 @@ func (r *Recorder) setWatchers(edit func([]*watcher) []*watcher) {
 // of Watch is missed. A run no longer kept (dropped past Options.MaxRuns) is reported once more, its last summary
 // with Status StatusGone, and not after. fn must not block for long.
 func (r *Recorder) Watch(ctx context.Context, fn func(Summary)) {
+	wt := r.StartWatch()
+	defer wt.Stop()
+	wt.Run(ctx, fn)
+}
+
+// Watching is a Watch whose changes count from StartWatch on, before its Run: a front end that tells its client the
+// watch is open before it runs the watch (by sending a stream's headers) misses no run dropped in between.
+type Watching struct {
+	r    *Recorder
+	w    *watcher
+	stop sync.Once
+}
+
+// StartWatch starts noting the runs that change. Run reports them; Stop, or the end of Run, ends the watch.
+func (r *Recorder) StartWatch() *Watching {
 	w := &watcher{dirty: map[*record]struct{}{}, wake: make(chan struct{}, 1)}
 	r.setWatchers(func(ws []*watcher) []*watcher { return append(ws, w) })
-	defer r.setWatchers(func(ws []*watcher) []*watcher {
-		return slices.DeleteFunc(ws, func(x *watcher) bool { return x == w })
+	return &Watching{r: r, w: w}
+}
+
+// Stop ends the watch. It is idempotent.
+func (wt *Watching) Stop() {
+	wt.stop.Do(func() {
+		wt.r.setWatchers(func(ws []*watcher) []*watcher {
+			return slices.DeleteFunc(ws, func(x *watcher) bool { return x == wt.w })
+		})
 	})
+}
+
+// Run is Watch's body: it reports as Watch does, the runs that changed since StartWatch included, until ctx ends,
+// and then stops the watch.
+func (wt *Watching) Run(ctx context.Context, fn func(Summary)) {
+	defer wt.Stop()
+	r, w := wt.r, wt.w
 
 	// The runs reported and still running: when each was last reported, and whether it changed since.
 	type state struct {
