@@ -594,30 +594,40 @@ const lateAnswer = `(() => {
 	};
 })()`
 
-// TestConsoleStreams: the answer grows on the page in steps as the model streams it, each a prefix of the final
-// text; the text the host sends after the model call (here the held-back "(like this)") continues the paragraph
-// and never shows as a paragraph of its own.
-func TestConsoleStreams(t *testing.T) {
+// streamLateAnswer runs, in the console of the agent name, a chat whose model calls fx_cite, then streams answer in
+// deltas of chunk runes every 60 ms, with the answer entry and what follows it late (lateAnswer). While it runs,
+// snapshot (statements, with `a` the answer's element) is run at each change of the chat and may push to
+// window.__seen. It returns once the run ended.
+func streamLateAnswer(t *testing.T, name, answer string, chunk int, snapshot string) *browser.Browser {
+	t.Helper()
 	llm := fakellm.New()
 	t.Cleanup(llm.Close)
-	const answer = "The fixture says hello, and this answer goes on for a while so that it streams in steps (like this)"
 	llm.Enqueue(
 		fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "c1", Name: "fx_cite", Arguments: `{}`}}},
-		fakellm.Turn{Text: answer, ChunkSize: 8, ChunkDelay: 60 * time.Millisecond},
+		fakellm.Turn{Text: answer, ChunkSize: chunk, ChunkDelay: 60 * time.Millisecond},
 	)
-	c, b, _ := uiConsole(t, "streamer", llm, "")
-	// The answer entry and the end arrive late, as on a slow network, so that the page shows what it streamed
-	// after the model call (the host's " (like this)", under the root run) before the final answer replaces it.
+	c, b, _ := uiConsole(t, name, llm, "")
 	b.OnNewDocument(lateAnswer)
 	b.Visit(c.url + "#/chat")
 	b.WaitVisible(sel("chat-input"))
 	b.Eval(`window.__seen = []; new MutationObserver(() => {
 		const a = document.querySelector('[data-testid="answer"]'); if (!a) return;
-		const s = a.textContent + '|' + a.querySelectorAll('p').length;
-		if (window.__seen[window.__seen.length - 1] !== s) window.__seen.push(s);
+		`+snapshot+`
 	}).observe(document.querySelector('.chat-col'), { childList: true, subtree: true, characterData: true }), true`, nil)
-	send(t, b, "Say hello slowly.")
+	send(t, b, "What does it say?")
 	waitFor(t, b, "the run ended", `document.querySelector('.chip')`)
+	return b
+}
+
+// TestConsoleStreams: the answer grows on the page in steps as the model streams it, each a prefix of the final
+// text; the text the host sends after the model call (here the held-back "(like this)") continues the paragraph
+// and never shows as a paragraph of its own.
+func TestConsoleStreams(t *testing.T) {
+	const answer = "The fixture says hello, and this answer goes on for a while so that it streams in steps (like this)"
+	// The answer entry and the end arrive late, so that the page shows what it streamed after the model call (the
+	// host's " (like this)", under the root run) before the final answer replaces it.
+	b := streamLateAnswer(t, "streamer", answer, 8, `const s = a.textContent + '|' + a.querySelectorAll('p').length;
+		if (window.__seen[window.__seen.length - 1] !== s) window.__seen.push(s);`)
 	final := b.Text(sel("answer"))
 	if final != answer {
 		t.Fatalf("the answer reads %q, want %q", final, answer)
@@ -751,27 +761,12 @@ func TestConsolePeerSteps(t *testing.T) {
 // pending citation (no link, no href) as soon as it streams, and becomes the citation link once the answer's
 // references arrive; no citation is a link before they do.
 func TestConsoleChatPendingCitations(t *testing.T) {
-	llm := fakellm.New()
-	t.Cleanup(llm.Close)
 	const answer = "The document says hello [1]. It was written for this test, and it greets whoever reads it, slowly."
-	llm.Enqueue(
-		fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "c1", Name: "fx_cite", Arguments: `{}`}}},
-		fakellm.Turn{Text: answer, ChunkSize: 6, ChunkDelay: 60 * time.Millisecond},
-	)
-	c, b, _ := uiConsole(t, "pending", llm, "")
-	// The answer entry (with the references) and the end arrive late, as on a slow network: the page shows the
-	// streamed marker before it knows the source.
-	b.OnNewDocument(lateAnswer)
-	b.Visit(c.url + "#/chat")
-	b.WaitVisible(sel("chat-input"))
-	b.Eval(`window.__seen = []; new MutationObserver(() => {
-		const a = document.querySelector('[data-testid="answer"]'); if (!a) return;
-		const pending = [...a.querySelectorAll('[data-testid="citation-pending"]')];
+	// The answer entry (with the references) and the end arrive late: the page shows the streamed marker before it
+	// knows the source.
+	b := streamLateAnswer(t, "pending", answer, 6, `const pending = [...a.querySelectorAll('[data-testid="citation-pending"]')];
 		window.__seen.push({ Refs: window.__refs, Links: a.querySelectorAll('a').length, Pending: pending.length,
-			Linked: pending.some((p) => p.closest('a') || p.querySelector('a') || p.hasAttribute('href')), Ref: pending.map((p) => p.dataset.ref).join(',') });
-	}).observe(document.querySelector('.chat-col'), { childList: true, subtree: true, characterData: true }), true`, nil)
-	send(t, b, "What does the document say?")
-	waitFor(t, b, "the run ended", `document.querySelector('.chip')`)
+			Linked: pending.some((p) => p.closest('a') || p.querySelector('a') || p.hasAttribute('href')), Ref: pending.map((p) => p.dataset.ref).join(',') });`)
 	var seen []struct {
 		Refs, Linked   bool
 		Links, Pending int
