@@ -156,15 +156,12 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 	return s, nil
 }
 
-// openBusyWait bounds how long Open retries a SQLite file that stays busy while other processes open it.
-const openBusyWait = 10 * time.Second
-
 // migrateRetryingBusy migrates, retrying while a SQLite file answers SQLITE_BUSY at once (see statedir.RetryBusy).
 func (s *DB) migrateRetryingBusy(ctx context.Context, dsn string) error {
 	if s.backend != SQLite {
 		return s.migrate(ctx, dsn)
 	}
-	return statedir.RetryBusy(ctx, openBusyWait, func() error { return s.migrate(ctx, dsn) })
+	return statedir.RetryBusy(ctx, func() error { return s.migrate(ctx, dsn) })
 }
 
 // SQLiteDSN returns the data source name agenthost opens the SQLite file path with. Writes begin IMMEDIATE, so

@@ -150,7 +150,7 @@ func Open(opts *Options) (*Index, error) {
 	}
 	ix.db = db
 	// Agents sharing a new file may open it at once: see statedir.RetryBusy.
-	if err := statedir.RetryBusy(context.Background(), 10*time.Second, ix.migrate); err != nil {
+	if err := statedir.RetryBusy(context.Background(), ix.migrate); err != nil {
 		db.Close()
 		ix.release()
 		return nil, fmt.Errorf("docsearch: %s: %w", opts.Path, err)

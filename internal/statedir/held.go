@@ -18,8 +18,11 @@ import (
 // files it does not own (the file tools, doc_search's indexing) must leave alone the SQLite files the process has
 // open, and PrepareSQLite must not open them again.
 
-// heldSuffixes are the names SQLite gives a database's companion files, after the database's own.
-var heldSuffixes = []string{"", "-wal", "-shm", "-journal"}
+// sqliteCompanions are the suffixes SQLite gives a database's companion files, after the database's own name.
+var sqliteCompanions = []string{"-wal", "-shm", "-journal"}
+
+// heldSuffixes are the suffixes of a database's files: its own (none) and its companions'.
+var heldSuffixes = append([]string{""}, sqliteCompanions...)
 
 // held are the SQLite databases the process has open (HoldSQLite), one entry each time one was held.
 var held struct {
@@ -91,13 +94,16 @@ func heldPath(path string) bool {
 	return slices.ContainsFunc(held.dbs, func(d *heldDB) bool { return d.path == abs })
 }
 
-// RetryBusy calls f, again while it fails with SQLite's SQLITE_BUSY at once, for wait at most or until ctx ends,
+// busyWait bounds how long RetryBusy retries a file that stays busy while other connections open it.
+const busyWait = 10 * time.Second
+
+// RetryBusy calls f, again while it fails with SQLite's SQLITE_BUSY at once, for 10 s at most or until ctx ends,
 // and returns its last error. busy_timeout makes SQLite wait for a lock, but not where waiting could deadlock:
 // connections that open one new file together each turn it to WAL, and of two that hold a shared lock and want the
 // exclusive one, SQLite fails one immediately. The connection is made again on the next try, and by then the file
 // is in WAL mode.
-func RetryBusy(ctx context.Context, wait time.Duration, f func() error) error {
-	deadline := time.Now().Add(wait)
+func RetryBusy(ctx context.Context, f func() error) error {
+	deadline := time.Now().Add(busyWait)
 	pause := 5 * time.Millisecond
 	for {
 		err := f()

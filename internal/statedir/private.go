@@ -134,7 +134,7 @@ func PrepareSQLite(path string, logger *slog.Logger) error {
 	if err := CreatePrivate(path, logger); err != nil {
 		return err
 	}
-	for _, suffix := range []string{"-wal", "-shm", "-journal"} {
+	for _, suffix := range sqliteCompanions {
 		if err := TightenFile(path+suffix, logger); err != nil {
 			return err
 		}

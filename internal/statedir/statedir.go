@@ -1,5 +1,7 @@
 // Package statedir locates agenthost's state directory, shared by the state store and the built-in tools' files,
-// and makes the files kept there private: 0600 files and 0700 directories whatever the umask.
+// and makes the files kept there private: 0600 files and 0700 directories whatever the umask. It also keeps the
+// SQLite databases the process has open (HoldSQLite), which nothing else in the process may open and close, and
+// retries their opening while SQLite answers busy (RetryBusy).
 package statedir
 
 import (
